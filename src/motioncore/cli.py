@@ -1,0 +1,139 @@
+"""The `motioncore` command: parse arguments, call the library, print results.
+
+Subcommands: ``data list|unpack``, ``bvh roundtrip``, ``eval infill``, ``models``.
+Heavy imports (torch, matplotlib) happen inside the handlers so ``motioncore --help`` is instant.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _cmd_data_list(args: argparse.Namespace) -> int:
+    from .data import REGISTRY, summary
+
+    names = args.names or [n for n in REGISTRY if not REGISTRY[n].union]
+    rows = [summary(n) for n in names]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    head = f"{'dataset':<15} {'clips':>5} {'train':>5} {'test':>5} {'frames':>8} {'fps':>5} {'joints':>6}  licence"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(f"{r['name']:<15} {r['clips']:>5} {r['train']:>5} {r['test']:>5} {r['frames']:>8} {r['fps']:>5g} "
+              f"{r['joints']:>6}  {r['licence']}")
+    return 0
+
+
+def _cmd_data_unpack(args: argparse.Namespace) -> int:
+    from .data import REGISTRY, data_root
+    from .data.cache import unpack
+
+    names = args.names or [n for n in REGISTRY if not REGISTRY[n].union]
+    seen: set[str] = set()
+    for n in names:
+        for rel, _ in REGISTRY[n].parts:
+            if rel not in seen:
+                seen.add(rel)
+                print(unpack(data_root() / rel))
+    return 0
+
+
+def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
+    from .bvh import roundtrip_main
+
+    files: list[str] = []
+    for f in args.files:
+        p = Path(f)
+        files += sorted(str(x) for x in p.rglob("*.bvh")) if p.is_dir() else [f]
+    return roundtrip_main(files, tol=args.tol)
+
+
+def _cmd_eval_infill(args: argparse.Namespace) -> int:
+    from .eval.infill import format_table, plot_results, write_json
+    from .eval.run import run_infill_eval
+
+    results, n = run_infill_eval(args.data, args.model or ["zerovel", "interp"],
+                                 tuple(args.lengths), progress=not args.quiet)
+    print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
+    print(format_table(results))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = Path(args.data).name.replace("*", "") or "data"
+    plot = out / f"eval_infill_{stem}.png"
+    plot_results(results, plot)
+    print(f"plot: {plot}")
+    if args.json:
+        write_json(results, args.json)
+        print(f"json: {args.json}")
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from .eval.baselines import BASELINES
+
+    models = [{"name": n, "kind": "baseline", "task": "infill", "skeleton": "any", "fps": None,
+               "training_data": None, "licence": None} for n in BASELINES]
+    if args.json:
+        print(json.dumps(models, indent=2))
+    else:
+        for m in models:
+            print(f"{m['name']:<16} {m['kind']:<10} {m['task']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="motioncore", description="Neural motion synthesis for animators.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="registered mocap sets").add_subparsers(dest="action", required=True)
+    d = data.add_parser("list", help="clips, frames, fps, joints and licence of each set")
+    d.add_argument("names", nargs="*")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=_cmd_data_list)
+    d = data.add_parser("unpack", help="unpack archives into the cache and print the folders")
+    d.add_argument("names", nargs="*")
+    d.set_defaults(func=_cmd_data_unpack)
+
+    bvh = sub.add_parser("bvh", help="BVH tools").add_subparsers(dest="action", required=True)
+    b = bvh.add_parser("roundtrip", help="read, write, re-read; report worst errors; exit 1 above --tol")
+    b.add_argument("files", nargs="+", help="BVH files or folders (searched recursively)")
+    b.add_argument("--tol", type=float, default=1e-4, help="max rotation error (deg) and position error")
+    b.set_defaults(func=_cmd_bvh_roundtrip)
+
+    ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
+    e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)")
+    e.add_argument("--model", action="append", help="zerovel, interp, a bundled model or a checkpoint "
+                                                    "(repeatable; default: zerovel and interp)")
+    e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
+    e.add_argument("--lengths", type=int, nargs="+", default=[5, 15, 30, 45])
+    e.add_argument("--json", help="write the results as JSON here")
+    e.add_argument("--out", default="out", help="folder for the plot (default ./out)")
+    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    e.set_defaults(func=_cmd_eval_infill)
+
+    m = sub.add_parser("models", help="list the models --model accepts")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=_cmd_models)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import MotioncoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except MotioncoreError as e:
+        print(f"motioncore: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("motioncore: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

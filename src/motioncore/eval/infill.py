@@ -1,0 +1,220 @@
+"""LaFAN1 in-betweening benchmark (Harvey et al. 2020): run fill models on test windows, report
+L2Q / L2P / NPSS per transition length, and write the results as a table, Markdown, PNG or JSON.
+
+Legend: N windows, T frames, J joints. Windows are expected already centred on the mean root XZ and
+rotated to face a fixed direction at frame ``n_past - 1`` (the caller's job, as LaFAN1's extraction).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ..errors import MotioncoreError, ShapeError
+from ..rotations import quat_continuity
+from ..skeleton import Skeleton
+from .baselines import Fill
+from .metrics import l2p_frames, l2q_frames, npss_terms
+
+METRICS = ("L2Q", "L2P", "NPSS")
+Results = dict[str, dict[str, dict[str, float]]]
+
+
+@dataclass
+class _Sums:
+    """Running sums for one (model, length), so batching gives the full-set value."""
+
+    l2q: float = 0.0
+    l2p: float = 0.0
+    frames: int = 0
+    emd_w: float = 0.0  # sum(emd * weight)
+    w: float = 0.0  # sum(weight)
+    emd: float = 0.0  # plain sum(emd), for the all-zero-weight fallback
+    channels: int = 0
+
+    def add(self, pq: np.ndarray, gq: np.ndarray, pp: np.ndarray, gp: np.ndarray,
+            mean: np.ndarray, std: np.ndarray) -> None:
+        q_err, p_err = l2q_frames(pq, gq), l2p_frames(pp, gp, mean, std)
+        emd, w = npss_terms(pq, gq)
+        self.l2q += float(q_err.sum())
+        self.l2p += float(p_err.sum())
+        self.frames += q_err.size
+        self.emd_w += float(np.sum(emd * w))
+        self.w += float(w.sum())
+        self.emd += float(emd.sum())
+        self.channels += emd.size
+
+    def values(self) -> dict[str, float]:
+        npss = self.emd_w / self.w if self.w > 0 else self.emd / self.channels
+        return {"L2Q": self.l2q / self.frames, "L2P": self.l2p / self.frames, "NPSS": npss}
+
+
+def _run_model(name: str, fill: Fill, skeleton: Skeleton, q: np.ndarray, p: np.ndarray,
+               n_past: int, n_trans: int) -> tuple[np.ndarray, np.ndarray]:
+    """Call one model on a copy of the windows whose transition frames are NaN; check its output."""
+    end = n_past + n_trans
+    q_in, p_in = q.copy(), p.copy()
+    q_in[:, n_past:end] = np.nan
+    p_in[:, n_past:end] = np.nan
+    out = fill(skeleton, q_in, p_in, n_past, n_trans)
+    try:
+        q_out, p_out = (np.asarray(a, dtype=np.float64) for a in out)
+    except (TypeError, ValueError) as e:
+        raise MotioncoreError(f"model {name!r}: expected a (rotations, positions) pair, got {type(out)}") \
+            from e
+    if q_out.shape != q.shape or p_out.shape != p.shape:
+        raise MotioncoreError(
+            f"model {name!r} (n_trans={n_trans}): expected shapes {q.shape} and {p.shape}, "
+            f"got {q_out.shape} and {p_out.shape}"
+        )
+    if not (np.isfinite(q_out).all() and np.isfinite(p_out).all()):
+        raise MotioncoreError(
+            f"model {name!r} (n_trans={n_trans}) returned non-finite values; "
+            "it may read the (NaN-masked) transition frames"
+        )
+    return q_out, p_out
+
+
+def _check_inputs(skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray,
+                  lengths: tuple[int, ...], n_past: int) -> None:
+    J = skeleton.num_joints
+    if rotations.ndim != 4 or rotations.shape[2:] != (J, 4) or rotations.shape[0] == 0:
+        raise ShapeError(f"rotations: expected (N>0, T, {J}, 4), got {rotations.shape}")
+    if positions.shape != rotations.shape[:3] + (3,):
+        raise ShapeError(f"positions: expected {rotations.shape[:3] + (3,)}, got {positions.shape}")
+    if not lengths or min(lengths) < 1 or n_past < 1:
+        raise ShapeError(f"need n_past >= 1 and transition lengths >= 1: n_past={n_past}, lengths={lengths}")
+    need = n_past + max(lengths) + 1
+    if rotations.shape[1] < need:
+        raise ShapeError(f"windows of {rotations.shape[1]} frames; n_past + max(lengths) + 1 = {need} needed")
+
+
+def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: np.ndarray,
+                    positions: np.ndarray, x_mean: np.ndarray, x_std: np.ndarray,
+                    lengths: Iterable[int] = (5, 15, 30, 45), n_past: int = 10, progress: bool = True,
+                    batch_size: int = 256) -> Results:
+    """Benchmark fill models on test windows: local rotations (N, T, J, 4) WXYZ and local
+    translations (N, T, J, 3); ``x_mean``/``x_std`` (J*3,) from :func:`position_stats` on the
+    training set. For each length n the first ``n_past + n + 1`` frames are used and the metrics are
+    taken on frames ``[n_past, n_past + n)``. Local quaternions get sign continuity over time first
+    (``quat_continuity``), as LaFAN1; predictions are scored as returned.
+    Returns ``{model: {"L2Q" | "L2P" | "NPSS": {str(n): float}}}`` (JSON-ready)."""
+    rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
+    lengths = tuple(int(n) for n in lengths)
+    _check_inputs(skeleton, rotations, positions, lengths, n_past)
+    N = rotations.shape[0]
+    starts = range(0, N, max(1, int(batch_size)))
+    sums = {(m, n): _Sums() for m in models for n in lengths}
+    with tqdm(total=len(lengths) * len(starts), desc="in-betweening", unit="batch",
+              disable=not progress) as bar:
+        for n in lengths:
+            end = n_past + n
+            for s in starts:
+                q = quat_continuity(rotations[s : s + batch_size, : end + 1], axis=1)
+                p = positions[s : s + batch_size, : end + 1]
+                gq, gp = skeleton.forward_kinematics(q[:, n_past:end], p[:, n_past:end])
+                for name, fill in models.items():
+                    q_out, p_out = _run_model(name, fill, skeleton, q, p, n_past, n)
+                    pq, pp = skeleton.forward_kinematics(q_out[:, n_past:end], p_out[:, n_past:end])
+                    sums[name, n].add(pq, gq, pp, gp, x_mean, x_std)
+                bar.update(1)
+    out: Results = {m: {k: {} for k in METRICS} for m in models}
+    for (m, n), acc in sums.items():
+        for k, v in acc.values().items():
+            out[m][k][str(n)] = float(v)
+    return out
+
+
+# --- reporting -----------------------------------------------------------------------------------
+
+
+def _lengths(results: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[str]:
+    keys = {n for per_model in results.values() for per_metric in per_model.values() for n in per_metric}
+    return sorted(keys, key=int)
+
+
+def _table(results: Results) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of formatted cells (3 decimals for L2Q/L2P, 4 for NPSS; '-' when missing)."""
+    lengths = _lengths(results)
+    header = ["model"] + [f"{k}@{n}" for k in METRICS for n in lengths]
+    rows = []
+    for model, per_model in results.items():
+        row = [model]
+        for k in METRICS:
+            fmt = "{:.4f}" if k == "NPSS" else "{:.3f}"
+            vals = per_model.get(k, {})
+            row += [fmt.format(vals[n]) if n in vals else "-" for n in lengths]
+        rows.append(row)
+    return header, rows
+
+
+def format_table(results: Results) -> str:
+    """Plain-text table: one row per model, columns L2Q@n..., L2P@n..., NPSS@n...."""
+    header, rows = _table(results)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        return " | ".join([first] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)])
+
+    sep = "-+-".join("-" * w for w in widths)
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def results_to_markdown(results: Results) -> str:
+    """The same table as GitHub Markdown (numbers right-aligned)."""
+    header, rows = _table(results)
+    lines = ["| " + " | ".join(header) + " |", "|:---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> None:
+    """Write through ``write(tmp_path)`` to a temp file beside ``path``, then ``os.replace`` it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(results: Results, path: str | os.PathLike) -> None:
+    """Write the results dict as indented JSON, atomically."""
+    text = json.dumps(results, indent=2) + "\n"
+    _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def plot_results(results: Results, path: str | os.PathLike) -> None:
+    """PNG with L2Q, L2P and NPSS against transition length, one line per model; atomic write.
+    Uses matplotlib's Agg canvas directly (no pyplot, no global backend change)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    lengths = _lengths(results)
+    fig = Figure(figsize=(13, 4), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(METRICS))
+    for ax, k in zip(axes, METRICS, strict=True):
+        for model, per_model in results.items():
+            vals = per_model.get(k, {})
+            xs = [int(n) for n in lengths if n in vals]
+            ax.plot(xs, [vals[str(x)] for x in xs], marker="o", label=model)
+        ax.set_title(k)
+        ax.set_xlabel("transition length (frames)")
+        ax.set_ylabel(k)
+        ax.set_xticks([int(n) for n in lengths])
+        ax.grid(True, alpha=0.3)
+    axes[0].legend()
+    fig.suptitle("In-betweening benchmark (lower is better)")
+    _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))

@@ -1,0 +1,70 @@
+"""`motioncore eval infill`: load the data, build LaFAN1 windows and training statistics, run models.
+
+``data`` is a registered dataset (its test split is evaluated, statistics come from its train split)
+or a folder / glob of BVH files (all of them are evaluated and also give the statistics, since such
+a folder has no training split). Everything is resampled to 30 fps, as LaFAN1.
+"""
+from __future__ import annotations
+
+import glob
+import sys
+from pathlib import Path
+
+from ..bvh import read_bvh
+from ..data import load
+from ..data.datasets import Clip
+from ..data.registry import REGISTRY
+from ..data.windows import TEST, TRAIN, lafan1_windows
+from ..errors import DataError, MotioncoreError
+from ..kinematics import resample
+from .baselines import BASELINES, Fill
+from .infill import Results, evaluate_infill
+from .metrics import position_stats
+
+FPS = 30.0
+
+
+def resolve_models(names: list[str]) -> dict[str, Fill]:
+    """Model names or checkpoint paths to fill callables."""
+    out: dict[str, Fill] = {}
+    for name in names:
+        if name in BASELINES:
+            out[name] = BASELINES[name]
+        else:
+            raise MotioncoreError(f"unknown model {name!r}: expected one of {sorted(BASELINES)}, a bundled model "
+                                  f"(see `motioncore models`) or a checkpoint path")
+    return out
+
+
+def _clips_from_files(pattern: str, progress: bool) -> list[Clip]:
+    p = Path(pattern)
+    files = sorted(p.rglob("*.bvh")) if p.is_dir() else sorted(Path(f) for f in glob.glob(pattern))
+    if not files:
+        raise DataError(f"--data {pattern!r}: not a registered dataset ({sorted(REGISTRY)}) and no BVH files "
+                        f"matched")
+    return [Clip(resample(read_bvh(f), FPS), "test") for f in files]
+
+
+def load_eval_sets(data: str, progress: bool = True):
+    """(test windows 65/40, training position mean, std) for ``data``."""
+    if data in REGISTRY:
+        test = load(data, "test", fps=FPS, progress=progress)
+        train = load(data, "train", fps=FPS, progress=progress)
+    else:
+        test = train = _clips_from_files(data, progress)
+    test_w = lafan1_windows(test, *TEST)
+    train_w = lafan1_windows(train, *TRAIN, body=test_w.body)
+    _, gp = train_w.skeleton.forward_kinematics(train_w.rotations, train_w.positions)
+    mean, std = position_stats(gp)
+    return test_w, mean, std
+
+
+def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] = (5, 15, 30, 45),
+                    progress: bool = True) -> tuple[Results, int]:
+    """Results dict and the number of test windows."""
+    models = resolve_models(model_names)
+    test_w, mean, std = load_eval_sets(data, progress)
+    print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps", file=sys.stderr)
+    res = evaluate_infill(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std,
+                          lengths=lengths, progress=progress)
+    return res, len(test_w)
