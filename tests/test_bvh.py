@@ -18,7 +18,8 @@ from motioncore.skeleton import Skeleton
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 POS = ("Xposition", "Yposition", "Zposition")
-DATA = Path(os.environ.get("MOTIONCORE_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "mocap"))
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("MOTIONCORE_DATA", REPO.parent / "shared" / "mocap"))
 
 
 def rot(order: str) -> tuple[str, ...]:
@@ -146,8 +147,9 @@ def test_whitespace_crlf_tabs_and_path_source(tmp_path):
 def random_motion(T: int = 40, seed: int = 0) -> Motion:
     """6 joints, one per Euler order, assorted channel layouts (positions first, last, or none)."""
     layouts = [POS + rot("XYZ"), rot("XZY"), rot("YXZ") + POS, rot("YZX"), POS + rot("ZXY"), rot("ZYX")]
-    skel = Skeleton(tuple(f"j{i}" for i in range(6)), np.array([-1, 0, 1, 0, 3, 4]),
-                    np.random.default_rng(seed).normal(size=(6, 3)) * 10, tuple(layouts), ((2, (0.0, 1.0, 0.0)),))
+    offsets = np.random.default_rng(seed).normal(size=(6, 3)) * 10
+    skel = Skeleton(tuple(f"j{i}" for i in range(6)), np.array([-1, 0, 1, 0, 3, 4]), offsets, tuple(layouts),
+                    ((2, (0.0, 1.0, 0.0)),))
     q = Rotation.random(T * 6, random_state=seed).as_quat(scalar_first=True).reshape(T, 6, 4)
     p = np.repeat(skel.offsets[None], T, axis=0)
     p[:, [0, 2, 4]] = np.random.default_rng(seed + 1).normal(size=(T, 3, 3)) * 100
@@ -164,6 +166,7 @@ def test_write_read_roundtrip_all_orders(tmp_path, precision, rot_tol, pos_tol):
     assert b.skeleton.names == m.skeleton.names and b.skeleton.channels == m.skeleton.channels
     assert b.skeleton.parents.tolist() == m.skeleton.parents.tolist()
     assert b.skeleton.end_sites == m.skeleton.end_sites and b.fps == 60.0
+    assert {b.skeleton.rotation_order(j) for j in range(6)} == set(ORDERS)
     assert np.degrees(quat_angle(m.rotations, b.rotations)).max() < rot_tol
     assert np.abs(m.positions - b.positions).max() < pos_tol
     assert [p.name for p in tmp_path.iterdir()] == ["out.bvh"]  # no temporary file left behind
@@ -229,40 +232,40 @@ def check_error(text: str, line: int, match: str) -> BVHError:
     return info.value
 
 
-@pytest.mark.parametrize("text, line, match", [
-    pytest.param(CHAIN[:CHAIN.index("\t\tJOINT Head")], 9, "truncated.*'Spine' .*not closed", id="truncated-hierarchy"),
-    pytest.param(CHAIN[:CHAIN.index("MOTION")], 20, "missing MOTION", id="missing-motion"),
-    pytest.param(CHAIN[:CHAIN.index("Frames")], 21, "missing 'Frames:'", id="missing-frames"),
-    pytest.param(CHAIN[:CHAIN.index("Frame Time")], 22, "missing 'Frame Time:'", id="missing-frame-time"),
-    pytest.param(lines_replaced(22, "Frames 3"), 22, "expected 'Frames: N'", id="bad-frames-line"),
-    pytest.param(lines_replaced(22, "Frames: 2.5"), 22, "whole number", id="non-integer-frames"),
-    pytest.param(lines_replaced(23, "Frame Time: 0"), 23, "Frame Time must be a positive", id="zero-frame-time"),
-    pytest.param(lines_replaced(23, "Frame Time: -0.01"), 23, "positive.*'-0.01'", id="negative-frame-time"),
-    pytest.param(lines_replaced(26, ""), 26, "only 2 motion lines; frame 3 missing", id="fewer-frames"),
-    pytest.param(lines_replaced(22, "Frames: 5"), 27, "'Frames: 5' .*only 3 motion lines", id="frames-says-more"),
-    pytest.param(lines_replaced(22, "Frames: 2"), 26, "more motion lines than 'Frames: 2'", id="more-frames"),
-    pytest.param(lines_replaced(9, "\t\tCHANNELS 3 Yrotation Xrotation"), 9, "channel count mismatch: CHANNELS 3",
-                 id="channels-count"),
-    pytest.param(lines_replaced(9, "\t\tCHANNELS 3 Yrotation Wrotation Zrotation"), 9, "unknown channel name 'Wrotation'",
-                 id="unknown-channel"),
-    pytest.param(lines_replaced(25, "1.5 2 3 10 20 30 40 50 60 70 80"), 25, "expected 12 .*got 11", id="short-line"),
-    pytest.param(lines_replaced(24, "1 2 3 90 0 0 90 0 0 0 0 0 7\n1.5 2 3 10 20 30 40 50 60 70 80"), 24,
-                 "expected 12 .*got 13", id="compensating-lines"),
-    pytest.param(lines_replaced(25, "1.5 2 3 10 nan 30 40 50 60 70 80 -170"), 25, "non-finite value 'nan'", id="nan"),
-    pytest.param(lines_replaced(25, "1.5 2 3 10 20 30 40 -inf 60 70 80 -170"), 25, "non-finite value '-inf'", id="inf"),
-    pytest.param(lines_replaced(26, "2 2 3 0 0 0 abc 0 0 0 0 0"), 26, "not a number: 'abc'", id="text-in-data"),
-    pytest.param(lines_replaced(19, "\t}\n\t}"), 21, "unbalanced braces: '}' without", id="extra-brace"),
-    pytest.param(lines_replaced(18, ""), 20, "unbalanced braces: 'Hips' .*not closed before MOTION",
-                 id="missing-brace"),
-    pytest.param(lines_replaced(10, "\t\tJOINT Hips"), 10, "duplicate joint name 'Hips' .first on line 2",
-                 id="duplicate-joint"),
-    pytest.param(CHAIN.replace("MOTION", "ROOT Other\n{\nOFFSET 0 0 0\nCHANNELS 0\n}\nMOTION"), 21,
-                 "several ROOTs", id="two-roots"),
-    pytest.param(lines_replaced(8, "\t\tOFFSET 0.0 ten 0.0"), 8, "OFFSET of 'Spine' needs 3 finite numbers",
-                 id="bad-offset"),
-    pytest.param(lines_replaced(8, ""), 18, "'Spine' .line 6. has no OFFSET", id="missing-offset"),
-    pytest.param(lines_replaced(1, "HIERARCHIE"), 1, "unexpected 'HIERARCHIE'", id="bad-keyword"),
-])
+R = lines_replaced
+MALFORMED = [  # (id, text, line the error must name, regex on the message)
+    ("truncated-hierarchy", CHAIN[:CHAIN.index("\t\tJOINT Head")], 9, "truncated.*'Spine' .*not closed"),
+    ("missing-motion", CHAIN[:CHAIN.index("MOTION")], 20, "missing MOTION"),
+    ("missing-frames", CHAIN[:CHAIN.index("Frames")], 21, "missing 'Frames:'"),
+    ("missing-frame-time", CHAIN[:CHAIN.index("Frame Time")], 22, "missing 'Frame Time:'"),
+    ("bad-frames-line", R(22, "Frames 3"), 22, "expected 'Frames: N'"),
+    ("non-integer-frames", R(22, "Frames: 2.5"), 22, "whole number"),
+    ("zero-frame-time", R(23, "Frame Time: 0"), 23, "Frame Time must be a positive"),
+    ("negative-frame-time", R(23, "Frame Time: -0.01"), 23, "positive.*'-0.01'"),
+    ("fewer-frames", R(26, ""), 26, "only 2 motion lines; frame 3 missing"),
+    ("frames-says-more", R(22, "Frames: 5"), 27, "'Frames: 5' .*only 3 motion lines"),
+    ("more-frames", R(22, "Frames: 2"), 26, "more motion lines than 'Frames: 2'"),
+    ("channels-count", R(9, "\t\tCHANNELS 3 Yrotation Xrotation"), 9, "channel count mismatch: CHANNELS 3"),
+    ("unknown-channel", R(9, "\t\tCHANNELS 3 Yrotation Wrotation Zrotation"), 9,
+     "unknown channel name 'Wrotation'"),
+    ("short-line", R(25, "1.5 2 3 10 20 30 40 50 60 70 80"), 25, "expected 12 .*got 11"),
+    ("compensating-lines", R(24, "1 2 3 90 0 0 90 0 0 0 0 0 7\n1.5 2 3 10 20 30 40 50 60 70 80"), 24,
+     "expected 12 .*got 13"),
+    ("nan", R(25, "1.5 2 3 10 nan 30 40 50 60 70 80 -170"), 25, "non-finite value 'nan'"),
+    ("inf", R(25, "1.5 2 3 10 20 30 40 -inf 60 70 80 -170"), 25, "non-finite value '-inf'"),
+    ("text-in-data", R(26, "2 2 3 0 0 0 abc 0 0 0 0 0"), 26, "not a number: 'abc'"),
+    ("extra-brace", R(19, "\t}\n\t}"), 21, "unbalanced braces: '}' without"),
+    ("missing-brace", R(18, ""), 20, "unbalanced braces: 'Hips' .*not closed before MOTION"),
+    ("duplicate-joint", R(10, "\t\tJOINT Hips"), 10, "duplicate joint name 'Hips' .first on line 2"),
+    ("two-roots", CHAIN.replace("MOTION", "ROOT Other\n{\nOFFSET 0 0 0\nCHANNELS 0\n}\nMOTION"), 21,
+     "several ROOTs"),
+    ("bad-offset", R(8, "\t\tOFFSET 0.0 ten 0.0"), 8, "OFFSET of 'Spine' needs 3 finite numbers"),
+    ("missing-offset", R(8, ""), 18, "'Spine' .line 6. has no OFFSET"),
+    ("bad-keyword", R(1, "HIERARCHIE"), 1, "unexpected 'HIERARCHIE'"),
+]
+
+
+@pytest.mark.parametrize("text, line, match", [pytest.param(*c[1:], id=c[0]) for c in MALFORMED])
 def test_malformed(text, line, match):
     check_error(text, line, match)
 
@@ -294,16 +297,19 @@ def first_member(archive: Path, suffix: str) -> str:
 def mocap() -> dict[str, str]:
     if not DATA.is_dir():
         pytest.skip(f"mocap folder {DATA} absent (set MOTIONCORE_DATA)")
-    return {
-        "bandai": first_member(DATA / "bandai_namco" / "dataset-2_locomotion_walk_turn_run.tar.xz", ".bvh"),
-        "cmu": first_member(DATA / "cmu_01-03" / "cmu_bvh_converted_subjects_01-03.tar.xz", ".bvh"),
-        "dog": first_member(DATA / "mann_dog" / "mann_dog_bvh_46clips.tar.xz", ".bvh"),
-        "hand": first_member(DATA / "manipnet_hands" / "manipnet_8takes_hands_objects.tar.xz", "rightHand.bvh"),
+    archives = {
+        "bandai": ("bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz", ".bvh"),
+        "cmu": ("cmu_01-03/cmu_bvh_converted_subjects_01-03.tar.xz", ".bvh"),
+        "dog": ("mann_dog/mann_dog_bvh_46clips.tar.xz", ".bvh"),
+        "hand": ("manipnet_hands/manipnet_8takes_hands_objects.tar.xz", "rightHand.bvh"),
     }
+    return {key: first_member(DATA / archive, suffix) for key, (archive, suffix) in archives.items()}
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("key, joints, fps, orders", [
-    ("bandai", 22, 30.0, {"ZXY"}), ("cmu", 31, 120.0, {"ZYX"}), ("dog", 21, 60.0, {"ZXY"}), ("hand", 17, 120.0, {"YXZ"}),
+    ("bandai", 22, 30.0, {"ZXY"}), ("cmu", 31, 120.0, {"ZYX"}),
+    ("dog", 21, 60.0, {"ZXY"}), ("hand", 17, 120.0, {"YXZ"}),
 ])
 def test_real_files_parse_and_roundtrip(mocap, tmp_path, key, joints, fps, orders):
     f = tmp_path / f"{key}.bvh"
@@ -317,17 +323,19 @@ def test_real_files_parse_and_roundtrip(mocap, tmp_path, key, joints, fps, order
     assert r.ok(1e-4), r
 
 
+@pytest.mark.data
 def test_real_skeleton_details(mocap):
     bandai, dog, hand = read_bvh(mocap["bandai"]), read_bvh(mocap["dog"]), read_bvh(mocap["hand"])
     assert all(ch == POS + rot("ZXY") for ch in bandai.skeleton.channels)
     assert bandai.skeleton.names[:2] == ("joint_Root", "Hips")
     # Bandai: non-root position channels hold the offsets
-    np.testing.assert_allclose(bandai.positions[:, 2:], np.broadcast_to(bandai.skeleton.offsets[2:], bandai.positions[:, 2:].shape), atol=1e-4)
+    np.testing.assert_allclose(bandai.positions[:, 2:] - bandai.skeleton.offsets[2:], 0.0, atol=1e-4)
     assert len(dog.skeleton.end_sites) == 6 and dog.skeleton.names[0] == "Hips"
     assert hand.skeleton.names[0] == "WRIST" and hand.skeleton.channels[0] == POS + rot("YXZ")
     assert len(hand.skeleton.end_sites) == 5
 
 
+@pytest.mark.data
 def test_real_fk_matches_bvhio(mocap, tmp_path):
     bvhio = pytest.importorskip("bvhio")
     f = tmp_path / "cmu.bvh"

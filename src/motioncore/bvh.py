@@ -16,15 +16,16 @@ pass runs only when the fast path fails, to name the bad line in the ``BVHError`
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
 import sys
 import tempfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence, Union
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from .skeleton import Skeleton
 
 __all__ = ["read_bvh", "write_bvh", "format_bvh", "roundtrip", "roundtrip_main", "RoundtripResult"]
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = str | os.PathLike[str]
 
 _CHANNELS = {c.lower(): c for a in "XYZ" for c in (f"{a}position", f"{a}rotation")}
 _MOTION_RE = re.compile(r"^[ \t]*MOTION[ \t]*$", re.MULTILINE)
@@ -60,9 +61,9 @@ class _Block:
 
 @dataclass
 class _Hierarchy:
-    """Parses the lines before MOTION into names, parents, offsets, channels and end sites."""
+    """Parses the lines before MOTION into names, parents, offsets, channels and end sites.
+    Errors carry no path: `_parse_hierarchy` adds it (the parse is cached across files)."""
 
-    path: str | None
     names: list[str] = field(default_factory=list)
     parents: list[int] = field(default_factory=list)
     offsets: list[tuple[float, float, float]] = field(default_factory=list)
@@ -76,7 +77,7 @@ class _Hierarchy:
     line: int = 0
 
     def error(self, message: str, line: int | None = None) -> BVHError:
-        return BVHError(message, line=self.line if line is None else line, path=self.path)
+        return BVHError(message, line=self.line if line is None else line)
 
     def feed(self, lineno: int, toks: list[str]) -> None:
         self.line, i = lineno, 0
@@ -92,7 +93,8 @@ class _Hierarchy:
             self.pending = None
             return i + 1
         if self.pending is not None:
-            raise self.error(f"expected '{{' after {self.pending.name!r} (line {self.pending.line}), got {toks[i]!r}")
+            pend = self.pending
+            raise self.error(f"expected '{{' after {pend.name!r} (line {pend.line}), got {toks[i]!r}")
         if key == "}":
             self._close()
             return i + 1
@@ -179,9 +181,10 @@ class _Hierarchy:
             raise self.error(f"channel count mismatch: CHANNELS {count} of {block.name!r} lists "
                              f"{len(names)} names ({' '.join(names)})")
         canon = tuple(_CHANNELS.get(n.lower(), "") for n in names)
-        for raw, c in zip(names, canon):
+        for raw, c in zip(names, canon, strict=True):
             if not c:
-                raise self.error(f"unknown channel name {raw!r} in {block.name!r} (expected X/Y/Z position/rotation)")
+                raise self.error(f"unknown channel name {raw!r} in {block.name!r} "
+                                 "(expected X/Y/Z position/rotation)")
         if len(set(canon)) != len(canon):
             raise self.error(f"repeated channel in {block.name!r}: {' '.join(names)}")
         self.channels[block.index] = canon
@@ -340,7 +343,7 @@ def _layout(channels: Sequence[Sequence[str]], joints: Sequence[int]) -> _Layout
     pos: list[tuple[int, int, int]] = []
     groups: dict[str, tuple[list[int], list[list[int]]]] = {}
     col = 0
-    for j, chans in zip(joints, channels):
+    for j, chans in zip(joints, channels, strict=True):
         order = _euler_order(chans)
         rcols = [C, C, C]
         for c in chans:
@@ -354,8 +357,8 @@ def _layout(channels: Sequence[Sequence[str]], joints: Sequence[int]) -> _Layout
             js.append(j)
             cs.append(rcols)
     p = np.array(pos, dtype=np.int64).reshape(-1, 3)
-    return _Layout(C, p[:, 0], p[:, 1], p[:, 2],
-                   {o: (np.array(js, dtype=np.int64), np.array(cs, dtype=np.int64)) for o, (js, cs) in groups.items()})
+    rot = {o: (np.array(js, dtype=np.int64), np.array(cs, dtype=np.int64)) for o, (js, cs) in groups.items()}
+    return _Layout(C, p[:, 0], p[:, 1], p[:, 2], rot)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -375,23 +378,49 @@ def _source_text(source: PathLike, name: str | None) -> tuple[str, str | None, s
     return text, path, stem if name is None else name
 
 
-def _parse_hierarchy(text: str, path: str | None) -> tuple[_Hierarchy, int, int]:
-    """Hierarchy plus (position just after the MOTION line, MOTION line number)."""
-    m = _MOTION_RE.search(text)
-    head = text[:m.start()] if m else text
-    hier = _Hierarchy(path)
-    lineno = 0
+@dataclass(frozen=True)
+class _Header:
+    """A parsed hierarchy (immutable, cached by its text) and its channel layout."""
+
+    names: tuple[str, ...]
+    parents: tuple[int, ...]
+    offsets: tuple[tuple[float, float, float], ...]
+    channels: tuple[tuple[str, ...], ...]
+    end_sites: tuple[tuple[int, tuple[float, float, float]], ...]
+    layout: _Layout
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_head(head: str, has_motion: bool) -> _Header:
+    """Parse the text before MOTION (the whole text if there is none: then this raises). Cached:
+    the clips of one data set share their hierarchy, so it is parsed once."""
+    hier = _Hierarchy()
     for lineno, line in enumerate(head.split("\n"), start=1):
         toks = line.split()
         if toks:
             hier.feed(lineno, toks)
-    if m is None:  # finish() raises: truncated hierarchy or missing MOTION
-        hier.finish(None, len(text.rstrip().split("\n")) if text.strip() else 1)
-        raise AssertionError("unreachable")
-    motion_line = text.count("\n", 0, m.start()) + 1
-    hier.finish(motion_line, motion_line)
+    if has_motion:
+        hier.finish(head.count("\n") + 1, head.count("\n") + 1)
+    else:  # raises: truncated hierarchy or no MOTION; name the last non-blank line
+        hier.finish(None, head.rstrip().count("\n") + 1)
+    layout = _layout(hier.channels, range(len(hier.names)))
+    for arr in (layout.pos_cols, layout.pos_joints, layout.pos_axes,
+                *(a for pair in layout.rot_groups.values() for a in pair)):
+        arr.flags.writeable = False
+    return _Header(tuple(hier.names), tuple(hier.parents), tuple(hier.offsets), tuple(hier.channels),
+                   tuple(hier.end_sites), layout)
+
+
+def _parse_hierarchy(text: str, path: str | None) -> tuple[_Header, int, int]:
+    """Hierarchy plus (position just after the MOTION line, MOTION line number)."""
+    m = _MOTION_RE.search(text)
+    try:
+        hdr = _parse_head(text[:m.start()] if m else text, m is not None)
+    except BVHError as e:
+        raise BVHError(e.message, e.line, path) from None
+    assert m is not None  # _parse_head raised otherwise
     end = text.find("\n", m.end())
-    return hier, len(text) if end < 0 else end + 1, motion_line
+    return hdr, len(text) if end < 0 else end + 1, text.count("\n", 0, m.start()) + 1
 
 
 def _fps(frame_time: float) -> float:
@@ -401,11 +430,10 @@ def _fps(frame_time: float) -> float:
     return float(r) if r > 0 and abs(fps - r) <= 1e-4 * fps else fps
 
 
-def _assemble(hier: _Hierarchy, data: np.ndarray, fps: float, name: str) -> Motion:
-    J, T = len(hier.names), data.shape[0]
-    skel = Skeleton(tuple(hier.names), np.array(hier.parents), np.array(hier.offsets, dtype=np.float64),
-                    tuple(hier.channels), tuple(hier.end_sites))
-    lay = _layout(skel.channels, range(J))
+def _assemble(hdr: _Header, data: np.ndarray, fps: float, name: str) -> Motion:
+    J, T, lay = len(hdr.names), data.shape[0], hdr.layout
+    skel = Skeleton(hdr.names, np.array(hdr.parents, dtype=np.int64), np.array(hdr.offsets, dtype=np.float64),
+                    hdr.channels, hdr.end_sites)
     positions = np.repeat(skel.offsets[None], T, axis=0)
     positions[:, lay.pos_joints, lay.pos_axes] = data[:, lay.pos_cols]
     rotations = np.zeros((T, J, 4))
@@ -424,13 +452,12 @@ def read_bvh(source: PathLike, *, name: str | None = None) -> Motion:
     (position channels where present, else offsets). Malformed input raises ``BVHError`` with the
     1-based line number. ``name`` defaults to the file stem ("" for text)."""
     text, path, clip = _source_text(source, name)
-    hier, pos, motion_line = _parse_hierarchy(text, path)
+    hdr, pos, motion_line = _parse_hierarchy(text, path)
     T, frame_time, pos, lineno = _motion_header(text, pos, motion_line, path)
-    C = sum(len(c) for c in hier.channels)
-    if C == 0:
+    if hdr.layout.C == 0:
         raise BVHError("the hierarchy declares no channels at all", motion_line, path)
-    data = _frames(text[pos:], lineno, T, C, lineno - 1, path)
-    return _assemble(hier, data, _fps(frame_time), clip)
+    data = _frames(text[pos:], lineno, T, hdr.layout.C, lineno - 1, path)
+    return _assemble(hdr, data, _fps(frame_time), clip)
 
 
 # ----------------------------------------------------------------------------------------------

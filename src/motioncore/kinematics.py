@@ -159,7 +159,7 @@ def resample(motion: Motion, fps: float) -> Motion:
     i0 = np.minimum(np.floor(t).astype(np.int64), T - 2)
     a = (t - i0)[:, None]  # (T', 1)
     q = quat_continuity(motion.rotations, axis=0)
-    rot = quat_slerp(q[i0], q[i0 + 1], a[..., None])
+    rot = quat_slerp(q[i0], q[i0 + 1], a)  # t (T', 1) broadcasts over joints
     pos = motion.positions[i0] * (1 - a[..., None]) + motion.positions[i0 + 1] * a[..., None]
     return Motion(motion.skeleton, quat_normalize(rot), pos, fps, motion.name)
 

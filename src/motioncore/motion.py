@@ -47,5 +47,5 @@ class Motion:
         """Global rotations (T, J, 4) and positions (T, J, 3) by forward kinematics."""
         return self.skeleton.forward_kinematics(self.rotations, self.positions)
 
-    def slice(self, start: int, stop: int) -> "Motion":
+    def slice(self, start: int, stop: int) -> Motion:
         return Motion(self.skeleton, self.rotations[start:stop], self.positions[start:stop], self.fps, self.name)

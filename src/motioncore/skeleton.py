@@ -5,8 +5,9 @@ tensors (same type out as in), batched over any leading dimensions.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class Skeleton:
     def has_position(self, j: int) -> bool:
         return any(c in POSITION_CHANNELS for c in self.channels[j])
 
-    def subset(self, keep: Sequence[str]) -> tuple["Skeleton", np.ndarray]:
+    def subset(self, keep: Sequence[str]) -> tuple[Skeleton, np.ndarray]:
         """Skeleton of the named joints (in this skeleton's order), re-parented to the nearest kept
         ancestor, with offsets summed along the removed chain (rest pose only). Returns the new skeleton
         and the index array of kept joints."""
@@ -106,7 +107,7 @@ class Skeleton:
                 "end_sites": [[j, list(o)] for j, o in self.end_sites]}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Skeleton":
+    def from_dict(cls, d: dict[str, Any]) -> Skeleton:
         try:
             return cls(tuple(d["names"]), np.asarray(d["parents"]), np.asarray(d["offsets"], dtype=np.float64),
                        tuple(tuple(c) for c in d.get("channels", ())),
@@ -114,7 +115,7 @@ class Skeleton:
         except (KeyError, TypeError, ValueError) as e:
             raise ShapeError(f"skeleton description: {e}") from e
 
-    def same_topology(self, other: "Skeleton") -> bool:
+    def same_topology(self, other: Skeleton) -> bool:
         return self.names == other.names and np.array_equal(self.parents, other.parents)
 
     # --- kinematics ----------------------------------------------------------------------------

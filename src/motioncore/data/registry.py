@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 BANDAI_LICENCE = "CC BY-NC 4.0"
 BANDAI_CITE = "Kobayashi et al. 2023, arXiv:2306.08861 (Bandai Namco Research Motion dataset)"

@@ -8,8 +8,8 @@ Legend: N windows, L window length, J joints.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
