@@ -275,6 +275,10 @@ def test_error_names_the_file(tmp_path):
     f.write_text(lines_replaced(25, "1.5 2 3 10 20 30 40 50 60 70 80"))
     err = check_error(str(f), 25, "got 11")
     assert err.path == str(f) and str(err).startswith(f"{f}:25: ")
+    # hierarchy errors are cached per header text; the path must still be the file's
+    check_error(R(10, "\t\tJOINT Hips"), 10, "duplicate")
+    f.write_text(R(10, "\t\tJOINT Hips"))
+    assert check_error(str(f), 10, "duplicate").path == str(f)
 
 
 def test_empty_and_not_bvh():

@@ -49,7 +49,7 @@ _FRAME_TIME_RE = re.compile(r"^Frame\s+Time\s*:\s*(\S*)$", re.IGNORECASE)
 # ----------------------------------------------------------------------------------------------
 @dataclass
 class _Block:
-    """An open ``{`` block: a joint (index >= 0) or an End Site (index -1, parent joint in ``parent``)."""
+    """A declared block: a joint (index into the joints) or an End Site (index into the end sites)."""
 
     kind: str  # "joint" or "end"
     index: int  # joint index, or end-site index

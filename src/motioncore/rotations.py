@@ -130,7 +130,7 @@ def _ns(*xs: Any) -> tuple[Any, ...]:
     global _TORCH
     torch = sys.modules.get("torch")
     ref = next((x for x in xs if isinstance(x, torch.Tensor)), None) if torch is not None else None
-    if ref is None:
+    if ref is None or torch is None:
         arrs = [np.asarray(x) for x in xs]
         return (_NP, *[a if a.dtype.kind == "f" else a.astype(np.float64) for a in arrs])
     if _TORCH is None:
@@ -412,7 +412,8 @@ def quat_to_euler(q: Any, order: str, degrees: bool = False) -> Any:
 def quat_slerp(q0: Any, q1: Any, t: Any) -> Any:
     """Spherical interpolation of unit WXYZ quaternions along the short path; t (...) broadcasts with q's leading dims.
 
-    Returns q0 at t=0 and q1 (or -q1) at t=1; falls back to normalized lerp when nearly parallel.
+    ``t`` has no quaternion axis: q0, q1 (..., 4) and t (...) broadcast like q0[..., 0], e.g. keys (J, 4)
+    and t (T, 1) give (T, J, 4). Returns q0 at t=0 and q1 (or -q1) at t=1; normalized lerp when nearly parallel.
     """
     ns, q0, q1 = _ns(q0, q1)
     _check(q0, (4,), "q0")
