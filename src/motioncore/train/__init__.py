@@ -1,0 +1,1 @@
+"""Training: the shared loop and the per-model recipes."""
