@@ -85,6 +85,26 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from .train.controllers import ControllerRecipe, train_controller
+    from .train.loop import TrainConfig, config_from
+
+    model = {"pfnn": "pfnn", "mann": "mann"}[args.model]
+    if args.baseline:
+        model = {"pfnn": "phase-mlp", "mann": "mann-1"}[args.model]
+    recipe = config_from(ControllerRecipe, None, {"model": model, "data": args.data, "hidden_dim": args.hidden,
+                                                  "max_clips": args.max_clips})
+    cfg = config_from(TrainConfig, args.config, {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
+                                                 "device": args.device, "threads": args.threads,
+                                                 "max_minutes": args.max_minutes})
+    out = Path(args.out or f"runs/{model}")
+    _, meta = train_controller(recipe, cfg, out, progress=not args.quiet, resume=not args.restart)
+    last = meta["history"][-1]
+    print(f"{model}: {last['epoch']} epochs, val loss {last['val_loss']:.4f}, {meta['train_wall_s']:.0f} s; "
+          f"checkpoint {out / model}.json, curves {out / 'loss.png'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="motioncore", description="Neural motion synthesis for animators.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -114,6 +134,25 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", default="out", help="folder for the plot (default ./out)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_infill)
+
+    t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
+    t.add_argument("model", choices=["pfnn", "mann"])
+    t.add_argument("--baseline", action="store_true", help="train the comparison network instead (PFNN: an MLP "
+                   "taking phase as an input; MANN: a single expert)")
+    t.add_argument("--config", help="JSON file of TrainConfig fields (flags override it)")
+    t.add_argument("--data", help="registered dataset (default: bandai for pfnn, dog for mann)")
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--batch-size", type=int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--hidden", type=int, help="hidden units per layer (default 512)")
+    t.add_argument("--max-clips", type=int, help="use only the first N training clips (quick runs)")
+    t.add_argument("--device", help="auto | cpu | cuda[:N]")
+    t.add_argument("--threads", type=int, help="CPU threads (default 2)")
+    t.add_argument("--max-minutes", type=float, help="stop (saving state) after this wall time")
+    t.add_argument("--out", help="run folder (default runs/<model>); holds the checkpoint, state, loss.png")
+    t.add_argument("--restart", action="store_true", help="ignore a saved training state in --out")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_cmd_train)
 
     m = sub.add_parser("models", help="list the models --model accepts")
     m.add_argument("--json", action="store_true")

@@ -1,0 +1,78 @@
+"""Build and load models by kind; bundled checkpoints by name.
+
+A checkpoint's JSON names its ``kind``; ``KINDS`` maps each kind to its (Config, Model) pair so loading
+is ``Model(Config(**meta["config"]))`` followed by a checked copy of the safetensors weights.
+Bundled checkpoints live in ``motioncore/checkpoints/<name>.{json,safetensors}``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..checkpoint import CheckpointError, load_state_into, load_tensors, read_meta
+
+BUNDLED = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+def _kinds() -> dict[str, tuple[type, type]]:
+    from .baselines import PhaseMLP, PhaseMLPConfig
+    from .mann import MANN, MANNConfig
+    from .pfnn import PFNN, PFNNConfig
+
+    kinds: dict[str, tuple[type, type]] = {"pfnn": (PFNNConfig, PFNN), "mann": (MANNConfig, MANN),
+                                           "phase-mlp": (PhaseMLPConfig, PhaseMLP)}
+    try:
+        from .anyorder import AnyOrderConfig, AnyOrderTransformer
+
+        kinds["anyorder"] = (AnyOrderConfig, AnyOrderTransformer)
+    except ImportError:  # pragma: no cover - optional while the model is under construction
+        pass
+    return kinds
+
+
+def bundled_names() -> list[str]:
+    return sorted(p.stem for p in BUNDLED.glob("*.json")) if BUNDLED.is_dir() else []
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    """A bundled model name or a checkpoint path (with or without suffix) to the checkpoint base path."""
+    p = Path(name_or_path)
+    if str(name_or_path) in bundled_names():
+        return BUNDLED / str(name_or_path)
+    base = p.with_suffix("") if p.suffix in (".json", ".safetensors") else p
+    if base.with_name(base.name + ".json").is_file():
+        return base
+    raise CheckpointError(f"no bundled model or checkpoint {str(name_or_path)!r}; bundled: {bundled_names()}")
+
+
+def build(kind: str, config: dict[str, Any]) -> torch.nn.Module:
+    kinds = _kinds()
+    if kind not in kinds:
+        raise CheckpointError(f"unknown model kind {kind!r}; known: {sorted(kinds)}")
+    cfg_cls, model_cls = kinds[kind]
+    try:
+        cfg = cfg_cls(**config)
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"invalid {kind} config: {e}") from e
+    return model_cls(cfg)
+
+
+def load_model(name_or_path: str | Path, device: str | torch.device = "cpu") -> tuple[torch.nn.Module, dict]:
+    """(model in eval mode, metadata) of a bundled name or checkpoint path."""
+    base = resolve(name_or_path)
+    tensors, meta = load_tensors(base)
+    model = build(str(meta.get("kind")), dict(meta.get("config") or {}))
+    load_state_into(model, tensors, str(base))
+    return model.to(device).eval(), meta
+
+
+def describe(name_or_path: str | Path) -> dict[str, Any]:
+    """Listing fields from the JSON only: name, kind, task, skeleton size, fps, training data, licence, metrics."""
+    base = resolve(name_or_path)
+    meta = read_meta(base)
+    return {"name": base.name, "kind": meta.get("kind"), "task": meta.get("task"),
+            "joints": len(meta.get("skeleton", {}).get("names", [])) or None, "fps": meta.get("fps"),
+            "training_data": meta.get("training_data"), "licence": meta.get("licence"),
+            "metrics": meta.get("metrics", {}), "path": str(base)}
