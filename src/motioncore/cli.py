@@ -74,14 +74,16 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
 
 def _cmd_models(args: argparse.Namespace) -> int:
     from .eval.baselines import BASELINES
+    from .models.registry import bundled_names, describe
 
-    models = [{"name": n, "kind": "baseline", "task": "infill", "skeleton": "any", "fps": None,
+    models = [{"name": n, "kind": "baseline", "task": "infill", "joints": None, "fps": None,
                "training_data": None, "licence": None} for n in BASELINES]
+    models += [describe(n) for n in bundled_names()]
     if args.json:
         print(json.dumps(models, indent=2))
     else:
         for m in models:
-            print(f"{m['name']:<16} {m['kind']:<10} {m['task']}")
+            print(f"{m['name']:<16} {m['kind']:<10} {m['task'] or '':<11} {m['licence'] or ''}")
     return 0
 
 
