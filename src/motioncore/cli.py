@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)
 
+    from .client import add_subcommands as add_server_commands
+
+    add_server_commands(sub)  # serve, ping
+
     m = sub.add_parser("models", help="list the models --model accepts")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_cmd_models)

@@ -1,0 +1,305 @@
+"""The handler table: request type -> function. Handlers get an already decoded and validated message
+(protocol steps 1-6) plus a :class:`Context`; they do step 7 (their own field and array checks), never
+touch sockets, and return a :class:`Result`, or a :class:`Batched` (one row for ``model.step``, which
+the micro-batcher stacks with others), or raise a ``motioncore.protocol.ProtocolError`` subclass (any
+other exception becomes ``internal``).
+
+Register a new type with ``HANDLERS["my.type"] = Handler(fn)``. ``inline=True`` only for cheap control
+requests that may run on the socket loop (no model, no blocking); ``batchable=True`` sends its
+single-frame requests to the micro-batching lane. docs/protocol.md documents every type in this table
+(a test checks that).
+
+The five model requests validate their inputs and then ask the registry for a model; until the model
+owners register loaders (registry.LOADERS) they answer ``model_unavailable``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from motioncore.protocol import (
+    PROTOCOL_VERSION,
+    Cancelled,
+    InvalidRequest,
+    Limits,
+    Message,
+    ProtocolError,
+    check_array,
+    check_field,
+)
+
+from .registry import Registry, ServedModel
+
+FLOATS = ("float32", "float64")
+MAX_ROLLOUT_FRAMES = 10_000   # frames one rollout request may ask for
+MAX_CLIP_FRAMES = 100_000     # T of an infill / style / retarget clip
+MAX_FEATURES = 8192           # D of a feature vector
+MAX_JOINTS = 512
+
+
+@dataclass
+class ServerInfo:
+    """What handlers may know about the server (filled in by app.Server)."""
+
+    session: str
+    device: str
+    limits: Limits
+    registry: Registry
+    versions: dict[str, str]
+    config: dict[str, Any]                           # workers, threads, queue, batching ...
+    stats: Callable[[], dict[str, Any]]              # live counters for `health`
+    cancel: Callable[[str], dict[str, Any]]          # cancel an in-flight request by id
+    types: Callable[[], list[str]] = list
+    started: float = field(default_factory=time.time)
+
+
+@dataclass
+class Result:
+    content: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class Batched:
+    """One single-frame request for ``model.step``; ``finish`` turns its output rows into the Result."""
+
+    model: ServedModel
+    inputs: dict[str, np.ndarray]                                  # this request's inputs, no batch axis
+    finish: Callable[[dict[str, np.ndarray]], Result]
+
+    @property
+    def key(self) -> tuple:
+        """Requests batch together when model, input names, shapes and dtypes all agree."""
+        return (self.model.name, *((k, v.shape, v.dtype.str) for k, v in sorted(self.inputs.items())))
+
+
+class Context:
+    """Per-request view of the server for a handler: progress, cancellation, server info."""
+
+    def __init__(self, server: ServerInfo, request: Message,
+                 progress: Callable[[int, int, str | None], None] | None = None,
+                 cancel_event: threading.Event | None = None, cancel_error: Callable[[], type] | None = None):
+        self.server, self.request = server, request
+        self._progress, self._cancel = progress, cancel_event
+        self._cancel_error = cancel_error or (lambda: Cancelled)
+
+    def progress(self, done: int, total: int, message: str | None = None) -> None:
+        """Send a ``progress`` message (rate-limited by the worker pool)."""
+        if self._progress is not None:
+            self._progress(done, total, message)
+
+    def cancelled(self) -> bool:
+        return self._cancel is not None and self._cancel.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` or until cancelled; True when cancelled."""
+        if self._cancel is None:
+            time.sleep(seconds)
+            return False
+        return self._cancel.wait(seconds)
+
+    def check_cancelled(self) -> None:
+        if self.cancelled():
+            raise self._cancel_error()(f"request {self.request.id} was cancelled", parent_id=self.request.id)
+
+
+Fn = Callable[[Message, Context], "Result | Batched"]
+
+
+@dataclass(frozen=True)
+class Handler:
+    fn: Fn
+    inline: bool = False      # run on the socket loop (control requests only)
+    batchable: bool = False   # single-frame requests (content frames == 1) go to the micro-batching lane
+
+
+# ---------------------------------------------------------------------------------- control requests
+
+def hello(req: Message, ctx: Context) -> Result:
+    s = ctx.server
+    return Result({"protocol_version": PROTOCOL_VERSION, "server_session": s.session, "device": s.device,
+                   "versions": s.versions, "models": s.registry.names(), "limits": s.limits.as_dict(),
+                   "types": s.types(), "config": s.config, "pid": os.getpid(), "started": s.started})
+
+
+def health(req: Message, ctx: Context) -> Result:
+    return Result({"status": "ok", "uptime_s": round(time.time() - ctx.server.started, 3), **ctx.server.stats()})
+
+
+def models(req: Message, ctx: Context) -> Result:
+    return Result({"models": ctx.server.registry.describe()})
+
+
+def cancel(req: Message, ctx: Context) -> Result:
+    target = check_field(req.content, "id", str)
+    return Result(ctx.server.cancel(target))
+
+
+# ------------------------------------------------------------------------------------ model requests
+
+def _only(arrays: Mapping[str, np.ndarray], names: set[str]) -> None:
+    extra = sorted(set(arrays) - names)
+    if extra:
+        raise InvalidRequest(f"unexpected arrays {extra}; this request takes {sorted(names)}")
+
+
+def _f32(**arrays: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v, np.float32) for k, v in arrays.items()}
+
+
+def _model(req: Message, ctx: Context) -> ServedModel:
+    name = check_field(req.content, "model", str, default=None)
+    model = ctx.server.registry.get(req.type, name)
+    want = (model.info.get("inputs") or {})
+    for k, a in req.arrays.items():   # per-model sizes, when the checkpoint declares them
+        spec = want.get(k)
+        if isinstance(spec, list) and len(spec) == a.ndim and any(s is not None and s != n for s, n in
+                                                                   zip(spec, a.shape, strict=True)):
+            raise InvalidRequest(f"array {k!r} has shape {tuple(a.shape)}; model {model.name!r} expects {spec}")
+    return model
+
+
+def _run(model: ServedModel, req: Message, inputs: dict[str, np.ndarray], ctx: Context) -> Result:
+    if model.run is None:
+        raise InvalidRequest(f"model {model.name!r} serves only single frames (frames=1) of {req.type!r}")
+    content, arrays = model.run(req.type, inputs, dict(req.content), ctx)
+    return Result(dict(content), dict(arrays))
+
+
+def pfnn_rollout(req: Message, ctx: Context) -> Result | Batched:
+    """x (D_in,) features, phase () in radians -> y (frames, D_out), phase (frames,)."""
+    frames = check_field(req.content, "frames", int, default=1, lo=1, hi=MAX_ROLLOUT_FRAMES)
+    _only(req.arrays, {"x", "phase"})
+    x = check_array(req.arrays, "x", shape=(None,), dtypes=FLOATS, max_size=MAX_FEATURES)
+    phase = check_array(req.arrays, "phase", shape=(), dtypes=FLOATS)
+    model = _model(req, ctx)
+    inputs = _f32(x=x, phase=phase)
+    if frames == 1 and model.step is not None:
+        return Batched(model, inputs, lambda out: Result({"frames": 1}, {"y": out["y"][None],
+                                                                        "phase": out["phase"].reshape(1)}))
+    return _run(model, req, inputs, ctx)
+
+
+def mann_rollout(req: Message, ctx: Context) -> Result | Batched:
+    """x (D_in,) features -> y (frames, D_out)."""
+    frames = check_field(req.content, "frames", int, default=1, lo=1, hi=MAX_ROLLOUT_FRAMES)
+    _only(req.arrays, {"x"})
+    x = check_array(req.arrays, "x", shape=(None,), dtypes=FLOATS, max_size=MAX_FEATURES)
+    model = _model(req, ctx)
+    inputs = _f32(x=x)
+    if frames == 1 and model.step is not None:
+        return Batched(model, inputs, lambda out: Result({"frames": 1}, {"y": out["y"][None]}))
+    return _run(model, req, inputs, ctx)
+
+
+def infill(req: Message, ctx: Context) -> Result:
+    """motion (T, D) with known (T,) bool -> motion (T, D) with the unknown frames filled in."""
+    check_field(req.content, "seed", int, default=None, lo=0, hi=2**63 - 1)
+    _only(req.arrays, {"motion", "known"})
+    motion = check_array(req.arrays, "motion", shape=(None, None), dtypes=FLOATS)
+    known = check_array(req.arrays, "known", shape=(motion.shape[0],), dtypes=("bool",))
+    T, D = motion.shape
+    if not 2 <= T <= MAX_CLIP_FRAMES or not 1 <= D <= MAX_FEATURES:
+        raise InvalidRequest(f"array 'motion' must have 2..{MAX_CLIP_FRAMES} frames and 1..{MAX_FEATURES} "
+                             f"features, got {(T, D)}")
+    if not known.any():
+        raise InvalidRequest("array 'known' marks no frame as known")
+    model = _model(req, ctx)
+    return _run(model, req, {"motion": np.asarray(motion, np.float32), "known": known}, ctx)
+
+
+def style_adapt(req: Message, ctx: Context) -> Result:
+    """motion (T, D) restyled after example (S, D) -> motion (T, D)."""
+    check_field(req.content, "strength", float, default=1.0, lo=0.0, hi=1.0)
+    _only(req.arrays, {"motion", "example"})
+    motion = check_array(req.arrays, "motion", shape=(None, None), dtypes=FLOATS)
+    example = check_array(req.arrays, "example", shape=(None, motion.shape[1]), dtypes=FLOATS)
+    for name, a in (("motion", motion), ("example", example)):
+        if not 1 <= a.shape[0] <= MAX_CLIP_FRAMES or not 1 <= a.shape[1] <= MAX_FEATURES:
+            raise InvalidRequest(f"array {name!r} must have 1..{MAX_CLIP_FRAMES} frames and 1..{MAX_FEATURES} "
+                                 f"features, got {tuple(a.shape)}")
+    model = _model(req, ctx)
+    return _run(model, req, _f32(motion=motion, example=example), ctx)
+
+
+def _skeleton(content: Mapping[str, Any], field_name: str) -> int:
+    sk = check_field(content, field_name, dict)
+    joints, parents = sk.get("joints"), sk.get("parents")
+    if not (isinstance(joints, list) and all(isinstance(j, str) for j in joints) and 1 <= len(joints) <= MAX_JOINTS):
+        raise InvalidRequest(f"field {field_name!r}.joints must be a list of 1..{MAX_JOINTS} joint names")
+    if not (isinstance(parents, list) and len(parents) == len(joints)
+            and all(type(p) is int and -1 <= p < i for i, p in enumerate(parents))):
+        raise InvalidRequest(f"field {field_name!r}.parents must list, per joint, -1 or the index of an "
+                             f"earlier joint ({len(joints)} entries)")
+    return len(joints)
+
+
+def retarget(req: Message, ctx: Context) -> Result:
+    """rotations (T, J, 4) WXYZ unit quaternions + root (T, 3) on source -> the same on target."""
+    J = _skeleton(req.content, "source")
+    _skeleton(req.content, "target")
+    _only(req.arrays, {"rotations", "root"})
+    rot = check_array(req.arrays, "rotations", shape=(None, J, 4), dtypes=FLOATS)
+    root = check_array(req.arrays, "root", shape=(rot.shape[0], 3), dtypes=FLOATS)
+    if not 1 <= rot.shape[0] <= MAX_CLIP_FRAMES:
+        raise InvalidRequest(f"array 'rotations' must have 1..{MAX_CLIP_FRAMES} frames, got {rot.shape[0]}")
+    if rot.size and np.abs(np.linalg.norm(rot, axis=-1) - 1).max() > 1e-3:
+        raise InvalidRequest("array 'rotations' must hold unit quaternions (WXYZ), |q| within 1e-3 of 1")
+    model = _model(req, ctx)
+    return _run(model, req, _f32(rotations=rot, root=root), ctx)
+
+
+# ------------------------------------------------------------------------- debug requests (--debug)
+
+def debug_sleep(req: Message, ctx: Context) -> Result:
+    """Wait ``seconds`` in ``steps`` steps, sending progress after each; cancellable."""
+    seconds = check_field(req.content, "seconds", float, lo=0.0, hi=600.0)
+    steps = check_field(req.content, "steps", int, default=10, lo=1, hi=10_000)
+    for i in range(steps):
+        ctx.wait(seconds / steps)
+        ctx.check_cancelled()
+        ctx.progress(i + 1, steps)
+    return Result({"seconds": seconds, "steps": steps})
+
+
+def debug_echo(req: Message, ctx: Context) -> Result:
+    """Reply with the request's content and arrays."""
+    return Result(dict(req.content), dict(req.arrays))
+
+
+def debug_fail(req: Message, ctx: Context) -> Result:
+    raise RuntimeError("debug.fail raised on purpose")
+
+
+HANDLERS: dict[str, Handler] = {
+    "hello": Handler(hello, inline=True),
+    "health": Handler(health, inline=True),
+    "models": Handler(models, inline=True),
+    "cancel": Handler(cancel, inline=True),
+    "pfnn.rollout": Handler(pfnn_rollout, batchable=True),
+    "mann.rollout": Handler(mann_rollout, batchable=True),
+    "infill": Handler(infill),
+    "style.adapt": Handler(style_adapt),
+    "retarget": Handler(retarget),
+}
+
+DEBUG_HANDLERS: dict[str, Handler] = {
+    "debug.sleep": Handler(debug_sleep),
+    "debug.echo": Handler(debug_echo),
+    "debug.fail": Handler(debug_fail),
+}
+
+
+def handler_table(debug: bool = False) -> dict[str, Handler]:
+    """The table a server uses: HANDLERS, plus DEBUG_HANDLERS when started with --debug."""
+    return {**HANDLERS, **(DEBUG_HANDLERS if debug else {})}
+
+
+__all__ = ["HANDLERS", "DEBUG_HANDLERS", "Handler", "Result", "Batched", "Context", "ServerInfo", "ProtocolError",
+           "handler_table"]

@@ -1,0 +1,354 @@
+"""Client for the motion server (torch-free: imports only stdlib, numpy, zmq and .protocol).
+
+    with Client() as c:                       # finds the server through its connection file
+        print(c.hello()["device"])
+        y = c.call("pfnn.rollout", {"frames": 1}, {"x": x, "phase": np.float32(0.0)}).arrays["y"]
+
+Every call has a timeout (the longest silence accepted: each ``progress`` message restarts it). On a
+timeout the socket is closed and reopened (Lazy Pirate); idempotent requests (protocol.IDEMPOTENT) are
+resent under a fresh id, others raise :class:`RequestTimeout`. A changed ``server_session`` in a reply
+means the server restarted: the client says hello again and carries on, with no caller action.
+Error replies raise the typed exceptions of :mod:`motioncore.protocol` (``Busy``, ``ModelUnavailable``...).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zmq
+
+from . import protocol as P
+
+ENV_CONNECTION_FILE = "MOTIONCORE_CONNECTION_FILE"
+CONNECTION_FIELDS = ("transport", "ip", "port", "key", "signature_scheme", "server_session", "pid")
+
+
+class ConnectionFileError(P.ProtocolError):
+    """The connection file is missing, unreadable or incomplete."""
+    code = "connection_file"
+
+
+class RequestTimeout(P.ProtocolError, TimeoutError):
+    """No reply within the timeout (after the allowed retries, or at once for non-idempotent requests)."""
+    code = "timeout"
+
+
+# ------------------------------------------------------------------------------- connection files
+
+def runtime_dir() -> Path:
+    """``$XDG_RUNTIME_DIR/motioncore``, else ``<tmp>/motioncore-<uid>`` (created 0700 by the server)."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and Path(base).is_dir():
+        return Path(base) / "motioncore"
+    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    return Path(tempfile.gettempdir()) / f"motioncore-{uid}"
+
+
+def default_connection_file() -> Path:
+    """``$MOTIONCORE_CONNECTION_FILE`` if set, else ``runtime_dir()/server.json``."""
+    env = os.environ.get(ENV_CONNECTION_FILE)
+    return Path(env) if env else runtime_dir() / "server.json"
+
+
+def read_connection_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The connection file's fields, checked for presence and type."""
+    p = Path(path)
+    try:
+        info = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConnectionFileError(f"connection file {p} not found: is the server running "
+                                  f"(motioncore serve)?") from None
+    except (OSError, ValueError) as e:
+        raise ConnectionFileError(f"connection file {p}: {e}") from None
+    if not isinstance(info, dict) or any(k not in info for k in CONNECTION_FIELDS):
+        raise ConnectionFileError(f"connection file {p} must hold the fields {list(CONNECTION_FIELDS)}")
+    if info["signature_scheme"] != P.SIGNATURE_SCHEME or info["transport"] != "tcp":
+        raise ConnectionFileError(f"connection file {p}: unsupported transport {info['transport']!r} or "
+                                  f"signature scheme {info['signature_scheme']!r}")
+    if not isinstance(info["port"], int) or not isinstance(info["key"], str) or not info["key"]:
+        raise ConnectionFileError(f"connection file {p}: 'port' must be an int and 'key' a non-empty string")
+    return info
+
+
+def endpoint(info: Mapping[str, Any]) -> str:
+    ip = info["ip"]
+    return f"tcp://[{ip}]:{info['port']}" if ":" in ip else f"tcp://{ip}:{info['port']}"
+
+
+# ------------------------------------------------------------------------------------------ client
+
+class Client:
+    """A synchronous client. Not thread-safe: use one per thread."""
+
+    def __init__(self, connection_file: str | os.PathLike | None = None, *, timeout: float = 10.0,
+                 retries: int = 2, heartbeat_ms: int = 1000):
+        self.path = Path(connection_file) if connection_file is not None else default_connection_file()
+        self.timeout, self.retries, self.heartbeat_ms = float(timeout), int(retries), int(heartbeat_ms)
+        self.server: dict[str, Any] | None = None   # the last hello reply's content
+        self.restarts = 0                            # server restarts noticed (changed server_session)
+        self.resets = 0                              # sockets closed and reopened after a timeout
+        self._sock: zmq.Socket | None = None
+        self._info: dict[str, Any] = {}
+        self._stamp: tuple | None = None
+        self._codec: P.Codec = None  # type: ignore[assignment]  # set by _load_connection_file
+        self._outstanding: set[str] = set()          # submitted, final reply not yet returned
+        self._stash: dict[str, P.Message] = {}       # final replies that arrived while waiting for another
+        self._load_connection_file()      # first: a missing file raises before any socket exists
+        self._ctx = zmq.Context()
+
+    # -- lifecycle
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        if not self._ctx.closed:
+            self._ctx.term()
+
+    def _load_connection_file(self) -> None:
+        st = self.path.stat() if self.path.exists() else None
+        info = read_connection_file(self.path)
+        self._info, self._stamp = info, (st.st_mtime_ns, st.st_ino, st.st_size) if st else None
+        self._codec = P.Codec(info["key"], P.CLIENT_LIMITS)
+
+    def _socket(self) -> zmq.Socket:
+        if self._sock is None:
+            s = self._ctx.socket(zmq.DEALER)
+            s.linger = 0
+            s.setsockopt(zmq.HEARTBEAT_IVL, self.heartbeat_ms)
+            s.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3 * self.heartbeat_ms)
+            s.setsockopt(zmq.HEARTBEAT_TTL, 3 * self.heartbeat_ms)
+            s.setsockopt(zmq.RECONNECT_IVL, 50)
+            s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            s.connect(endpoint(self._info))
+            self._sock = s
+        return self._sock
+
+    def _reset(self) -> None:
+        """Lazy Pirate: drop the socket (and anything queued on it); re-read a changed connection file."""
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        self.resets += 1
+        self._outstanding.clear()   # their replies would arrive on the old socket: lost
+        self._stash.clear()
+        try:
+            st = self.path.stat()
+            if (st.st_mtime_ns, st.st_ino, st.st_size) != self._stamp:
+                self._load_connection_file()
+        except (OSError, ConnectionFileError):
+            pass  # keep the last good settings; the next timeout tries again
+
+    # -- requests
+    def call(self, type: str, content: Mapping[str, Any] | None = None, arrays: Mapping[str, Any] | None = None,
+             *, timeout: float | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
+             idempotent: bool | None = None) -> P.Message:
+        """Send one request and return its ``result`` message; an ``error`` reply raises its typed exception."""
+        timeout = self.timeout if timeout is None else timeout
+        idem = type in P.IDEMPOTENT if idempotent is None else idempotent
+        tries = 1 + (self.retries if idem else 0)
+        for _ in range(tries):
+            rid = self.submit(type, content, arrays)
+            reply = self._wait(rid, timeout, progress)
+            self._outstanding.discard(rid)
+            if reply is not None:
+                return self._finish(reply, type)
+            self._reset()
+            if not idem:
+                raise RequestTimeout(f"no reply to {type!r} within {timeout} s; not resent because {type!r} "
+                                     f"is not idempotent")
+        raise RequestTimeout(f"no reply to {type!r} after {tries} attempts of {timeout} s "
+                             f"(is the server at {endpoint(self._info)} running?)")
+
+    def submit(self, type: str, content: Mapping[str, Any] | None = None,
+               arrays: Mapping[str, Any] | None = None) -> str:
+        """Send a request without waiting; returns its id for :meth:`result` or :meth:`cancel`."""
+        if type != "hello" and self.server is None:
+            self.hello()
+        self._check_size(arrays)
+        rid = P.new_id()
+        frames = self._codec.encode(type, content, arrays, id=rid)
+        limit = (self.server or {}).get("limits", {}).get("max_header_bytes")
+        if limit is not None and len(frames[2]) > limit:
+            raise P.TooLarge(f"request header (content) is {len(frames[2])} bytes; the server accepts {limit}")
+        self._send(frames)
+        self._outstanding.add(rid)
+        return rid
+
+    def result(self, request_id: str, *, timeout: float | None = None,
+               progress: Callable[[dict[str, Any]], None] | None = None) -> P.Message:
+        """Wait for the final reply to a submitted request (never resent: a timeout raises RequestTimeout)."""
+        reply = self._stash.pop(request_id, None)
+        if reply is None:
+            reply = self._wait(request_id, self.timeout if timeout is None else timeout, progress)
+        self._outstanding.discard(request_id)
+        if reply is None:
+            self._reset()
+            raise RequestTimeout(f"no reply to request {request_id} within {timeout or self.timeout} s")
+        return self._finish(reply, "")
+
+    def _finish(self, reply: P.Message, type: str) -> P.Message:
+        self._note_session(reply, type)
+        if reply.type == P.ERROR:
+            raise P.error_from_content(reply.content, reply.parent_id)
+        return reply
+
+    def _send(self, frames: list[Any]) -> None:
+        sock = self._socket()
+        try:
+            sock.send_multipart(frames, flags=zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            pass  # nothing connected or the queue is full: the wait times out and Lazy Pirate takes over
+
+    def _wait(self, msg_id: str, timeout: float, progress: Callable | None) -> P.Message | None:
+        """The final reply to ``msg_id``, or None on timeout. Finals of other outstanding requests are kept."""
+        sock = self._socket()
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            if not sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
+                continue
+            frames = sock.recv_multipart(copy=False)
+            try:
+                msg = self._codec.decode(frames)
+            except P.SignatureError as e:
+                raise P.SignatureError(f"a reply failed the signature check ({e.message}): does the key in "
+                                       f"{self.path} match the server's?") from None
+            except P.ProtocolError:
+                continue  # not a message we can trust or parse: ignore it
+            if msg.parent_id != msg_id:
+                if msg.is_final and msg.parent_id in self._outstanding:
+                    self._stash[msg.parent_id] = msg   # for a later result(id)
+                continue  # otherwise a late reply to an abandoned request
+            if msg.type == P.PROGRESS:
+                deadline = time.monotonic() + timeout
+                if progress is not None:
+                    progress(msg.content)
+                continue
+            if msg.is_final:
+                return msg
+        return None
+
+    def _note_session(self, reply: P.Message, type: str) -> None:
+        known = self.server.get("server_session") if self.server else None
+        if known is None or reply.server_session == known:
+            return
+        self.restarts += 1   # the server restarted: refresh limits and models before going on
+        self.server = None
+        if type != "hello":
+            self.hello()
+
+    def _check_size(self, arrays: Mapping[str, Any] | None) -> None:
+        if not arrays or self.server is None:
+            return
+        lim = self.server.get("limits", {})
+        total, largest = P.message_nbytes(arrays)
+        if total > lim.get("max_message_bytes", total) or largest > lim.get("max_buffer_bytes", largest):
+            raise P.TooLarge(f"request buffers total {total} bytes (largest {largest}); the server accepts "
+                             f"{lim.get('max_message_bytes')} in all and {lim.get('max_buffer_bytes')} per buffer")
+        if len(arrays) > lim.get("max_buffers", len(arrays)):
+            raise P.TooLarge(f"{len(arrays)} buffers; the server accepts {lim.get('max_buffers')}")
+
+    # -- typed helpers
+    def hello(self) -> dict[str, Any]:
+        """Protocol and package versions, server_session, device, models and limits."""
+        self.server = self.call("hello").content
+        return self.server
+
+    def health(self, timeout: float | None = None) -> dict[str, Any]:
+        return self.call("health", timeout=timeout).content
+
+    def models(self) -> list[dict[str, Any]]:
+        return self.call("models").content["models"]
+
+    def cancel(self, request_id: str) -> dict[str, Any]:
+        return self.call("cancel", {"id": request_id}).content
+
+    def pfnn_rollout(self, x: np.ndarray, phase: float, frames: int = 1, model: str | None = None,
+                     **kw: Any) -> P.Message:
+        return self.call("pfnn.rollout", _drop_none({"frames": frames, "model": model}),
+                         {"x": np.asarray(x, np.float32), "phase": np.asarray(phase, np.float32)}, **kw)
+
+    def mann_rollout(self, x: np.ndarray, frames: int = 1, model: str | None = None, **kw: Any) -> P.Message:
+        return self.call("mann.rollout", _drop_none({"frames": frames, "model": model}),
+                         {"x": np.asarray(x, np.float32)}, **kw)
+
+    def infill(self, motion: np.ndarray, known: np.ndarray, model: str | None = None, seed: int | None = None,
+               **kw: Any) -> P.Message:
+        return self.call("infill", _drop_none({"model": model, "seed": seed}),
+                         {"motion": np.asarray(motion, np.float32), "known": np.asarray(known, bool)}, **kw)
+
+    def style_adapt(self, motion: np.ndarray, example: np.ndarray, strength: float = 1.0,
+                    model: str | None = None, **kw: Any) -> P.Message:
+        return self.call("style.adapt", _drop_none({"strength": strength, "model": model}),
+                         {"motion": np.asarray(motion, np.float32), "example": np.asarray(example, np.float32)},
+                         **kw)
+
+    def retarget(self, rotations: np.ndarray, root: np.ndarray, source: Mapping, target: Mapping,
+                 model: str | None = None, **kw: Any) -> P.Message:
+        return self.call("retarget", _drop_none({"source": dict(source), "target": dict(target), "model": model}),
+                         {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32)},
+                         **kw)
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+# ---------------------------------------------------------------------------------------- commands
+
+def ping(connection_file: str | os.PathLike | None = None, n: int = 10, timeout: float = 5.0) -> dict[str, Any]:
+    """Send ``health`` n times; round-trip p50/p99 in microseconds plus the server's hello fields."""
+    with Client(connection_file, timeout=timeout) as c:
+        server = c.hello()
+        times = []
+        for _ in range(max(1, n)):
+            t0 = time.perf_counter_ns()
+            c.health()
+            times.append((time.perf_counter_ns() - t0) / 1000)
+    return {"n": len(times), "p50_us": round(float(np.percentile(times, 50)), 1),
+            "p99_us": round(float(np.percentile(times, 99)), 1), "server": server}
+
+
+def _cmd_ping(args: argparse.Namespace) -> int:
+    try:
+        print(json.dumps(ping(args.connection_file, args.n, args.timeout)))
+    except (P.ProtocolError, OSError) as e:
+        print(f"motioncore ping: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    # motioncore never imports the server package: run it as its own module with the same arguments.
+    argv = [sys.executable, "-m", "motioncore_server", *args.server_args]
+    if os.name == "posix":
+        os.execv(sys.executable, argv)  # the server becomes this process: signals reach it directly
+    return subprocess.call(argv)
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Add ``ping`` and ``serve`` to the ``motioncore`` command's subparsers."""
+    p = subparsers.add_parser("ping", help="send health requests to the motion server; print latency JSON")
+    p.add_argument("--connection-file", help=f"default: ${ENV_CONNECTION_FILE} or {default_connection_file()}")
+    p.add_argument("-n", type=int, default=10, help="number of health requests (default 10)")
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds per request (default 5)")
+    p.set_defaults(func=_cmd_ping)
+    # every argument goes through untouched to `python -m motioncore_server` (try `motioncore serve --help`)
+    s = subparsers.add_parser("serve", help="run the motion server (same arguments as python -m motioncore_server)",
+                              add_help=False, prefix_chars="\x00")
+    s.add_argument("server_args", nargs="*")
+    s.set_defaults(func=_cmd_serve)

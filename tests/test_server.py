@@ -1,0 +1,589 @@
+"""The motion server on loopback: request types, exactly-one-reply, progress, busy, cancel, batching,
+slow and vanished clients, SIGTERM, restart recovery, load, ping, and the docs against the handler table.
+
+Most tests run the server in a thread of this process (fast); SIGTERM, restart and load use a subprocess.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import zmq
+from motioncore_server.app import Server, ServerConfig
+from motioncore_server.handlers import DEBUG_HANDLERS, HANDLERS
+from motioncore_server.registry import Loader, Registry, ServedModel, debug_mlp
+
+from motioncore import protocol as P
+from motioncore.checkpoint import load_state_into, save_model
+from motioncore.client import Client, add_subcommands, ping, read_connection_file
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.timeout(60)
+
+
+# ----------------------------------------------------------------------------------------- helpers
+
+@contextlib.contextmanager
+def thread_server(folder: Path, registry: Registry | None = None, **cfg):
+    """A started server serving from a thread; stopped (and checked stopped) on exit."""
+    cfg.setdefault("debug", True)
+    conn = folder / f"server-{uuid.uuid4().hex[:8]}.json"
+    srv = Server(ServerConfig(port=0, connection_file=conn, **cfg), registry=registry)
+    srv.start()
+    t = threading.Thread(target=srv.serve, name="test-server", daemon=True)
+    t.start()
+    try:
+        yield srv
+    finally:
+        srv.request_stop(force=True)
+        t.join(10)
+        assert not t.is_alive(), "server thread did not stop"
+
+
+class Raw:
+    """A bare DEALER speaking the protocol, for pipelining and crafted messages."""
+
+    def __init__(self, conn: Path, key: str | None = None, **opts):
+        self.info = read_connection_file(conn)
+        self.codec = P.Codec(key or self.info["key"], P.CLIENT_LIMITS)
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.linger = 0
+        for k, v in opts.items():
+            self.sock.setsockopt(getattr(zmq, k), v)
+        self.sock.connect(f"tcp://127.0.0.1:{self.info['port']}")
+
+    def send(self, type: str, content=None, arrays=None) -> str:
+        rid = P.new_id()
+        self.sock.send_multipart(self.codec.encode(type, content, arrays, id=rid), copy=False)
+        return rid
+
+    def recv(self, timeout: float = 10.0) -> P.Message:
+        if not self.sock.poll(int(timeout * 1000)):
+            raise TimeoutError("no message")
+        return self.codec.decode(self.sock.recv_multipart())
+
+    def until_final(self, rid: str, timeout: float = 10.0) -> tuple[list[P.Message], P.Message]:
+        """(progress messages, final) for request ``rid``; other messages are skipped."""
+        prog = []
+        end = time.monotonic() + timeout
+        while True:
+            m = self.recv(max(0.01, end - time.monotonic()))
+            if m.parent_id != rid:
+                continue
+            if m.is_final:
+                return prog, m
+            prog.append(m)
+
+    def close(self) -> None:
+        self.sock.close()
+        self.ctx.term()
+
+
+def spawn(conn: Path, log: Path, *args: str) -> tuple[subprocess.Popen, dict]:
+    """``python -m motioncore_server --debug`` in a subprocess; returns once it listens."""
+    with log.open("a") as err:
+        p = subprocess.Popen([sys.executable, "-m", "motioncore_server", "--connection-file", str(conn), "--debug",
+                              *args], stdout=subprocess.PIPE, stderr=err, text=True)
+    line = p.stdout.readline()
+    if not line:
+        p.wait(10)
+        raise RuntimeError(f"server did not start:\n{log.read_text()[-3000:]}")
+    return p, json.loads(line)
+
+
+def stop(p: subprocess.Popen) -> int:
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    try:
+        return p.wait(15)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    with thread_server(tmp_path_factory.mktemp("srv"), workers=2) as s:
+        yield s
+
+
+@pytest.fixture
+def client(srv):
+    with Client(srv.connection_file, timeout=10) as c:
+        yield c
+
+
+X = np.linspace(-1, 1, 342, dtype=np.float32)
+
+
+# ------------------------------------------------------------------------------------- basics
+
+def test_connection_file_fields_and_mode(srv):
+    info = read_connection_file(srv.connection_file)
+    assert stat.S_IMODE(srv.connection_file.stat().st_mode) == 0o600
+    assert info["ip"] == "127.0.0.1" and info["port"] == srv.port and info["pid"] == os.getpid()
+    assert re.fullmatch(r"[0-9a-f]{64}", info["key"]) and info["server_session"] == srv.session
+    assert info["signature_scheme"] == "hmac-sha256" and info["transport"] == "tcp"
+
+
+def test_remote_bind_needs_allow_remote():
+    with pytest.raises(ValueError, match="allow-remote"):
+        ServerConfig(ip="0.0.0.0")
+    assert ServerConfig(ip="::1").ip == "::1"
+
+
+def test_hello_health_models(client, srv):
+    h = client.hello()
+    assert h["protocol_version"] == 1 and h["server_session"] == srv.session and h["device"] == "cpu"
+    assert h["limits"]["max_message_bytes"] == P.Limits().max_message_bytes
+    assert set(h["types"]) == set(HANDLERS) | set(DEBUG_HANDLERS)
+    assert {"motioncore", "torch", "numpy", "pyzmq", "libzmq"} <= set(h["versions"]) and h["models"] == ["debug.mlp"]
+    health = client.health()
+    assert health["status"] == "ok" and health["workers"] == 2 and health["queue_capacity"] == 64
+    (m,) = client.models()
+    assert m["name"] == "debug.mlp" and m["tasks"] == ["pfnn.rollout"] and m["inputs"]["x"] == [342]
+
+
+def test_unknown_type_internal_error_and_invalid_input_all_answered(client):
+    with pytest.raises(P.UnknownType):
+        client.call("no.such.type")
+    with pytest.raises(P.InternalError, match="on purpose"):
+        client.call("debug.fail")
+    with pytest.raises(P.InvalidRequest, match="NaN"):
+        client.pfnn_rollout(np.full(342, np.nan, np.float32), 0.0)
+    with pytest.raises(P.InvalidRequest, match="shape"):
+        client.pfnn_rollout(np.zeros(5, np.float32), 0.0)        # the model declares x (342,)
+    with pytest.raises(P.InvalidRequest, match="frames"):
+        client.pfnn_rollout(X, 0.0, frames=0)
+    assert client.health()["status"] == "ok"
+
+
+def test_rollout_results_and_multi_frame_progress(client):
+    ref = debug_mlp().step({"x": X[None], "phase": np.float32([0.5])})
+    r = client.pfnn_rollout(X, 0.5)
+    np.testing.assert_allclose(r.arrays["y"], ref["y"], rtol=1e-5, atol=1e-5)
+    seen = []
+    r = client.pfnn_rollout(X, 0.5, frames=20, progress=seen.append)
+    assert r.arrays["y"].shape == (20, 311) and r.arrays["phase"].shape == (20,)
+    assert seen and seen[-1] == {"done": 20, "total": 20}
+
+
+def test_model_requests_without_a_model_are_model_unavailable(tmp_path):
+    T, J = 8, 3
+    sk = {"joints": ["hips", "spine", "head"], "parents": [-1, 0, 1]}
+    quat = np.tile(np.float32([1, 0, 0, 0]), (T, J, 1))
+    with thread_server(tmp_path, debug=False) as s, Client(s.connection_file) as c:
+        assert c.hello()["models"] == [] and c.models() == []
+        calls = [lambda: c.pfnn_rollout(X, 0.0), lambda: c.mann_rollout(X, frames=3),
+                 lambda: c.infill(np.zeros((T, 6)), np.arange(T) % 4 == 0),
+                 lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 6)), strength=0.5),
+                 lambda: c.retarget(quat, np.zeros((T, 3)), sk, sk)]
+        for call in calls:
+            with pytest.raises(P.ModelUnavailable, match="no model serving"):
+                call()
+        # ...but their inputs are validated first, per docs/protocol.md
+        bad = [lambda: c.infill(np.zeros((T, 6)), np.zeros(T, bool)),
+               lambda: c.infill(np.zeros((T, 6)), np.ones(T - 1, bool)),
+               lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 5))),
+               lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 6)), strength=2.0),
+               lambda: c.retarget(quat * 2, np.zeros((T, 3)), sk, sk),
+               lambda: c.retarget(quat, np.zeros((T, 3)), {"joints": ["a"], "parents": [0]}, sk),
+               lambda: c.mann_rollout(np.zeros((2, 3))),
+               lambda: c.call("pfnn.rollout", {}, {"x": X, "phase": np.float32(0), "extra": X})]
+        for call in bad:
+            with pytest.raises(P.InvalidRequest):
+                call()
+        with pytest.raises(P.UnknownType):
+            c.call("debug.sleep", {"seconds": 0})   # debug types only with --debug
+
+
+def test_docs_list_exactly_the_handler_table():
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    public, debug = doc.split("## Request types")[1].split("## Debug-only request types")
+    assert set(re.findall(r"^### `([a-z.]+)`", public, re.M)) == set(HANDLERS)
+    assert set(re.findall(r"^### `([a-z.]+)`", debug, re.M)) == set(DEBUG_HANDLERS)
+    for code in P.ERRORS:
+        assert f"`{code}`" in doc, code
+    idem = re.search(r"Resend \*\*idempotent\*\* requests under a new id: (.*?)\. Never", doc, re.S).group(1)
+    assert set(re.findall(r"`([a-z.]+)`", idem)) == set(P.IDEMPOTENT)
+
+
+def test_a_client_written_from_the_docs_alone(srv):
+    """Only zmq, json and hmac, following docs/protocol.md: no motioncore.protocol or client."""
+    info = json.loads(srv.connection_file.read_text())
+    key = info["key"].encode("ascii")
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.DEALER)
+    s.linger = 0
+    try:
+        s.connect(f"tcp://{info['ip']}:{info['port']}")
+        x = np.arange(342, dtype="<f4").tobytes()
+        header = json.dumps({"version": 1, "id": "doc-client-1", "type": "pfnn.rollout", "parent_id": None,
+                             "server_session": None, "content": {"frames": 1},
+                             "buffers": [{"name": "x", "dtype": "float32", "shape": [342]},
+                                         {"name": "phase", "dtype": "float32", "shape": []}]}).encode()
+        phase = np.float32(0.25).tobytes()
+        sig = hmac.new(key, header + x + phase, hashlib.sha256).hexdigest().encode()
+        s.send_multipart([b"<MC|MSG>", sig, header, x, phase])
+        assert s.poll(10_000)
+        delim, rsig, rheader, *bufs = s.recv_multipart()
+        assert delim == b"<MC|MSG>"
+        assert hmac.compare_digest(rsig, hmac.new(key, rheader + b"".join(bufs), hashlib.sha256).hexdigest().encode())
+        h = json.loads(rheader)
+        assert h["type"] == "result" and h["parent_id"] == "doc-client-1" and h["server_session"] == info["server_session"]
+        (y, ph) = h["buffers"]
+        assert (y["name"], y["dtype"], y["shape"]) == ("y", "float32", [1, 311]) and len(bufs[0]) == 311 * 4
+        assert np.frombuffer(bufs[1], "<f4")[0] == pytest.approx(0.35)
+    finally:
+        s.close()
+        ctx.term()
+
+
+# -------------------------------------------------------------------- exactly one final reply
+
+def test_exactly_one_final_reply_per_request_pipelined(srv):
+    raw = Raw(srv.connection_file)
+    try:
+        kinds = [("health", None, None), ("no.such", None, None), ("debug.fail", None, None),
+                 ("pfnn.rollout", {}, {"x": X, "phase": np.float32(0)}), ("debug.echo", {"a": 1}, {"z": X}),
+                 ("pfnn.rollout", {}, {"x": X[:3], "phase": np.float32(0)}),
+                 ("debug.sleep", {"seconds": 0.05, "steps": 2}, None), ("models", None, None)]
+        ids = {raw.send(*kinds[i % len(kinds)]): kinds[i % len(kinds)][0] for i in range(80)}
+        finals: Counter[str] = Counter()
+        while len(finals) < len(ids):
+            m = raw.recv()
+            assert m.parent_id in ids and m.server_session == srv.session
+            if m.is_final:
+                finals[m.parent_id] += 1
+        barrier = raw.send("health")   # anything still in the pipe arrives before this reply... or never
+        while (m := raw.recv()).parent_id != barrier:
+            assert not m.is_final, f"second final reply for {ids.get(m.parent_id)}"
+        assert set(finals.values()) == {1}
+    finally:
+        raw.close()
+
+
+def test_progress_precedes_final_and_health_answers_during_a_long_job(srv, client):
+    raw = Raw(srv.connection_file)
+    try:
+        rid = raw.send("debug.sleep", {"seconds": 0.4, "steps": 4})
+        prog, final = raw.until_final(rid)
+        assert final.type == "result" and [p.content["done"] for p in prog][-1] == 4
+        assert all(p.type == "progress" and p.content["total"] == 4 for p in prog)
+        long = raw.send("debug.sleep", {"seconds": 30, "steps": 3000})
+        assert raw.recv().type == "progress"            # it is running on a worker
+        t0 = time.perf_counter()
+        h = client.health()
+        assert time.perf_counter() - t0 < 1.0 and h["running"] >= 1
+        assert client.cancel(long) == {"id": long, "cancelled": True, "state": "running"}
+        _, final = raw.until_final(long)
+        assert final.type == "error" and final.content["code"] == "cancelled"
+    finally:
+        raw.close()
+
+
+def test_busy_when_queue_full_and_cancel_queued(tmp_path):
+    with thread_server(tmp_path, workers=1, queue=1) as s, Client(s.connection_file) as c:
+        a = c.submit("debug.sleep", {"seconds": 30, "steps": 3000})
+        raw = Raw(s.connection_file)
+        try:
+            # wait (by polling health, not sleeping) until `a` runs, then fill the one queue slot
+            while c.health()["running"] < 1:
+                pass
+            b = raw.send("debug.sleep", {"seconds": 30})
+            while c.health()["queued"] < 1:
+                pass
+            t0 = time.perf_counter()
+            with pytest.raises(P.Busy):
+                c.call("debug.sleep", {"seconds": 1})
+            assert time.perf_counter() - t0 < 1.0
+            assert c.cancel(b)["state"] == "queued"
+            assert raw.until_final(b)[1].content["code"] == "cancelled"
+        finally:
+            raw.close()
+        assert c.cancel(a)["state"] == "running"
+        with pytest.raises(P.Cancelled):
+            c.result(a)
+        assert c.cancel(a) == {"id": a, "cancelled": False, "state": "unknown"}
+        st = c.health()
+        assert st["rejected"]["busy"] == 1 and st["inflight"] == 0
+
+
+# ------------------------------------------------------------------------------ micro-batching
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_micro_batching_matches_single_requests(tmp_path, batching):
+    xs = np.random.default_rng(1).standard_normal((8, 342)).astype(np.float32)
+    ref = debug_mlp()
+    with thread_server(tmp_path, batching=batching, batch_window_ms=200, batch_max=8) as s:
+        raw = Raw(s.connection_file)
+        try:
+            ids = [raw.send("pfnn.rollout", {}, {"x": x, "phase": np.float32(i / 10)}) for i, x in enumerate(xs)]
+            got = {}
+            while len(got) < len(ids):
+                m = raw.recv()
+                got[m.parent_id] = m
+            for i, rid in enumerate(ids):
+                one = ref.step({"x": xs[i:i + 1], "phase": np.float32([i / 10])})
+                assert got[rid].type == "result"
+                np.testing.assert_allclose(got[rid].arrays["y"], one["y"], rtol=1e-5, atol=1e-5)
+                np.testing.assert_allclose(got[rid].arrays["phase"], one["phase"], rtol=1e-6)
+        finally:
+            raw.close()
+        b = s.batcher
+        assert b.requests == 8 and (b.largest > 1 if batching else b.largest == 1)
+
+
+# --------------------------------------------------------------------------------- the registry
+
+def _linear_loader(tensors, meta, device):
+    cfg = meta["config"]
+    net = torch.nn.Linear(cfg["d_in"], cfg["d_out"])
+    load_state_into(net, tensors, meta.get("name", "?"))
+
+    def step(inputs):
+        with torch.inference_mode():
+            return {"y": net(torch.as_tensor(inputs["x"])).numpy()}
+    return ServedModel(meta["name"], meta["kind"], ("mann.rollout",), meta, step=step)
+
+
+def test_registry_loads_lazily_through_a_registered_loader(tmp_path):
+    net = torch.nn.Linear(4, 2)
+    meta = {"training_data": "none", "licence": "CC0", "fps": 30, "skeleton": "test", "inputs": {"x": [4]}}
+    save_model(tmp_path / "lin", net, "test.linear", {"d_in": 4, "d_out": 2}, {"name": "lin", **meta})
+    save_model(tmp_path / "broken", net, "test.linear", {"d_in": 4, "d_out": 2}, {"name": "broken", **meta})
+    (tmp_path / "broken.safetensors").write_bytes(b"not safetensors")
+    save_model(tmp_path / "alien", net, "alien.kind", {}, {"name": "alien", **meta})
+    reg = Registry("cpu", loaders={"test.linear": Loader(("mann.rollout",), _linear_loader)})
+    with thread_server(tmp_path, registry=reg, debug=False, models_dirs=[tmp_path]) as s, Client(s.connection_file) as c:
+        ms = {m["name"]: m for m in c.models()}
+        assert set(ms) == {"alien", "broken", "lin"} and not ms["lin"]["loaded"] and ms["lin"]["fps"] == 30
+        assert not ms["alien"]["available"] and "no loader" in ms["alien"]["reason"]
+        x = np.float32([1, 2, 3, 4])
+        y = c.mann_rollout(x, model="lin").arrays["y"]
+        np.testing.assert_allclose(y[0], net(torch.as_tensor(x)).detach().numpy(), rtol=1e-6)
+        assert {m["name"]: m["loaded"] for m in c.models()}["lin"]
+        with pytest.raises(P.InvalidRequest, match="expects"):
+            c.mann_rollout(np.zeros(5, np.float32), model="lin")
+        with pytest.raises(P.ModelUnavailable, match="failed to load"):
+            c.mann_rollout(x, model="broken")
+        with pytest.raises(P.ModelUnavailable, match="does not serve"):
+            c.pfnn_rollout(x, 0.0, model="lin")
+        with pytest.raises(P.InvalidRequest, match="single frames"):
+            c.mann_rollout(x, frames=2, model="lin")
+
+
+# ------------------------------------------------------------------- slow and vanished clients
+
+def test_vanished_and_slow_clients_do_not_block_others(srv, client):
+    before = client.health()["send_failures"]
+    gone = Raw(srv.connection_file)
+    gone.send("debug.sleep", {"seconds": 0.4, "steps": 4})
+    assert gone.recv().type == "progress"          # the job runs...
+    gone.close()                                   # ...and its client vanishes before the final reply
+    slow = Raw(srv.connection_file, RCVHWM=1, RCVBUF=4096)
+    try:
+        big = {"z": np.zeros(256 << 10, np.uint8)}
+        for _ in range(400):                       # never reads its replies
+            slow.send("debug.echo", None, big)
+        t0 = time.perf_counter()
+        for _ in range(20):
+            client.health()
+        assert time.perf_counter() - t0 < 5
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:         # poll until both failures were counted
+            f = client.health()["send_failures"]
+            if f["unroutable"] > before["unroutable"] and f["full"] > before["full"]:
+                break
+        assert f["unroutable"] > before["unroutable"] and f["full"] > before["full"], f
+        assert client.pfnn_rollout(X, 0.0).arrays["y"].shape == (1, 311)
+    finally:
+        slow.close()
+
+
+def test_wrong_key_and_oversize_requests(tmp_path):
+    with thread_server(tmp_path, limits=P.Limits(max_message_bytes=1 << 16, max_buffer_bytes=1 << 15)) as s:
+        with Client(s.connection_file) as c:
+            c.hello()
+            received = c.health()["received"]
+            with pytest.raises(P.TooLarge):
+                c.call("debug.echo", {}, {"z": np.zeros(1 << 16, np.uint8)})   # refused before sending
+            assert c.health()["received"] == received + 1                     # only the health itself
+        raw = Raw(s.connection_file, key="not the key")
+        try:
+            raw.send("health")
+            with pytest.raises(P.SignatureError):
+                raw.recv()          # the server's error is signed with the real key: we cannot verify it
+        finally:
+            raw.close()
+        assert s.counts["rej:bad_signature"] == 1
+
+
+# ------------------------------------------------------------------- processes: SIGTERM, restart
+
+def test_sigterm_answers_pending_requests_and_removes_the_connection_file(tmp_path):
+    conn = tmp_path / "conn.json"
+    p, info = spawn(conn, tmp_path / "server.log", "--workers", "1", "--grace", "0.5")
+    try:
+        with Client(conn) as c:
+            running = c.submit("debug.sleep", {"seconds": 60, "steps": 6000})
+            while c.health()["running"] < 1:
+                pass
+            queued = c.submit("debug.sleep", {"seconds": 60})
+            while c.health()["queued"] < 1:
+                pass
+            p.send_signal(signal.SIGTERM)
+            for rid in (queued, running):
+                with pytest.raises(P.ShuttingDown):
+                    c.result(rid, timeout=10)
+        assert p.wait(15) == 0
+    finally:
+        stop(p)
+    assert not conn.exists()
+    events = [json.loads(line)["event"] for line in (tmp_path / "server.log").read_text().splitlines()]
+    assert events[0] == "listening" and events[-2:] == ["shutting down", "stopped"]
+
+
+def test_client_recovers_transparently_after_a_server_restart(tmp_path):
+    conn = tmp_path / "conn.json"
+    log = tmp_path / "server.log"
+    p, info = spawn(conn, log)
+    try:
+        with Client(conn, timeout=3, retries=3) as c:
+            assert c.health()["status"] == "ok"
+            first = c.server["server_session"]
+            p.kill()                                 # no clean shutdown: the connection file stays
+            p.wait()
+            assert conn.exists()
+            p2, info2 = spawn(conn, log)             # same file: same port and key, new session
+            try:
+                assert info2["endpoint"] == info["endpoint"] and info2["server_session"] != first
+                assert c.health()["status"] == "ok"  # no caller action
+                assert c.restarts == 1 and c.server["server_session"] == info2["server_session"]
+                assert c.pfnn_rollout(X, 0.0).arrays["y"].shape == (1, 311)
+                p2.kill()
+                p2.wait()
+            finally:
+                stop(p2)
+            # restarted on a new port and key: the first attempt times out, the client re-reads the
+            # connection file, reconnects and resends (health is idempotent)
+            conn.unlink()
+            p3, info3 = spawn(conn, log, "--port", "0")
+            try:
+                assert info3["endpoint"] != info["endpoint"]
+                assert c.health()["status"] == "ok"
+                assert c.restarts == 2 and c.resets >= 1
+            finally:
+                assert stop(p3) == 0
+    finally:
+        stop(p)
+
+
+LOAD_WORKER = textwrap.dedent("""
+    import json, sys, time, numpy as np, zmq
+    from motioncore import protocol as P
+    from motioncore.client import read_connection_file
+    info = read_connection_file(sys.argv[1]); n = int(sys.argv[2]); seed = int(sys.argv[3])
+    codec = P.Codec(info["key"], P.CLIENT_LIMITS)
+    ctx = zmq.Context(); s = ctx.socket(zmq.DEALER); s.linger = 0
+    s.connect(f"tcp://127.0.0.1:{info['port']}")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(342).astype(np.float32)
+    kinds = [("health", {}, {}), ("pfnn.rollout", {}, {"x": x, "phase": np.float32(0.1)}),
+             ("debug.echo", {"k": 1}, {"v": x[:16]}), ("no.such", {}, {}), ("models", {}, {}),
+             ("pfnn.rollout", {"frames": 3}, {"x": x, "phase": np.float32(0.2)}),
+             ("mann.rollout", {}, {"x": x})]
+    sent, finals, lat, bad = {}, {}, [], 0
+    i = 0
+    while len(finals) < n:
+        while i < n and len(sent) - len(finals) < 4:      # keep 4 requests in flight
+            t, c, a = kinds[rng.integers(len(kinds))]
+            rid = f"{seed}-{i}"; i += 1
+            s.send_multipart(codec.encode(t, c, a, id=rid)); sent[rid] = (t, time.perf_counter())
+        if not s.poll(20000):
+            break
+        m = codec.decode(s.recv_multipart())
+        if m.parent_id not in sent:
+            bad += 1; continue
+        if m.is_final:
+            if m.parent_id in finals:
+                bad += 1
+            finals[m.parent_id] = m.type if m.type == "result" else m.content["code"]
+            lat.append((time.perf_counter() - sent[m.parent_id][1]) * 1e6)
+    print(json.dumps({"sent": len(sent), "finals": len(finals), "bad": bad, "lat_us": lat,
+                      "codes": sorted(set(finals.values()))}))
+    s.close(); ctx.term()
+""")
+
+
+def run_load(conn: Path, procs: int = 8, n: int = 200) -> dict:
+    ps = [subprocess.Popen([sys.executable, "-c", LOAD_WORKER, str(conn), str(n), str(seed)],
+                           stdout=subprocess.PIPE, text=True) for seed in range(procs)]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in ps]
+    lat = np.concatenate([o["lat_us"] for o in outs])
+    return {"outs": outs, "p50_us": float(np.percentile(lat, 50)), "p99_us": float(np.percentile(lat, 99)),
+            "n": int(lat.size)}
+
+
+def test_load_eight_processes_two_hundred_mixed_requests_each(tmp_path):
+    conn = tmp_path / "conn.json"
+    p, _ = spawn(conn, tmp_path / "server.log", "--queue", "256")
+    try:
+        t0 = time.perf_counter()
+        res = run_load(conn)
+        wall = time.perf_counter() - t0
+        with Client(conn) as c:
+            h = c.health()
+    finally:
+        assert stop(p) == 0
+    for o in res["outs"]:
+        assert o["sent"] == o["finals"] == 200 and o["bad"] == 0, o
+        assert set(o["codes"]) <= {"result", "unknown_type", "model_unavailable"}, o["codes"]
+    assert h["inflight"] == 0 and h["send_failures"] == {"unroutable": 0, "full": 0}
+    print(f"\nload: 8 x 200 requests in {wall:.2f} s; p50 {res['p50_us']:.0f} us, p99 {res['p99_us']:.0f} us; "
+          f"largest batch {h['largest_batch']}, batches {h['batches']} for {h['batched_requests']} rollouts")
+
+
+# -------------------------------------------------------------------------------- command line
+
+def test_ping_and_the_subcommands(srv, capsys):
+    out = ping(srv.connection_file, n=25)
+    assert out["n"] == 25 and 0 < out["p50_us"] <= out["p99_us"] and out["server"]["server_session"] == srv.session
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["ping", "--connection-file", str(srv.connection_file), "-n", "3"])
+    assert args.func(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["n"] == 3 and set(printed) == {"n", "p50_us", "p99_us", "server"}
+    args = parser.parse_args(["ping", "--connection-file", str(srv.connection_file) + ".missing"])
+    assert args.func(args) == 2
+    args = parser.parse_args(["serve", "--port", "0", "--device", "cpu", "--help"])
+    assert args.server_args == ["--port", "0", "--device", "cpu", "--help"]
+
+
+def test_serve_subcommand_runs_the_server_module():
+    code = ("import argparse, sys; from motioncore.client import add_subcommands; p = argparse.ArgumentParser(); "
+            "add_subcommands(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
+    out = subprocess.run([sys.executable, "-c", code, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "--allow-remote" in out.stdout and "--models-dir" in out.stdout
