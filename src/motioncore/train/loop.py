@@ -177,7 +177,8 @@ def plot_history(history: list[dict], path: str | os.PathLike) -> None:
         ax.plot(xs, [h["val_loss"] for h in history], "s-", label="validation")
         ax.set_xlabel(label)
         ax.set_ylabel("loss")
-        ax.set_yscale("log")
+        if min(min(h["train_loss"], h["val_loss"]) for h in history) > 0:
+            ax.set_yscale("log")  # NLL losses can go negative: keep those linear
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
