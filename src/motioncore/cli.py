@@ -163,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="list the models --model accepts")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_cmd_models)
+
+    from .cli_controllers import add_subcommands  # generate, demo, eval controllers
+
+    add_subcommands(sub)
     return p
 
 

@@ -1,0 +1,276 @@
+"""The controller subcommands of `motioncore`: ``generate`` (a BVH along a path.json), ``demo`` (the
+biped and the dog along a built-in S-shaped path with a speed-up, BVH + PNG) and ``eval controllers``.
+
+`cli.py` registers them with ``add_subcommands(sub)``; ``main`` runs them on their own (tests).
+Heavy imports happen inside the handlers so ``motioncore --help`` stays instant.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path as FilePath
+from typing import Any
+
+DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints the demo animates
+RUN_CHECKPOINTS = ("runs/pfnn/pfnn", "runs/pfnn-base/phase-mlp", "runs/mann/mann", "runs/mann-base/mann-1")
+MODES = ("outputs", "weights", "constant", "linear", "cubic")  # as motioncore.control.MODES (kept torch-free)
+
+
+# ----------------------------------------------------------------------------- generate
+def _cmd_generate(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+
+    from .bvh import write_bvh
+    from .control import Controller, generate
+    from .paths import PathError, load_path
+
+    torch.set_num_threads(args.threads)
+    path = load_path(args.path)  # validated before anything is loaded or written
+    out = FilePath(args.out)
+    if out.suffix.lower() != ".bvh":
+        from .errors import MotioncoreError
+
+        raise MotioncoreError(f"--out: expected a .bvh file name, got {str(out)!r}")
+    t0 = time.perf_counter()
+    ctl = Controller.load(args.model, args.mode)
+    try:
+        ctl.track(path)  # gait names and defaults are checked against the model before the rollout
+    except PathError as e:
+        raise PathError(f"{args.path}: {e}") from None
+    motion, ro = generate(ctl, path, args.frames, args.mode, out.stem)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_bvh(out, motion)  # atomic
+    err = ctl.track(path).distance(ro.root[0][:, [0, 2]]).mean()
+    print(f"wrote {out}: {motion.num_frames} frames at {motion.fps:g} fps, {motion.skeleton.num_joints} joints "
+          f"({ctl.kind}, mode {args.mode}); mean distance to the path {err:.1f} cm; "
+          f"{time.perf_counter() - t0:.1f} s")
+    if not np.isfinite(motion.rotations).all():  # pragma: no cover - write_bvh refuses non-finite data
+        return 1
+    return 0
+
+
+# ----------------------------------------------------------------------------- demo
+def demo_path(character: str) -> Any:
+    """The built-in path (metres): an S-shaped lane change (half a cosine, so it starts and ends straight)
+    then a straight, with a speed-up as the S straightens so that the gait changes. The biped walks a
+    3 m lane change over 8 m, then runs 6 m; the dog walks, trots through a 2 m lane change over 7 m,
+    then canters 5 m. The bends (radius >= 4 m) suit both gaits."""
+    import numpy as np
+
+    from .paths import Path
+
+    bend, straight, shift = (8.0, 6.0, 3.0) if character == "biped" else (7.0, 5.0, 2.0)
+    z = np.linspace(0.0, bend + straight, 141)
+    x = shift * (1.0 - np.cos(np.pi * np.minimum(z, bend) / bend)) / 2.0
+    if character == "biped":
+        speed = np.interp(z, [0.0, 6.0, 8.5, 14.0], [1.1, 1.1, 2.8, 2.8])
+        gait = np.where(z < 7.0, "walk", "run")
+    else:
+        speed = np.interp(z, [0.0, 3.0, 4.0, 7.0, 8.0, 12.0], [0.8, 0.8, 1.8, 1.8, 3.0, 3.0])
+        gait = np.where(z < 3.5, "walk", np.where(z < 7.5, "trot", "canter"))
+    return Path(np.stack([x, z], 1), None, speed, tuple(gait.tolist()))
+
+
+def run_demo(out_dir: str | os.PathLike, models: dict[str, str] | None = None) -> dict[str, Any]:
+    """Animate the biped and the dog along `demo_path`; write ``biped.bvh``, ``dog.bvh`` and ``demo.png``.
+    ``models`` overrides the bundled names (tests)."""
+    import numpy as np
+
+    from .bvh import write_bvh
+    from .control import Controller
+    from .errors import MotioncoreError
+    from .eval.controllers import contact_rule, feet_positions, foot_contacts
+    from .models.registry import bundled_names
+
+    models = dict(DEMO_MODELS, **(models or {}))
+    for character, name in models.items():
+        if name == DEMO_MODELS[character] and name not in bundled_names():
+            raise MotioncoreError(f"the demo needs the bundled model {name!r} (src/motioncore/checkpoints/{name}.json "
+                                  f"and .safetensors), which is missing; bundled: {bundled_names()}")
+    out = FilePath(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {}
+    for character, name in models.items():
+        t0 = time.perf_counter()
+        ctl = Controller.load(name)
+        path = demo_path(character)
+        track = ctl.track(path)
+        # End on arrival (the first frame within 5 cm of the end, or after 1.5x the planned time): stopping
+        # from a run or a canter is rare in the mocap, so the demo does not ask for it.
+        ro = ctl.rollout([path], int(1.5 * track.duration * ctl.fps))
+        arrived = np.flatnonzero(ro.progress[0] >= track.length - 5.0)
+        motion = ro.motion(0, character).slice(0, int(arrived[0]) + 1 if len(arrived) else ro.frames)
+        bvh = out / f"{character}.bvh"
+        write_bvh(bvh, motion)
+        track = ctl.track(path)
+        root_xz = ro.root[0, :motion.num_frames][:, [0, 2]]
+        h, s = contact_rule(ctl)
+        summary[character] = {
+            "model": name, "bvh": str(bvh), "frames": motion.num_frames, "fps": motion.fps,
+            "path_m": path.length, "path_error_cm": float(track.distance(root_xz).mean()),
+            "end_cm": float(((root_xz[-1] - track.xz[-1]) ** 2).sum() ** 0.5), "seconds": time.perf_counter() - t0,
+            "root": root_xz / 100.0, "path": path.points, "contacts": foot_contacts(feet_positions(ctl, motion), motion.fps, h, s)}
+    png = out / "demo.png"
+    plot_demo(summary, png)
+    for v in summary.values():
+        del v["root"], v["path"], v["contacts"]
+    summary["plot"] = str(png)
+    return summary
+
+
+def plot_demo(summary: dict[str, Any], path: FilePath) -> None:
+    """Top view (requested path vs achieved root) and foot contacts over time, one column per character;
+    Agg canvas, written atomically."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 8))
+    FigureCanvasAgg(fig)
+    feet = {"biped": ["left foot", "left toe", "right foot", "right toe"],
+            "dog": ["left front", "right front", "left hind", "right hind"]}
+    for col, (character, s) in enumerate(summary.items()):
+        ax = fig.add_subplot(2, 2, col + 1)  # top view, z (forward) to the right
+        ax.plot(s["path"][:, 1], s["path"][:, 0], "k--", lw=1.5, label="requested path")
+        ax.plot(s["root"][:, 1], s["root"][:, 0], "-", color="C1" if col else "C0", lw=2, label="achieved root")
+        ax.plot(s["path"][0, 1], s["path"][0, 0], "go", label="start")
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.set_xlabel("z (m)")
+        ax.set_ylabel("x (m)")
+        ax.set_title(f"{character} ({FilePath(s['model']).name}): mean path error {s['path_error_cm']:.1f} cm", fontsize=10)
+        ax.legend(loc="lower right", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax = fig.add_subplot(2, 2, col + 3)
+        c = np.asarray(s["contacts"], float).T  # (4, T)
+        t = np.arange(c.shape[1]) / s["fps"]
+        ax.imshow(c, aspect="auto", cmap="Greys", vmin=0.0, vmax=1.0, interpolation="nearest", extent=(0.0, t[-1] if len(t) else 1.0, 3.5, -0.5))
+        ax.set_yticks(range(4), labels=feet.get(character, [f"foot {i}" for i in range(4)]))
+        ax.set_xlabel("time (s)")
+        ax.set_title(f"{character} foot contacts (black = planted)")
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=90)
+        os.replace(tmp, path)
+    except BaseException:
+        FilePath(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    summary = run_demo(args.out)
+    for character in DEMO_MODELS:
+        s = summary[character]
+        print(f"{character:<5} ({s['model']}): {s['frames']} frames at {s['fps']:g} fps along a {s['path_m']:.1f} m "
+              f"S-path; mean path error {s['path_error_cm']:.1f} cm, ends {s['end_cm']:.0f} cm from the path's end "
+              f"-> {s['bvh']}")
+    print(f"plot (paths, foot contacts): {summary['plot']}  ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+# ----------------------------------------------------------------------------- eval controllers
+def _default_checkpoints() -> list[str]:
+    from .models.registry import bundled_names
+
+    runs = [r for r in RUN_CHECKPOINTS if FilePath(r + ".json").is_file()]
+    return runs or [n for n in DEMO_MODELS.values() if n in bundled_names()]
+
+
+def _cmd_eval_controllers(args: argparse.Namespace) -> int:
+    import torch
+
+    from .errors import MotioncoreError
+    from .eval.controllers import ControllerEvalConfig, evaluate_controllers, format_table, write_json
+
+    torch.set_num_threads(args.threads)
+    names = args.model or _default_checkpoints()
+    if not names:
+        raise MotioncoreError(f"no checkpoints to evaluate: pass --model (none of {list(RUN_CHECKPOINTS)} "
+                              f"or the bundled {list(DEMO_MODELS.values())} exist)")
+    cfg = ControllerEvalConfig(args.max_clips, args.max_frames, args.max_rows, () if args.no_modes else
+                               ControllerEvalConfig.modes)
+    t0 = time.perf_counter()
+    results = evaluate_controllers(names, cfg, progress=not args.quiet)
+    print(f"Path-driven controllers on held-out test clips (up to {cfg.max_clips} clips x {cfg.max_frames} frames "
+          f"driven along their own root paths; lower is better)\n")
+    print(format_table(results))
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    if args.json:
+        write_json(results, args.json)
+        print(f"json: {args.json}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- registration
+def _eval_subparsers(subparsers: Any) -> Any:
+    """The sub-action group of ``motioncore eval`` (created if cli.py has no ``eval`` yet)."""
+    parser = subparsers.choices.get("eval") or subparsers.add_parser("eval", help="evaluation")
+    for action in parser._actions:  # argparse keeps the sub-action group only here
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return parser.add_subparsers(dest="action", required=True)
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Register ``generate``, ``demo`` and ``eval controllers`` on the top-level subparsers."""
+    g = subparsers.add_parser("generate", help="animate a character along a path.json and write a BVH")
+    g.add_argument("model", help="bundled model (pfnn-biped, mann-dog) or a checkpoint path")
+    g.add_argument("--path", required=True, help="path.json: points [[x, z], ...] in metres, optional fps, speed "
+                                                 "(m/s), gait, facing (degrees); see docs/paths.md")
+    g.add_argument("--out", required=True, help="BVH file to write (atomically)")
+    g.add_argument("--frames", type=int, help="output frames (default: long enough to walk the path, +1 s)")
+    g.add_argument("--mode", choices=MODES, default="outputs", help="network evaluation form (constant, linear, "
+                                                                    "cubic: PFNN's precomputed runtimes)")
+    g.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    g.set_defaults(func=_cmd_generate)
+
+    d = subparsers.add_parser("demo", help="walk the bundled biped and dog along an S-shaped path, speeding up: BVH files "
+                                          "and a PNG")
+    d.add_argument("--out", default="out/demo", help="folder for biped.bvh, dog.bvh and demo.png (default out/demo)")
+    d.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    d.set_defaults(func=_cmd_demo)
+
+    e = _eval_subparsers(subparsers).add_parser(
+        "controllers", help="PFNN vs PhaseMLP, MANN vs single expert on held-out clips: next-frame error, foot "
+                            "skating, path following, PFNN runtime forms")
+    e.add_argument("--model", action="append", help="checkpoint or bundled name (repeatable; default: "
+                                                    + ", ".join(RUN_CHECKPOINTS) + " where present)")
+    e.add_argument("--max-clips", type=int, default=64, help="test clips driven along their own paths (default 64)")
+    e.add_argument("--max-frames", type=int, default=300, help="frames per rollout (default 300)")
+    e.add_argument("--max-rows", type=int, default=0, help="teacher-forced test rows (default 0: all)")
+    e.add_argument("--no-modes", action="store_true", help="skip the PFNN runtime-form comparison")
+    e.add_argument("--json", help="write the results as JSON here")
+    e.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    e.set_defaults(func=_cmd_eval_controllers)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="motioncore", description="Path-driven character controllers.")
+    add_subcommands(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run these subcommands alone (as `motioncore.cli.main` does, with the same error handling)."""
+    from .errors import MotioncoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except MotioncoreError as e:
+        print(f"motioncore: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

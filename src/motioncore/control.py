@@ -1,0 +1,577 @@
+"""Path-driven character controllers: roll out a PFNN (biped) or MANN (quadruped) checkpoint frame by
+frame along requested root paths, as Holden's PFNN demo and Starke's MANN demo do.
+
+Each frame:
+1. the past 6 trajectory samples come from the character's actual motion (a buffer of root frames);
+2. the desired future samples come from the path: the character is projected onto it, then walks along
+   it at the requested speed to each sample's time (k * 1/6 s, k = 0..5); facing = path tangent unless
+   given; gait / action values per sample;
+3. the network's predicted future (from the previous frame) is blended with the desired one with
+   Holden's bias: ``scale_k = 1 - (1 - k/6) ** bias`` (k = 0 keeps the character's own sample, k = 5
+   is mostly the path), bias 1.5 for positions, directions (and MANN velocities);
+4. the network runs (batched over characters), the phase advances (`advance_phase`, PFNN) and the root
+   frame moves by the predicted root motion; the decoded pose is fed back unchanged;
+5. the written pose takes the predicted rotations with each limb bone turned towards its child's
+   predicted position (`align_bones`: the log-map rotation features jump near 180 degrees).
+
+A rollout starts moving (`Controller.initial_state`: the mocap rarely starts from a stand) or from a
+clip's own state (`Controller.state_from_clip`).
+
+Paths are in metres (see docs/paths.md); the models work in the data's units (cm).
+
+Legend: B characters (paths), T frames, J joints, P feature points (MANN: J + 4 paws), H past frames
+kept (6 * fps/6), K = 6 future samples, C gait / action classes, D features.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path as FilePath
+from typing import Any
+
+import numpy as np
+import torch
+
+from .checkpoint import CheckpointError
+from .errors import MotioncoreError
+from .features.common import (
+    TRAJ_FUTURE,
+    TRAJ_PAST,
+    Layout,
+    Normaliser,
+    Pose,
+    RootFrame,
+    Trajectory,
+    clip_features,
+    foot_phase,
+    ground_joints,
+    ground_velocity,
+    local_pose,
+    one_hot,
+    trajectory_step,
+)
+from .features.mann import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
+from .features.pfnn import (
+    CONTACT_HEIGHT,
+    CONTACT_SPEED,
+    advance_phase,
+    contact_joints,
+    pfnn_decode,
+    pfnn_encode,
+    pfnn_layout,
+)
+from .kinematics import find_body_joints, resample
+from .motion import Motion
+from .paths import Path, PathError, PathTrack, resolve_labels
+from .rotations import quat_apply, quat_between, quat_mul
+from .skeleton import Skeleton
+
+UNITS_PER_METRE = 100.0  # all our mocap (and so every checkpoint) is in cm
+POSITION_BIAS = 1.5  # Holden's blend bias for future positions (and MANN velocities): larger = follow the path later
+DIRECTION_BIAS = 1.5  # ... and for future facing directions
+INPUT_CLIP = 20.0  # z-scored inputs are clipped to +-20 std: no effect on real motion, stops a stray model exploding
+MAX_DEFAULT_SECONDS = 60.0  # the default animation length (time to walk the path + 1 s) is capped at this
+MODES = ("outputs", "weights", "constant", "linear", "cubic")  # network evaluation forms (the last 3: PFNN only)
+
+
+@dataclass(frozen=True)
+class Character:
+    """Per-character tables for paths that leave out speed or gait (speeds in m/s)."""
+
+    stop: str  # label asked for when the path has run out (if the last label moves)
+    default_speed: dict[str, float]  # speed of each label when the path gives none
+    gait_by_speed: tuple[tuple[float, str], ...]  # (upper speed bound, label) when the path gives no gait
+    aliases: dict[str, str] = field(default_factory=dict)  # other names accepted in path.json
+
+
+BIPED = Character("stand", {"stand": 0.0, "walk": 1.1, "run": 2.6},  # Bandai test medians: 0.05, 1.07, 2.63
+                  ((0.25, "stand"), (1.8, "walk"), (math.inf, "run")), {"idle": "stand"})
+DOG = Character("idle", {"idle": 0.0, "walk": 0.7, "trot": 1.8, "canter": 3.0, "sit": 0.0, "jump": 1.6},
+                ((0.2, "idle"), (1.4, "walk"), (2.4, "trot"), (math.inf, "canter")),
+                {"stand": "idle", "run": "canter", "gallop": "canter", "pace": "walk", "lie": "sit"})
+
+
+def blend_scale(bias: float, k: int = TRAJ_FUTURE) -> np.ndarray:
+    """(k,) Holden's blend towards the desired trajectory: 1 - (1 - j/6) ** bias for samples j = 0..k-1."""
+    return 1.0 - (1.0 - np.arange(k) / TRAJ_FUTURE) ** bias
+
+
+def align_bones(rotations: np.ndarray, positions: np.ndarray, bones: tuple[np.ndarray, np.ndarray, np.ndarray]
+                ) -> np.ndarray:
+    """Global rotations (..., J, 4) (any common frame) with the swing of each bone corrected so that it
+    points from its joint's position to its target's; twists are kept. ``bones`` = (joint (M,), rest
+    offset (M, 3) of the bone, target (M,) index into ``positions`` (..., P, 3): the joint's only child,
+    or a MANN paw point). The features give rotations as log maps relative to the root frame, which jump
+    near 180 degrees, where Bandai's right limbs sit (160-170 degrees): the trained PFNN gets their
+    rotations 13-50 degrees wrong while their positions are right, so without this the written right
+    foot slides."""
+    j, offset, target = bones
+    if len(j) == 0:
+        return rotations
+    q = rotations[..., j, :]  # (..., M, 4)
+    now = quat_apply(q, np.broadcast_to(offset, q.shape[:-1] + (3,)))  # (..., M, 3) bones as rotated
+    want = positions[..., target, :] - positions[..., j, :]  # (..., M, 3) bones as predicted
+    out = rotations.copy()
+    out[..., j, :] = quat_mul(quat_between(now, want), q)
+    return out
+
+
+# ----------------------------------------------------------------------------- state and result
+@dataclass(eq=False)
+class State:
+    """Everything a rollout carries from frame to frame, batched over B characters (world space)."""
+
+    frame: RootFrame  # (B,) root frame of the frame about to be generated
+    prev: Pose  # (B, P, 3) previous pose in the previous root frame (MANN also rotations (B, P, 4))
+    past: Trajectory  # (B, H, .) root samples of the last H frames, oldest first (labels (B, H, C))
+    future: Trajectory  # (B, K, 3) the network's predicted samples k = 0..5 around the current frame
+    phase: np.ndarray  # (B,) radians (PFNN and its baseline; unused by MANN)
+    progress: np.ndarray  # (B,) arc length reached on each path (model units)
+
+    @property
+    def batch(self) -> int:
+        return int(self.phase.shape[0])
+
+
+def map_trajectories(fn: Callable[..., np.ndarray], trajs: Sequence[Trajectory]) -> Trajectory:
+    """A trajectory whose every field is ``fn`` of that field of ``trajs`` (fields the first lacks stay None)."""
+    out: list[Any] = []
+    for name in ("positions", "directions", "labels", "velocities", "speeds"):
+        xs = [getattr(t, name) for t in trajs]
+        out.append(None if xs[0] is None else fn(*xs))
+    return Trajectory(*out)
+
+
+def stack_states(states: Sequence[State]) -> State:
+    """One batched state from several (e.g. one per clip from `Controller.state_from_clip`)."""
+    cat = lambda *xs: np.concatenate(xs, 0)  # noqa: E731
+    rot = [s.prev.rotations for s in states]
+    return State(RootFrame(cat(*[s.frame.position for s in states]), cat(*[s.frame.yaw for s in states])),
+                 Pose(cat(*[s.prev.positions for s in states]), cat(*[s.prev.velocities for s in states]),
+                      None if rot[0] is None else cat(*rot)),
+                 map_trajectories(cat, [s.past for s in states]), map_trajectories(cat, [s.future for s in states]),
+                 cat(*[s.phase for s in states]), cat(*[s.progress for s in states]))
+
+
+@dataclass(eq=False)
+class Rollout:
+    """B animations of T frames at the model's fps, in the model's units (cm)."""
+
+    skeleton: Skeleton
+    fps: float
+    rotations: np.ndarray  # (B, T, J, 4) local rotations, WXYZ
+    positions: np.ndarray  # (B, T, J, 3) local translations
+    root: np.ndarray  # (B, T, 3) root frame origins (ground projection of the hips), world
+    yaw: np.ndarray  # (B, T) root facing angle, radians
+    progress: np.ndarray  # (B, T) arc length reached on the path, model units
+    phase: np.ndarray | None = None  # (B, T) phase in cycles (PFNN and its baseline)
+    contacts: np.ndarray | None = None  # (B, T, 4) predicted foot contacts (PFNN and its baseline)
+
+    @property
+    def batch(self) -> int:
+        return int(self.rotations.shape[0])
+
+    @property
+    def frames(self) -> int:
+        return int(self.rotations.shape[1])
+
+    def motion(self, b: int = 0, name: str = "", fps: float | None = None) -> Motion:
+        """Character b as a `Motion` (writeable with `write_bvh`), resampled to ``fps`` if given."""
+        m = Motion(self.skeleton, self.rotations[b], self.positions[b], self.fps, name)
+        return resample(m, fps) if fps is not None and abs(fps - self.fps) > 1e-9 else m
+
+
+# ----------------------------------------------------------------------------- controllers
+class Controller:
+    """A checkpoint plus its feature layout and normalisers, rolled out along paths. Use
+    `Controller.load` (it picks `PFNNController` or `MANNController` from the checkpoint)."""
+
+    character: Character = BIPED
+    velocities = False  # whether the trajectory carries velocities and speeds (MANN)
+
+    def __init__(self, model: torch.nn.Module, meta: dict[str, Any], mode: str = "outputs"):
+        for key in ("kind", "layout", "x_norm", "y_norm", "skeleton", "fps"):
+            if key not in meta:
+                raise CheckpointError(f"checkpoint metadata has no {key!r}: not a controller checkpoint "
+                                      "(train one with `motioncore train`)")
+        self.model, self.meta, self.kind = model.eval(), meta, str(meta["kind"])
+        self.skeleton = Skeleton.from_dict(meta["skeleton"])
+        self.fps = float(meta["fps"])
+        self.step = trajectory_step(self.fps)
+        self.body = find_body_joints(self.skeleton)
+        self.layout = self._layout()
+        stored = meta["layout"]
+        if (list(self.layout.joints) != list(stored.get("joints", [])) or self.layout.d_in != stored.get("d_in")
+                or self.layout.d_out != stored.get("d_out")):
+            raise CheckpointError(f"checkpoint layout ({stored.get('d_in')} -> {stored.get('d_out')}) does not match "
+                                  f"the {self.layout.model} layout of its skeleton ({self.layout.d_in} -> {self.layout.d_out})")
+        self.x_norm, self.y_norm = Normaliser.from_dict(meta["x_norm"]), Normaliser.from_dict(meta["y_norm"])
+        self.labels = self.layout.labels
+        self.mode = self._check_mode(mode)
+        self.dtype = next(model.parameters()).dtype
+        self.bones = self._bones()
+
+    # --- loading ---------------------------------------------------------------------------------------
+    @staticmethod
+    def load(name_or_path: str | FilePath, mode: str = "outputs") -> Controller:
+        """A bundled model name (``pfnn-biped``, ``mann-dog``) or a checkpoint path. PFNN and PhaseMLP
+        checkpoints roll out as PFNN (phase from Δphase), MANN and single-expert MANN as MANN."""
+        from .models.registry import load_model
+
+        model, meta = load_model(name_or_path)
+        return Controller.from_model(model, meta, mode)
+
+    @staticmethod
+    def from_model(model: torch.nn.Module, meta: dict[str, Any], mode: str = "outputs") -> Controller:
+        kind = meta.get("kind")
+        if kind in ("pfnn", "phase-mlp"):
+            return PFNNController(model, meta, mode)
+        if kind == "mann":
+            return MANNController(model, meta, mode)
+        raise CheckpointError(f"checkpoint kind {kind!r} is not a path controller (expected pfnn, phase-mlp or mann)")
+
+    def _layout(self) -> Layout:
+        raise NotImplementedError
+
+    def _bones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(joint, rest offset, target point) of the bones `align_bones` fits: every joint with a single
+        child joint, except the ground joints (Bandai's ``joint_Root``)."""
+        sk, ground = self.skeleton, ground_joints(self.skeleton, self.body)
+        kids = [[c for c in range(sk.num_joints) if sk.parents[c] == j] for j in range(sk.num_joints)]
+        pairs = [(j, k[0]) for j, k in enumerate(kids) if len(k) == 1 and j not in ground
+                 and np.linalg.norm(sk.offsets[k[0]]) > 1e-6]
+        j = np.array([a for a, _ in pairs], np.int64)
+        c = np.array([b for _, b in pairs], np.int64)
+        return j, sk.offsets[c].reshape(-1, 3), c
+
+    def _check_mode(self, mode: str) -> str:
+        allowed = {"pfnn": MODES, "phase-mlp": ("outputs",), "mann": ("outputs", "weights")}[self.kind]
+        if mode not in allowed:
+            raise MotioncoreError(f"mode: {self.kind} checkpoints run in {list(allowed)}, got {mode!r}")
+        return mode
+
+    # --- paths -----------------------------------------------------------------------------------------
+    def track(self, path: Path) -> PathTrack:
+        """The path in model units with speed and label values resolved (defaults: docs/paths.md)."""
+        ch = self.character
+        labels = None if path.gait is None else resolve_labels(path.gait, self.labels, ch.aliases)
+        if path.speed is not None:
+            speed = path.speed
+        elif labels is not None:
+            missing = [n for n in self.labels if n not in ch.default_speed]
+            if missing:
+                raise PathError(f"speed: required for this model (no default speed for {missing})")
+            speed = labels @ np.array([ch.default_speed[n] for n in self.labels])
+        else:
+            speed = np.full(path.num_points, ch.default_speed.get("walk", 1.0))
+        if labels is None:
+            names = [next(g for bound, g in ch.gait_by_speed if v < bound) for v in speed]
+            labels = resolve_labels(tuple(names), self.labels, ch.aliases)
+        return PathTrack(path.points, speed, labels, path.facing, UNITS_PER_METRE)
+
+    def default_frames(self, tracks: Sequence[PathTrack]) -> int:
+        """Frames to walk the longest path at its speeds plus 1 s to settle (at most MAX_DEFAULT_SECONDS)."""
+        seconds = min(max(t.duration for t in tracks) + 1.0, MAX_DEFAULT_SECONDS)
+        return max(1, int(math.ceil(seconds * self.fps)))
+
+    def _stop_labels(self) -> np.ndarray:
+        """(C,) the values of the stop label (stand / idle)."""
+        name = self.character.stop if self.character.stop in self.labels else self.labels[0]
+        return one_hot(np.array(self.labels.index(name)), len(self.labels))
+
+    # --- states ----------------------------------------------------------------------------------------
+    def mean_pose(self, batch: int) -> Pose:
+        """(B, P) the training mean pose (from the input normaliser) with zero velocities."""
+        raise NotImplementedError
+
+    def initial_state(self, tracks: Sequence[PathTrack]) -> State:
+        """A running start at each path's first point: the mean pose, facing the path's first facing (or
+        its tangent), as if the character had already been moving along the first tangent at the first
+        point's speed and gait for the past second (a rigid glide: every joint's velocity is the root's).
+        The training clips rarely start from a stand, so starting still and then walking is out of
+        distribution: a half-trained biped started that way spun in circles, and started moving it
+        followed the path to within 2 cm."""
+        B, H, K, C = len(tracks), TRAJ_PAST * self.step, TRAJ_FUTURE, len(self.labels)
+        zero = np.zeros(())
+        xz = np.stack([t.position(zero) for t in tracks])  # (B, 2)
+        tan = np.stack([t.tangent(zero) for t in tracks])  # (B, 2)
+        speed = np.array([float(t.speed_at(zero)) for t in tracks])  # (B,) units/s
+        pos = np.stack([xz[:, 0], np.zeros(B), xz[:, 1]], -1)  # (B, 3)
+        vel = np.stack([tan[:, 0], np.zeros(B), tan[:, 1]], -1) * speed[:, None]  # (B, 3) units/s
+        frame = RootFrame(pos, np.array([float(t.yaw(zero)) for t in tracks]))
+        past_t = (np.arange(H) - H) / self.fps  # (H,) seconds of the past frames (-1 s .. -1 frame)
+        fut_t = np.arange(K) * self.step / self.fps  # (K,) seconds of the future samples
+        rep = lambda a, n: np.repeat(a[:, None], n, 1)  # noqa: E731  (B, ...) -> (B, n, ...)
+        lab = np.stack([t.labels_at(zero) for t in tracks])  # (B, C)
+        v = self.velocities
+        past = Trajectory(pos[:, None] + vel[:, None] * past_t[None, :, None], rep(frame.forward, H),
+                          np.broadcast_to(lab[:, None], (B, H, C)).copy(), rep(vel, H) if v else None,
+                          rep(speed, H) if v else None)
+        future = Trajectory(pos[:, None] + vel[:, None] * fut_t[None, :, None], rep(frame.forward, K), None,
+                            rep(vel, K) if v else None)
+        prev = self.mean_pose(B)
+        glide = frame.dirs_to_local(vel) / (1.0 if v else self.fps)  # (B, 3) per second (MANN) or per frame
+        prev.velocities = np.broadcast_to(glide[:, None], prev.velocities.shape).copy()
+        return State(frame, prev, past, future, np.zeros(B), np.zeros(B))
+
+    def state_from_clip(self, motion: Motion, frame: int, labels: np.ndarray | None = None) -> State:
+        """(B = 1) the state of a mocap clip at ``frame``: its root history, previous pose, phase and its
+        own future as the "predicted" one, so a rollout continues the clip. ``labels`` (T, C) gait /
+        action values per frame (default: PFNN's speed rule / `dog_actions`)."""
+        H, K, T = TRAJ_PAST * self.step, TRAJ_FUTURE, motion.num_frames
+        if not motion.skeleton.same_topology(self.skeleton):
+            raise MotioncoreError(f"motion {motion.name!r}: its skeleton differs from the model's")
+        if not (max(H, 2) <= frame and frame + (K - 1) * self.step < T):
+            raise MotioncoreError(f"frame: {frame} has no full +-1 s window in a clip of {T} frames")
+        cf = self._clip_features(motion)
+        labels = self._clip_labels(motion, cf) if labels is None else np.asarray(labels, np.float64)
+        if labels.shape != (T, len(self.labels)):
+            raise MotioncoreError(f"labels: expected ({T}, {len(self.labels)}), got {labels.shape}")
+        fr = cf.frames
+        vel = ground_velocity(fr, self.fps, TRAJ_VEL_SIGMA_S)
+        pi, fi = np.arange(frame - H, frame), frame + np.arange(K) * self.step
+        v = self.velocities
+        past = Trajectory(fr.position[pi], fr.forward[pi], labels[pi], vel[pi] if v else None,
+                          np.linalg.norm(vel[pi], axis=-1) if v else None)
+        future = Trajectory(fr.position[fi], fr.forward[fi], None, vel[fi] if v else None)
+        prev = Pose(cf.positions[frame - 1:frame], cf.velocities[frame - 1:frame], cf.rotations[frame - 1:frame])
+        one = lambda a: a[None]  # noqa: E731  add the batch axis
+        return State(fr[frame:frame + 1], prev, map_trajectories(one, [past]), map_trajectories(one, [future]),
+                     np.array([self._clip_phase(cf, frame)]), np.zeros(1))
+
+    def _clip_features(self, motion: Motion) -> Any:
+        return clip_features(motion, self.body)
+
+    def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def _clip_phase(self, cf: Any, frame: int) -> float:
+        return 0.0
+
+    # --- the loop --------------------------------------------------------------------------------------
+    def rollout(self, paths: Sequence[Path] | Path, frames: int | None = None, start: State | None = None,
+                fit_bones: bool = True) -> Rollout:
+        """Animate one character per path for ``frames`` frames at the model's fps (default: long
+        enough to walk the longest path), from ``start`` (default: `initial_state`). ``fit_bones``
+        turns each limb bone of the written pose towards its child's predicted position (`align_bones`);
+        the state fed back to the network is the network's own output either way."""
+        paths = [paths] if isinstance(paths, Path) else list(paths)
+        if not paths:
+            raise PathError("paths: expected at least one path")
+        tracks = [self.track(p) for p in paths]
+        T = self.default_frames(tracks) if frames is None else int(frames)
+        if T < 1:
+            raise MotioncoreError(f"frames: expected a positive number of frames, got {frames}")
+        st = self.initial_state(tracks) if start is None else start
+        if st.batch != len(tracks):
+            raise MotioncoreError(f"start: a state of {st.batch} characters for {len(tracks)} paths")
+        B, J = len(tracks), self.skeleton.num_joints
+        rot, pos = np.zeros((B, T, J, 4)), np.zeros((B, T, J, 3))
+        root, yaw, prog, phase = np.zeros((B, T, 3)), np.zeros((B, T)), np.zeros((B, T)), np.zeros((B, T))
+        contacts = np.zeros((B, T, 4))
+        with torch.no_grad():
+            for t in range(T):
+                traj, s0 = self._trajectory(st, tracks)
+                y = self.predict(self._encode(st.frame, traj, st.prev), st.phase / (2 * np.pi))
+                out = self._decode(y, st.frame)
+                q = out.pose.rotations[:, :J]
+                q = align_bones(q, out.pose.positions, self.bones) if fit_bones else q
+                rot[:, t], pos[:, t] = local_pose(self.skeleton, q, out.pose.positions[:, :J], st.frame, self.body)
+                root[:, t], yaw[:, t], prog[:, t], phase[:, t] = st.frame.position, st.frame.yaw, s0, st.phase / (2 * np.pi)
+                if hasattr(out, "contacts"):
+                    contacts[:, t] = out.contacts
+                st = self._advance(st, traj, out, s0)
+        pfnn = self.kind != "mann"
+        return Rollout(self.skeleton, self.fps, rot, pos, root, yaw, prog, phase if pfnn else None,
+                       contacts if pfnn else None)
+
+    def _trajectory(self, st: State, tracks: Sequence[PathTrack]) -> tuple[Trajectory, np.ndarray]:
+        """The 12 input samples (B, 12, .) in world space, and each character's arc length on its path."""
+        B, K, C = st.batch, TRAJ_FUTURE, len(self.labels)
+        secs = np.arange(K) * self.step / self.fps
+        d_pos, d_dir, d_vel = np.zeros((B, K, 3)), np.zeros((B, K, 3)), np.zeros((B, K, 3))
+        d_lab, s0 = np.zeros((B, K, C)), np.zeros(B)
+        stop = self._stop_labels()
+        for b, tr in enumerate(tracks):
+            s0[b] = tr.project(st.frame.position[b, [0, 2]], float(st.progress[b]))
+            s = tr.walk(s0[b], secs)  # (K,) arc lengths at the sample times
+            xz, a = tr.position(s), tr.yaw(s)
+            d_pos[b, :, 0], d_pos[b, :, 2] = xz[:, 0], xz[:, 1]
+            d_dir[b, :, 0], d_dir[b, :, 2] = np.sin(a), np.cos(a)
+            lab, speed = tr.labels_at(s), tr.speed_at(s)
+            ended = s >= tr.length - 1e-6  # past the end: stop (still labels such as sit stay)
+            moving = lab @ np.array([self.character.default_speed.get(n, 1.0) > 0 for n in self.labels], float)
+            lab[ended] = lab[ended] * (1 - moving[ended, None]) + stop * moving[ended, None]
+            speed[ended] = 0.0
+            here = st.frame.position[b, [0, 2]]
+            if ended[0] and np.dot(here - tr.xz[-1], tr.tangent(np.array(tr.length))) > 0:
+                d_pos[b, :, 0], d_pos[b, :, 2] = here[0], here[1]  # overshot the end: stop here, no U-turn
+            tan = tr.tangent(s)
+            d_vel[b, :, 0], d_vel[b, :, 2] = tan[:, 0] * speed, tan[:, 1] * speed
+            d_lab[b] = lab
+        sp, sd = blend_scale(POSITION_BIAS)[None, :, None], blend_scale(DIRECTION_BIAS)[None, :, None]
+        f = st.future
+        fut_pos = f.positions + sp * (d_pos - f.positions)
+        fut_pos[:, 0] = st.frame.position  # sample k = 0 is the character itself
+        fut_dir = f.directions + sd * (d_dir - f.directions)
+        n = np.linalg.norm(fut_dir, axis=-1, keepdims=True)
+        fut_dir = np.where(n > 1e-6, fut_dir / np.maximum(n, 1e-6), d_dir)
+        fut_dir[:, 0] = st.frame.forward
+        idx = np.arange(TRAJ_PAST) * self.step  # past samples k = -6..-1 in the H-frame buffer
+        p = st.past
+        assert p.labels is not None
+        traj = Trajectory(np.concatenate([p.positions[:, idx], fut_pos], 1), np.concatenate([p.directions[:, idx], fut_dir], 1),
+                          np.concatenate([p.labels[:, idx], d_lab], 1))
+        if f.velocities is not None and p.velocities is not None:
+            fut_vel = f.velocities + sp * (d_vel - f.velocities)
+            traj.velocities = np.concatenate([p.velocities[:, idx], fut_vel], 1)
+            traj.speeds = np.linalg.norm(traj.velocities, axis=-1)
+        return traj, s0
+
+    def predict(self, x: np.ndarray, phase: np.ndarray | None = None, normalised: bool = False) -> np.ndarray:
+        """Y (B, D_out) for raw features X (B, D_in) and the phase (B,) in cycles (PFNN and its
+        baseline; ignored by MANN). Inputs are z-scored and clipped to +-INPUT_CLIP; ``normalised``
+        returns the network's z-scored output instead of de-normalising it."""
+        x = np.asarray(x, np.float64)
+        if x.ndim != 2 or x.shape[1] != self.layout.d_in:
+            raise MotioncoreError(f"x: expected (B, {self.layout.d_in}), got {x.shape}")
+        cycles = np.zeros(len(x)) if phase is None else np.mod(np.asarray(phase, np.float64).reshape(-1), 1.0)
+        if cycles.shape != (len(x),):
+            raise MotioncoreError(f"phase: expected ({len(x)},) in cycles, got {cycles.shape}")
+        xn = np.clip(self.x_norm.transform(x), -INPUT_CLIP, INPUT_CLIP)
+        with torch.no_grad():
+            y = self._net(torch.as_tensor(xn, dtype=self.dtype), cycles).to(torch.float64).numpy()
+        return y if normalised else self.y_norm.inverse(y)
+
+    def _advance(self, st: State, traj: Trajectory, out: Any, s0: np.ndarray) -> State:
+        """Push the current sample into the history; the prediction becomes the next state."""
+        c = TRAJ_PAST  # index of sample k = 0
+        past = map_trajectories(lambda h, a: np.concatenate([h[:, 1:], a[:, c:c + 1]], 1), [st.past, traj])
+        return State(out.next_frame, out.pose, past, out.future, self._next_phase(st, traj, out), s0)
+
+    def _next_phase(self, st: State, traj: Trajectory, out: Any) -> np.ndarray:
+        return st.phase
+
+    def _encode(self, frame: RootFrame, traj: Trajectory, prev: Pose) -> np.ndarray:
+        raise NotImplementedError
+
+    def _decode(self, y: np.ndarray, frame: RootFrame) -> Any:
+        raise NotImplementedError
+
+    def _net(self, x: torch.Tensor, cycles: np.ndarray) -> torch.Tensor:
+        """z-scored X (B, D_in) and phase (B,) in [0, 1) -> z-scored Y (B, D_out)."""
+        raise NotImplementedError
+
+
+class PFNNController(Controller):
+    """PFNN (and the PhaseMLP baseline, which takes the phase as an input) on a biped."""
+
+    character = BIPED
+
+    def __init__(self, model: torch.nn.Module, meta: dict[str, Any], mode: str = "outputs"):
+        super().__init__(model, meta, mode)
+        self.runtime = None
+        if self.mode in ("constant", "linear", "cubic"):
+            from .models.pfnn import PFNNRuntime
+
+            self.runtime = PFNNRuntime.from_model(model, self.mode)  # type: ignore[arg-type]
+
+    def _layout(self) -> Layout:
+        return pfnn_layout(self.skeleton, self.meta["layout"].get("labels", ("stand", "walk", "run")), self.fps)
+
+    def mean_pose(self, batch: int) -> Pose:
+        J = self.skeleton.num_joints
+        jp = self.x_norm.mean[self.layout.input_block("joint_pos").slice].reshape(J, 3)
+        rot = np.zeros((batch, J, 4))
+        rot[..., 0] = 1.0
+        return Pose(np.repeat(jp[None], batch, 0), np.zeros((batch, J, 3)), rot)
+
+    def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
+        from .features.pfnn import gait_labels
+
+        return one_hot(gait_labels(cf.frames, self.fps, None, self.labels), len(self.labels))
+
+    def _clip_phase(self, cf: Any, frame: int) -> float:
+        left, right = contact_joints(self.skeleton, self.body)
+        phase, _ = foot_phase(cf.global_positions, left, right, self.fps, CONTACT_HEIGHT, CONTACT_SPEED)
+        return float(phase[frame])
+
+    def _encode(self, frame: RootFrame, traj: Trajectory, prev: Pose) -> np.ndarray:
+        return pfnn_encode(self.layout, frame, traj, prev)
+
+    def _decode(self, y: np.ndarray, frame: RootFrame) -> Any:
+        return pfnn_decode(self.layout, y, frame)
+
+    def _net(self, x: torch.Tensor, cycles: np.ndarray) -> torch.Tensor:
+        if self.runtime is not None:
+            return self.runtime(x, torch.as_tensor(cycles, dtype=torch.float64))
+        phase = torch.as_tensor(cycles, dtype=x.dtype)
+        if self.kind == "phase-mlp":
+            return self.model(x, phase)
+        return self.model(x, phase, mode=self.mode)
+
+    def _next_phase(self, st: State, traj: Trajectory, out: Any) -> np.ndarray:
+        stand = self.labels.index("stand") if "stand" in self.labels else None
+        assert traj.labels is not None
+        amount = 0.0 if stand is None else np.clip(traj.labels[:, TRAJ_PAST, stand], 0.0, 1.0)
+        return advance_phase(st.phase, out.dphase, amount)
+
+
+class MANNController(Controller):
+    """MANN (and its single-expert baseline) on a quadruped with 4 paw end sites."""
+
+    character = DOG
+    velocities = True
+
+    def _layout(self) -> Layout:
+        return mann_layout(self.skeleton, self.fps)
+
+    def mean_pose(self, batch: int) -> Pose:
+        y = np.zeros(self.layout.d_out)
+        blk = self.layout.output_block("joints").slice  # same per-point fields as X's joints block
+        y[blk] = self.x_norm.mean[self.layout.input_block("joints").slice]
+        pose = mann_decode(self.layout, y, RootFrame(np.zeros(3), np.zeros(())), self.fps).pose
+        rep = lambda a: np.repeat(a[None], batch, 0)  # noqa: E731
+        return Pose(rep(pose.positions), np.zeros((batch,) + pose.positions.shape), rep(pose.rotations))
+
+    def _bones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The joints' bones, and each paw's parent (a leaf joint) towards the predicted paw point."""
+        j, off, c = super()._bones()
+        paws = find_paws(self.skeleton, self.body)
+        sites = [self.skeleton.end_sites[e] for e in paws]
+        J = self.skeleton.num_joints
+        return (np.r_[j, [p for p, _ in sites]].astype(np.int64), np.r_[off, np.array([o for _, o in sites], float)],
+                np.r_[c, J + np.arange(len(paws))].astype(np.int64))
+
+    def _clip_features(self, motion: Motion) -> Any:
+        return clip_features(motion, self.body, per_second=True, sites=find_paws(self.skeleton, self.body))
+
+    def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
+        from .features.mann import dog_actions
+
+        return dog_actions(motion, self.body)[1]
+
+    def _encode(self, frame: RootFrame, traj: Trajectory, prev: Pose) -> np.ndarray:
+        return mann_encode(self.layout, frame, traj, prev)
+
+    def _decode(self, y: np.ndarray, frame: RootFrame) -> Any:
+        return mann_decode(self.layout, y, frame, self.fps)
+
+    def _net(self, x: torch.Tensor, cycles: np.ndarray) -> torch.Tensor:
+        gate = x[:, torch.as_tensor(self.layout.gating, dtype=torch.long)]  # (B, 19) z-scored gating columns
+        return self.model(x, gate, mode=self.mode)
+
+
+def generate(model: str | FilePath | Controller, path: Path, frames: int | None = None, mode: str = "outputs",
+             name: str = "") -> tuple[Motion, Rollout]:
+    """One animation along ``path`` at the path's fps (default: the model's). ``frames`` counts output
+    frames. Returns the motion and the raw rollout (model fps and units)."""
+    ctl = model if isinstance(model, Controller) else Controller.load(model, mode)
+    fps = path.fps or ctl.fps
+    if frames is not None and frames < 1:
+        raise MotioncoreError(f"frames: expected a positive number of frames, got {frames}")
+    n = None if frames is None else int(math.ceil(frames * ctl.fps / fps)) + 1
+    ro = ctl.rollout([path], n)
+    m = ro.motion(0, name, fps)
+    return (m if frames is None else m.slice(0, frames)), ro
