@@ -254,22 +254,11 @@ def add_subcommands(subparsers: Any) -> None:
     e.set_defaults(func=_cmd_eval_controllers)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="motioncore", description="Path-driven character controllers.")
-    add_subcommands(p.add_subparsers(dest="command", required=True))
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Run these subcommands alone (as `motioncore.cli.main` does, with the same error handling)."""
-    from .errors import MotioncoreError
+    """The full `motioncore` command (these subcommands live there)."""
+    from .cli import main as cli_main
 
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except MotioncoreError as e:
-        print(f"motioncore: error: {e}", file=sys.stderr)
-        return 2
+    return cli_main(argv)
 
 
 if __name__ == "__main__":
