@@ -40,6 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-message-mb", type=float, default=64, help="largest accepted request (default 64 MiB)")
     p.add_argument("--grace", type=float, default=2.0, help="seconds running jobs get to finish at shutdown")
     p.add_argument("--heartbeat-ms", type=int, default=1000, help="ZMTP heartbeat interval (default 1000)")
+    p.add_argument("--no-bundled", dest="bundled", action="store_false",
+                   help="do not serve motioncore's bundled checkpoints (pfnn-biped, mann-dog)")
     p.add_argument("--debug", action="store_true", help="add debug.* request types and the debug.mlp model")
     p.add_argument("--debug-hidden", type=int, default=512, help="hidden width of the debug.mlp model (default 512)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -52,7 +54,8 @@ def config_from_args(a: argparse.Namespace) -> ServerConfig:
                         device=a.device, models=a.model, models_dirs=a.models_dir, workers=a.workers,
                         threads=a.threads, queue=a.queue, batching=a.batching, batch_max=a.batch_max,
                         batch_window_ms=a.batch_window_ms, limits=limits, grace_s=a.grace,
-                        heartbeat_ms=a.heartbeat_ms, debug=a.debug, debug_hidden=a.debug_hidden)
+                        heartbeat_ms=a.heartbeat_ms, debug=a.debug, debug_hidden=a.debug_hidden,
+                        bundled=a.bundled)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,6 +42,7 @@ from motioncore.protocol import (
 
 from . import connection
 from .handlers import Batched, Context, Handler, ServerInfo, handler_table
+from .models import bundled_checkpoints  # also registers the controller loaders (pfnn, phase-mlp, mann)
 from .registry import Registry, debug_mlp
 from .workers import FINAL, Job, MicroBatcher, WorkerPool
 
@@ -78,6 +79,7 @@ class ServerConfig:
     heartbeat_ms: int = 1000              # ZMTP heartbeat interval (timeout is 3x)
     debug: bool = False                   # add the debug.* request types and the debug.mlp model
     debug_hidden: int = 512               # hidden width of debug.mlp (benchmarks vary the compute)
+    bundled: bool = False                 # register motioncore's bundled checkpoints (lazily); the CLI turns it on
 
     def __post_init__(self) -> None:
         if not _is_loopback(self.ip) and not self.allow_remote:
@@ -132,6 +134,9 @@ class Server:
     def start(self) -> None:
         cfg = self.config
         threads = int(cfg.threads or 1)
+        if cfg.bundled:
+            for p in bundled_checkpoints():   # metadata only; tensors load on first use
+                self.registry.add_checkpoint(p)
         for p in cfg.models:
             self.registry.add_checkpoint(p)
         for d in cfg.models_dirs:
@@ -328,7 +333,7 @@ class Server:
             return self._final(msg.identity, self._run_inline(handler, msg))
         job = Job(msg, handler, msg.identity)
         self.inflight[msg.id] = job
-        single_frame = handler.batchable and msg.content.get("frames", 1) == 1
+        single_frame = handler.batchable and msg.content.get("frames", 1) == 1 and "points" not in msg.arrays
         try:
             (self.batcher if single_frame else self.pool).submit(job)
         except ProtocolError as e:

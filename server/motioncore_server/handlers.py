@@ -29,18 +29,21 @@ from motioncore.protocol import (
     InvalidRequest,
     Limits,
     Message,
+    ModelUnavailable,
     ProtocolError,
     check_array,
     check_field,
 )
 
-from .registry import Registry, ServedModel
+from .registry import CONTROLLER_KINDS, Registry, ServedModel
 
 FLOATS = ("float32", "float64")
 MAX_ROLLOUT_FRAMES = 10_000   # frames one rollout request may ask for
 MAX_CLIP_FRAMES = 100_000     # T of an infill / style / retarget clip
 MAX_FEATURES = 8192           # D of a feature vector
 MAX_JOINTS = 512
+MAX_PATH_POINTS = 100_000     # N of a rollout request's path
+PATH_ARRAYS = {"points", "speed", "facing", "gait"}
 
 
 @dataclass
@@ -155,6 +158,12 @@ def _f32(**arrays: np.ndarray) -> dict[str, np.ndarray]:
 
 def _model(req: Message, ctx: Context) -> ServedModel:
     name = check_field(req.content, "model", str, default=None)
+    if name is None:   # feature vectors: path controllers cannot serve them, so pick among the others
+        served = [m for m in ctx.server.registry.describe() if m["available"] and req.type in m["tasks"]]
+        name = next((m["name"] for m in served if m["kind"] not in CONTROLLER_KINDS), None)
+        if name is None and served:
+            raise ModelUnavailable(f"no model serving {req.type!r} for feature vectors is registered; the path "
+                                   f"controllers {[m['name'] for m in served]} take the path form (buffer 'points')")
     model = ctx.server.registry.get(req.type, name)
     want = (model.info.get("inputs") or {})
     for k, a in req.arrays.items():   # per-model sizes, when the checkpoint declares them
@@ -172,8 +181,44 @@ def _run(model: ServedModel, req: Message, inputs: dict[str, np.ndarray], ctx: C
     return Result(dict(content), dict(arrays))
 
 
+def path_rollout(req: Message, ctx: Context) -> Result:
+    """The path form of pfnn.rollout / mann.rollout: a root path (metres) -> an animation (run by a
+    controller checkpoint; see docs/protocol.md)."""
+    c = req.content
+    check_field(c, "frames", int, default=None, lo=1, hi=MAX_ROLLOUT_FRAMES)
+    _only(req.arrays, PATH_ARRAYS)
+    pts = check_array(req.arrays, "points", shape=(None, 2), dtypes=FLOATS)
+    n = pts.shape[0]
+    if not 2 <= n <= MAX_PATH_POINTS:
+        raise InvalidRequest(f"array 'points' must have 2..{MAX_PATH_POINTS} points, got {n}")
+    speed = check_array(req.arrays, "speed", shape=(n,), dtypes=FLOATS, required=False)
+    if speed is not None and (speed < 0).any():
+        raise InvalidRequest(f"array 'speed' must be >= 0 m/s, point {int(np.argmax(speed < 0))} is negative")
+    check_array(req.arrays, "facing", shape=(n,), dtypes=FLOATS, required=False)
+    gait_arr = check_array(req.arrays, "gait", shape=(n, None), dtypes=FLOATS, required=False)
+    gait = c.get("gait")
+    if gait is not None:
+        if gait_arr is not None:
+            raise InvalidRequest("field 'gait' and array 'gait' are both given; send one")
+        if not (isinstance(gait, str) or (isinstance(gait, list) and len(gait) == n
+                                          and all(isinstance(g, str) for g in gait))):
+            raise InvalidRequest(f"field 'gait' must be a gait name or a list of {n} names (one per point)")
+    name = check_field(c, "model", str, default=None)
+    if name is None:   # the first available controller serving this type (debug models take features)
+        name = next((m["name"] for m in ctx.server.registry.describe() if m["available"]
+                     and m["kind"] in CONTROLLER_KINDS and req.type in m["tasks"]), None)
+        if name is None:
+            raise ModelUnavailable(f"no path controller serving {req.type!r} is registered on this server "
+                                   f"(known models: {ctx.server.registry.names() or 'none'})")
+    model = ctx.server.registry.get(req.type, name)
+    inputs = {k: np.asarray(v, np.float64) for k, v in req.arrays.items()}
+    return _run(model, req, inputs, ctx)
+
+
 def pfnn_rollout(req: Message, ctx: Context) -> Result | Batched:
-    """x (D_in,) features, phase () in radians -> y (frames, D_out), phase (frames,)."""
+    """x (D_in,) features, phase () in radians -> y (frames, D_out), phase (frames,); or the path form."""
+    if "points" in req.arrays:
+        return path_rollout(req, ctx)
     frames = check_field(req.content, "frames", int, default=1, lo=1, hi=MAX_ROLLOUT_FRAMES)
     _only(req.arrays, {"x", "phase"})
     x = check_array(req.arrays, "x", shape=(None,), dtypes=FLOATS, max_size=MAX_FEATURES)
@@ -187,7 +232,9 @@ def pfnn_rollout(req: Message, ctx: Context) -> Result | Batched:
 
 
 def mann_rollout(req: Message, ctx: Context) -> Result | Batched:
-    """x (D_in,) features -> y (frames, D_out)."""
+    """x (D_in,) features -> y (frames, D_out); or the path form."""
+    if "points" in req.arrays:
+        return path_rollout(req, ctx)
     frames = check_field(req.content, "frames", int, default=1, lo=1, hi=MAX_ROLLOUT_FRAMES)
     _only(req.arrays, {"x"})
     x = check_array(req.arrays, "x", shape=(None,), dtypes=FLOATS, max_size=MAX_FEATURES)

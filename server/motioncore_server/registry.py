@@ -28,6 +28,9 @@ from motioncore.protocol import ModelUnavailable
 
 log = logging.getLogger("motioncore_server")
 
+# Checkpoint kinds that are path controllers (motioncore.control; served by motioncore_server.models).
+CONTROLLER_KINDS = ("pfnn", "phase-mlp", "mann")
+
 # The fields of a checkpoint's JSON that `models` reports (when present).
 INFO_FIELDS = ("skeleton", "fps", "inputs", "outputs", "training_data", "licence")
 

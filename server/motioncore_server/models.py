@@ -1,0 +1,119 @@
+"""ServedModels for the path controllers (checkpoint kinds ``pfnn``, ``phase-mlp`` and ``mann``).
+
+Importing this module registers their loaders (``registry.register_loader``); ``bundled_checkpoints()``
+lists the checkpoints shipped with motioncore (``pfnn-biped``, ``mann-dog``) for the server to register
+lazily at start-up.
+
+A controller serves whole requests through ``run`` only (no single-frame ``step``): a request carries a
+root path (docs/protocol.md, ``pfnn.rollout`` / ``mann.rollout`` path form), already validated by the
+handler into ``points`` (N, 2) and optional ``speed`` / ``facing`` (N,) and ``gait`` (N, C) arrays plus
+content fields ``gait`` (names), ``frames``. The rollout runs on the CPU: ``Controller.predict`` feeds the
+network CPU tensors, so a ``--device cuda`` server still runs controllers on the CPU (reported in
+``models``' entry as the model's ``device``).
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from motioncore.checkpoint import load_state_into
+from motioncore.control import UNITS_PER_METRE, Controller
+from motioncore.errors import MotioncoreError
+from motioncore.models.registry import BUNDLED, build, bundled_names
+from motioncore.paths import Path as RootPath
+from motioncore.protocol import InvalidRequest
+
+from .handlers import MAX_ROLLOUT_FRAMES
+from .registry import CONTROLLER_KINDS, ServedModel, register_loader
+
+log = logging.getLogger("motioncore_server")
+
+CONTROLLER_TASKS = {"pfnn": ("pfnn.rollout",), "phase-mlp": ("pfnn.rollout",), "mann": ("mann.rollout",)}
+assert set(CONTROLLER_TASKS) == set(CONTROLLER_KINDS)
+
+
+def bundled_checkpoints() -> list[Path]:
+    """Base paths (no suffix) of the checkpoints bundled with motioncore."""
+    return [BUNDLED / n for n in bundled_names()]
+
+
+def skeleton_info(ctl: Controller) -> dict[str, Any]:
+    sk = ctl.skeleton
+    return {"joints": list(sk.names), "parents": [int(p) for p in sk.parents]}
+
+
+def rollout_path(ctl: Controller, name: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+    """One path-driven rollout for a validated request; progress and cancellation through ``ctx``."""
+    gait: Any = inputs.get("gait")
+    if gait is None:
+        gait = content.get("gait")
+    try:
+        path = RootPath(np.asarray(inputs["points"], np.float64),
+                        speed=None if "speed" not in inputs else np.asarray(inputs["speed"], np.float64),
+                        gait=None if gait is None else (tuple(gait) if isinstance(gait, list) else gait),
+                        facing=None if "facing" not in inputs else np.asarray(inputs["facing"], np.float64))
+        frames = content.get("frames")
+        if frames is None:
+            frames = ctl.default_frames([ctl.track(path)])
+        frames = int(frames)
+        if frames > MAX_ROLLOUT_FRAMES:
+            raise InvalidRequest(f"field 'frames': the path needs {frames} frames, more than the limit "
+                                 f"{MAX_ROLLOUT_FRAMES}; send 'frames' or a shorter path")
+        # a per-request view of the controller whose predict (once per frame) reports and checks
+        view = copy.copy(ctl)
+        done = [0]
+
+        def predict(x: np.ndarray, phase: np.ndarray | None = None, normalised: bool = False) -> np.ndarray:
+            ctx.check_cancelled()
+            y = Controller.predict(view, x, phase, normalised)
+            done[0] += 1
+            if done[0] % 10 == 0 or done[0] == frames:
+                ctx.progress(done[0], frames)
+            return y
+
+        view.predict = predict  # type: ignore[method-assign]
+        ro = view.rollout(path, frames=frames)
+    except InvalidRequest:
+        raise
+    except (MotioncoreError, ValueError) as e:   # PathError names the field
+        raise InvalidRequest(f"path: {e}") from None
+    f32 = lambda a: np.ascontiguousarray(a[0], np.float32)  # noqa: E731  (the single character)
+    arrays = {"rotations": f32(ro.rotations), "translations": f32(ro.positions), "root": f32(ro.root),
+              "yaw": f32(ro.yaw), "offsets": np.asarray(ctl.skeleton.offsets, np.float32)}
+    if ro.contacts is not None:
+        arrays["contacts"] = f32(ro.contacts)
+    if ro.phase is not None:
+        arrays["phase"] = f32(ro.phase)
+    out = {"frames": ro.frames, "fps": ro.fps, "units": "cm", "units_per_metre": UNITS_PER_METRE,
+           "skeleton": skeleton_info(ctl), "labels": list(ctl.labels), "model": name}
+    return out, arrays
+
+
+def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
+    """Registry loader for controller checkpoints (kinds pfnn, phase-mlp, mann)."""
+    kind = str(meta.get("kind"))
+    model = build(kind, dict(meta.get("config") or {}))
+    load_state_into(model, tensors, str(meta.get("name") or meta.get("bundled_name") or kind))
+    if torch.device(device).type != "cpu":
+        log.info("controllers run on the CPU", extra={"fields": {"kind": kind, "device": str(device)}})
+    ctl = Controller.from_model(model.cpu().eval(), meta)
+    name = str(meta.get("name") or meta.get("bundled_name") or kind)
+
+    def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+        if "points" not in inputs:
+            raise InvalidRequest(f"model {name!r} is a path controller: send the path form of {task!r} "
+                                 "(buffer 'points' (N, 2) in metres), not feature vectors")
+        return rollout_path(ctl, name, inputs, content, ctx)
+
+    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
+    info.update({"device": "cpu", "labels": list(ctl.labels)})
+    return ServedModel(name, kind, CONTROLLER_TASKS[kind], info, step=None, run=run)
+
+
+for _kind, _tasks in CONTROLLER_TASKS.items():
+    register_loader(_kind, _tasks, load_controller)

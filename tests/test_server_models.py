@@ -1,0 +1,137 @@
+"""The server serves the bundled path controllers (pfnn-biped, mann-dog) through pfnn.rollout / mann.rollout.
+
+One real server subprocess started as ``motioncore serve`` would be (no model arguments: the bundled
+checkpoints are registered lazily), with one worker and one torch thread.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from motioncore import protocol as P
+from motioncore.client import Client
+from motioncore.control import Controller
+from motioncore.paths import Path as RootPath
+
+pytestmark = pytest.mark.timeout(60)
+
+STRAIGHT = np.array([[0.0, 0.0], [1.5, 0.0], [3.0, 0.0]], np.float32)   # metres
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models-srv")
+    conn, log = folder / "conn.json", folder / "server.log"
+    with log.open("a") as err:
+        p = subprocess.Popen([sys.executable, "-m", "motioncore_server", "--connection-file", str(conn), "--port", "0",
+                              "--device", "cpu", "--workers", "1", "--threads", "1"],
+                             stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        line = p.stdout.readline()
+        if not line:
+            p.wait(10)
+            raise RuntimeError(f"server did not start:\n{log.read_text()[-3000:]}")
+        json.loads(line)
+        with Client(conn, timeout=30) as c:
+            yield p, c
+    finally:
+        p.terminate()
+        try:
+            p.wait(15)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+
+
+def test_models_lists_the_bundled_controllers_lazily(server):
+    p, c = server
+    assert {"pfnn-biped", "mann-dog"} <= set(c.hello()["models"])
+    ms = {m["name"]: m for m in c.models()}
+    for name, kind, task, fps in (("pfnn-biped", "pfnn", "pfnn.rollout", 30.0), ("mann-dog", "mann", "mann.rollout", 60.0)):
+        m = ms[name]
+        assert m["kind"] == kind and m["tasks"] == [task] and m["available"] and m["fps"] == fps
+        assert m["licence"] and m["training_data"] and m["skeleton"]["names"]
+
+
+def test_pfnn_rollout_matches_the_in_process_controller(server):
+    p, c = server
+    frames = 45
+    seen = []
+    r = c.call("pfnn.rollout", {"model": "pfnn-biped", "frames": frames}, {"points": STRAIGHT},
+               progress=seen.append)
+    ref = Controller.load("pfnn-biped").rollout(RootPath(STRAIGHT.astype(np.float64)), frames=frames)
+    J = ref.skeleton.num_joints
+    a = r.arrays
+    assert a["rotations"].shape == (frames, J, 4) and a["rotations"].dtype == np.float32
+    assert a["translations"].shape == (frames, J, 3) and a["translations"].dtype == np.float32
+    assert a["root"].shape == (frames, 3) and a["contacts"].shape == (frames, 4) and a["phase"].shape == (frames,)
+    assert all(np.isfinite(v).all() for v in a.values())
+    np.testing.assert_allclose(a["rotations"], ref.rotations[0].astype(np.float32), atol=1e-5)
+    np.testing.assert_allclose(a["translations"], ref.positions[0].astype(np.float32), rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(a["root"], ref.root[0].astype(np.float32), rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(a["contacts"], ref.contacts[0].astype(np.float32), atol=1e-5)
+    assert r.content["frames"] == frames and r.content["fps"] == 30.0 and r.content["units"] == "cm"
+    assert r.content["skeleton"]["joints"] == list(ref.skeleton.names)
+    assert r.content["skeleton"]["parents"] == [int(x) for x in ref.skeleton.parents]
+    assert seen and seen[-1]["done"] == frames
+    # the character walks forwards along +x
+    assert a["root"][-1, 0] > a["root"][0, 0]
+
+
+def test_mann_rollout_with_gait_names(server):
+    p, c = server
+    r = c.call("mann.rollout", {"frames": 30, "gait": "trot"}, {"points": STRAIGHT, "speed": np.full(3, 1.8)})
+    assert r.content["model"] == "mann-dog" and r.content["fps"] == 60.0
+    J = len(r.content["skeleton"]["joints"])
+    assert r.arrays["rotations"].shape == (30, J, 4) and np.isfinite(r.arrays["rotations"]).all()
+    with pytest.raises(P.InvalidRequest, match="gait"):
+        c.call("mann.rollout", {"frames": 5, "gait": "moonwalk"}, {"points": STRAIGHT})
+
+
+@pytest.mark.parametrize("arrays, content, field", [
+    ({"points": np.array([[0, 0], [np.nan, 1]], np.float32)}, {}, "points"),
+    ({"points": STRAIGHT[:1]}, {}, "points"),
+    ({"points": np.zeros((3, 3), np.float32)}, {}, "points"),
+    ({"points": STRAIGHT, "speed": np.ones(2, np.float32)}, {}, "speed"),
+    ({"points": STRAIGHT, "speed": -np.ones(3, np.float32)}, {}, "speed"),
+    ({"points": STRAIGHT, "wind": np.ones(3, np.float32)}, {}, "wind"),
+    ({"points": STRAIGHT}, {"frames": 0}, "frames"),
+    ({"points": STRAIGHT}, {"frames": 10**6}, "frames"),
+    ({"points": np.zeros((2, 2), np.float32)}, {}, "points"),   # zero length
+])
+def test_bad_paths_are_invalid_request_naming_the_field(server, arrays, content, field):
+    p, c = server
+    with pytest.raises(P.InvalidRequest, match=field):
+        c.call("pfnn.rollout", {"model": "pfnn-biped", **content}, arrays)
+
+
+def test_feature_requests_and_wrong_kinds_are_refused_and_the_server_stays_up(server):
+    p, c = server
+    with pytest.raises(P.ModelUnavailable, match="path form"):
+        c.mann_rollout(np.zeros(10, np.float32))
+    with pytest.raises(P.InvalidRequest, match="points"):
+        c.pfnn_rollout(np.zeros(10, np.float32), 0.0, frames=2, model="pfnn-biped")
+    with pytest.raises(P.ModelUnavailable, match="does not serve"):
+        c.call("mann.rollout", {"model": "pfnn-biped"}, {"points": STRAIGHT})
+    assert p.poll() is None and c.health()["status"] == "ok"
+    r = c.call("pfnn.rollout", {"frames": 2}, {"points": STRAIGHT})
+    assert r.arrays["rotations"].shape[0] == 2
+
+
+def test_a_long_rollout_is_cancellable(server):
+    p, c = server
+    rid = c.submit("pfnn.rollout", {"model": "pfnn-biped", "frames": 10_000},
+                   {"points": np.array([[0.0, 0.0], [200.0, 0.0]], np.float32)})
+    time.sleep(0.5)
+    assert c.call("cancel", {"id": rid}).content["cancelled"]
+    # one worker: the next rollout is served at once only if the cancelled one stopped
+    t0 = time.perf_counter()
+    r = c.call("pfnn.rollout", {"frames": 3}, {"points": STRAIGHT}, timeout=10)
+    assert r.arrays["rotations"].shape[0] == 3 and time.perf_counter() - t0 < 5
