@@ -88,6 +88,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    if args.model == "anyorder":
+        from .train.anyorder import train_anyorder_from_args
+
+        return train_anyorder_from_args(args)
     from .train.controllers import ControllerRecipe, train_controller
     from .train.loop import TrainConfig, config_from
 
@@ -138,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_eval_infill)
 
     t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
-    t.add_argument("model", choices=["pfnn", "mann"])
+    t.add_argument("model", choices=["pfnn", "mann", "anyorder"])
     t.add_argument("--baseline", action="store_true", help="train the comparison network instead (PFNN: an MLP "
                    "taking phase as an input; MANN: a single expert)")
     t.add_argument("--config", help="JSON file of TrainConfig fields (flags override it)")
@@ -154,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", help="run folder (default runs/<model>); holds the checkpoint, state, loss.png")
     t.add_argument("--restart", action="store_true", help="ignore a saved training state in --out")
     t.add_argument("--quiet", action="store_true")
+    from .train.anyorder import add_anyorder_arguments
+
+    add_anyorder_arguments(t)  # --d-model --n-layers --n-heads --d-ff --num-mixtures --window --max-windows
     t.set_defaults(func=_cmd_train)
 
     from .client import add_subcommands as add_server_commands

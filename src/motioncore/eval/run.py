@@ -17,6 +17,7 @@ from ..data.registry import REGISTRY
 from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
 from ..kinematics import resample
+from .anyorder_fill import is_anyorder_checkpoint, load_fill
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
 from .metrics import position_stats
@@ -30,6 +31,8 @@ def resolve_models(names: list[str]) -> dict[str, Fill]:
     for name in names:
         if name in BASELINES:
             out[name] = BASELINES[name]
+        elif is_anyorder_checkpoint(name):
+            out[name] = load_fill(name)
         else:
             raise MotioncoreError(f"unknown model {name!r}: expected one of {sorted(BASELINES)}, a bundled model "
                                   f"(see `motioncore models`) or a checkpoint path")
@@ -52,7 +55,9 @@ def load_eval_sets(data: str, progress: bool = True):
         train = load(data, "train", fps=FPS, progress=progress)
     else:
         test = train = _clips_from_files(data, progress)
-    test_w = lafan1_windows(test, *TEST)
+    from ..train.anyorder import body_joints
+
+    test_w = lafan1_windows(test, *TEST, body=body_joints(test[0].motion.skeleton))
     train_w = lafan1_windows(train, *TRAIN, body=test_w.body)
     _, gp = train_w.skeleton.forward_kinematics(train_w.rotations, train_w.positions)
     mean, std = position_stats(gp)

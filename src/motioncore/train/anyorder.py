@@ -1,0 +1,265 @@
+"""Training recipe for the any-order transformer (``models.anyorder``) on real mocap windows.
+
+Data: a registered set's *train* split at 30 fps, cut into LaFAN1 training windows (50 frames every 20,
+re-framed to face +Z at frame 9 and centred on the mean root XZ; ``data.windows.lafan1_windows``).
+Every 10th training clip (index % 10 == 9) is held out for validation, as the controller recipes do;
+a set with fewer than 10 training clips (ManipNet has 6) instead holds out the last tenth of every
+clip's windows, so the test split stays untouched until evaluation.
+
+Elements (``motion_to_elements``): channel j < J is joint j's local rotation as 6D, channel J the root
+translation: the local translation of the body root ``BodyJoints.root`` (``meta["root_joint"]``), z-scored
+per axis with the training windows' mean and std (``meta["root_norm"]``). For Bandai that is ``Hips``
+(joint 1): ``joint_Root`` (joint 0) is constant within a re-framed window (it only carries the
+re-framing) and its rotation is an ordinary rotation channel. The other joints' local translations are
+constant rest offsets and are not modelled (the fill copies them from the last context frame).
+
+Hands have no hips for ``lafan1_windows``' facing: ``body_joints`` uses the wrist as root and the
+index/pinky knuckles as the across vector (a yaw-only re-framing, as for bodies). The benchmark
+loader (``eval.run.load_eval_sets``) must pass the same ``body=`` for hands.
+
+``data``: ``bandai`` (22 joints) or ``manipnet`` = the ManipNet *right* hand (``manipnet-right``, 17
+joints). The two hands are separate skeletons with different joint names, so one model covers one
+hand; the right hand was picked because it carries the manipulation in most takes. Train a left-hand
+model with ``data="manipnet-left"``.
+
+Loss: ``sampling.make_loss_fn("motion")``: per sequence a random permutation with animator-like
+conditions first (the first 1-10 frames, keyframes separated by gaps of 5-45 frames, a few partial
+frames), mean NLL (nats, a log-density: can go negative) over the rest.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import MotioncoreError
+
+if TYPE_CHECKING:  # torch, the data loaders and the loop load lazily: `motioncore --help` stays instant
+    import torch
+
+    from .loop import TrainConfig
+
+__all__ = ["DATASETS", "AnyOrderRecipe", "build_windows", "to_elements", "train_anyorder",
+           "add_anyorder_arguments", "train_anyorder_from_args", "CHECKPOINT_NAME", "body_joints", "root_stats"]
+
+DATASETS = {"bandai": "bandai", "manipnet": "manipnet-right", "manipnet-right": "manipnet-right",
+            "manipnet-left": "manipnet-left"}
+FPS = 30.0  # LaFAN1 convention; the benchmark resamples everything to 30 fps
+CHECKPOINT_NAME = "anyorder"
+
+
+@dataclass(frozen=True)
+class AnyOrderRecipe:
+    data: str = "bandai"  # bandai | manipnet (= manipnet-right) | manipnet-left
+    d_model: int = 128  # token width
+    n_layers: int = 4  # transformer blocks
+    n_heads: int = 4  # attention heads (d_model / n_heads must be even)
+    d_ff: int = 512  # feed-forward width
+    num_mixtures: int = 8  # Gaussian components per element
+    dropout: float = 0.1
+    window: int = 50  # training window length (frames at 30 fps; LaFAN1's data.windows.TRAIN: 50)
+    offset: int = 20  # window stride (LaFAN1: 20)
+    max_windows: int = 0  # keep at most N training windows, evenly spread (0: all); quick runs
+    max_val_windows: int = 512  # cap on validation windows (evenly spread), evaluated every epoch
+    max_clips: int = 0  # use only the first N training clips (0: all); tests
+    eval_batch: int = 64  # windows per validation forward pass (fit's own evaluate uses one huge batch)
+    seed: int = 0  # conditioning sets / orders of the loss
+
+    def __post_init__(self) -> None:
+        if self.data not in DATASETS:
+            raise ValueError(f"data: expected one of {sorted(DATASETS)}, got {self.data!r}")
+        if self.window < 11 or self.offset < 1:  # re-framing faces +Z at frame 9
+            raise ValueError(f"window must be >= 11 and offset >= 1, got {self.window} and {self.offset}")
+        for name in ("max_windows", "max_val_windows", "max_clips"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
+        if self.eval_batch < 1:
+            raise ValueError(f"eval_batch: must be >= 1, got {self.eval_batch}")
+
+    @property
+    def dataset(self) -> str:
+        """The registered dataset name."""
+        return DATASETS[self.data]
+
+    def model_config(self, num_joints: int) -> dict[str, Any]:
+        """``AnyOrderConfig`` fields (JSON-ready) for a skeleton of ``num_joints`` joints."""
+        from ..models.anyorder import motion_config
+
+        cfg = motion_config(num_joints, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
+                            d_ff=self.d_ff, num_mixtures=self.num_mixtures, dropout=self.dropout,
+                            max_frames=max(256, self.window))
+        d = asdict(cfg)
+        d["channel_kinds"] = list(d["channel_kinds"])
+        return d
+
+
+def body_joints(skeleton):
+    """``BodyJoints`` for windowing: ``find_body_joints`` for bodies; for a hand (ManipNet: WRIST,
+    INDEX_MCP, PINKY_MCP) the wrist as root and index minus pinky knuckle as the across vector."""
+    from ..kinematics import BodyJoints, find_body_joints
+
+    names = [n.upper() for n in skeleton.names]
+    if "WRIST" in names and "INDEX_MCP" in names and "PINKY_MCP" in names:
+        w, i, p = names.index("WRIST"), names.index("INDEX_MCP"), names.index("PINKY_MCP")
+        return BodyJoints(w, (i, p), None, (w,))
+    return find_body_joints(skeleton)
+
+
+def _spread(idx: np.ndarray, n: int) -> np.ndarray:
+    """At most ``n`` entries of ``idx``, evenly spread (all when n == 0 or len(idx) <= n)."""
+    if n <= 0 or len(idx) <= n:
+        return idx
+    return idx[np.linspace(0, len(idx) - 1, n).round().astype(np.int64)]
+
+
+def build_windows(recipe: AnyOrderRecipe, progress: bool = True):
+    """(windows, train indices, validation indices, clips) of the recipe's training split."""
+    from ..data import lafan1_windows, load
+
+    clips = load(recipe.dataset, "train", fps=FPS, progress=progress)
+    if recipe.max_clips:
+        clips = clips[: recipe.max_clips]
+    if not clips:
+        raise MotioncoreError(f"no training clips in {recipe.dataset}")
+    w = lafan1_windows(clips, recipe.window, recipe.offset, body=body_joints(clips[0].motion.skeleton))
+    ci = w.clip_index
+    val = (ci % 10) == 9
+    if not val.any() or val.all():  # < 10 clips: hold out the last tenth of each clip's windows
+        val = np.zeros(len(w), dtype=bool)
+        for c in np.unique(ci):
+            rows = np.flatnonzero(ci == c)
+            n = len(rows) // 10
+            if n:
+                val[rows[-n:]] = True
+    tr, va = np.flatnonzero(~val), np.flatnonzero(val)
+    if len(tr) == 0:
+        raise MotioncoreError(f"{recipe.dataset}: no training windows of {recipe.window} frames")
+    return w, _spread(tr, recipe.max_windows), _spread(va, recipe.max_val_windows), clips
+
+
+def root_stats(positions: np.ndarray, root_joint: int) -> dict[str, list[float]]:
+    """Per-axis mean and std (floored at 1e-3) of joint ``root_joint``'s local translation in windows
+    (N, L, J, 3)."""
+    r = positions[..., root_joint, :].reshape(-1, 3).astype(np.float64)
+    return {"mean": r.mean(0).tolist(), "std": np.maximum(r.std(0), 1e-3).tolist()}
+
+
+def to_elements(rotations: np.ndarray, positions: np.ndarray, root_norm: dict[str, list[float]],
+                root_joint: int) -> torch.Tensor:
+    """Local quaternions (N, L, J, 4) and translations (N, L, J, 3) -> float32 elements (N, L, J+1, 6),
+    channel J being joint ``root_joint``'s translation z-scored with ``root_norm``."""
+    import torch
+
+    from ..models.anyorder import motion_to_elements
+
+    mean, std = np.asarray(root_norm["mean"]), np.asarray(root_norm["std"])
+    root = (positions[..., root_joint, :] - mean) / std
+    return motion_to_elements(torch.as_tensor(rotations, dtype=torch.float64),
+                              torch.as_tensor(root, dtype=torch.float64)).to(torch.float32)
+
+
+def _chunked_eval(loss_fn, eval_batch: int):
+    """``fit`` validates the whole validation set in one pass; attention over ~1000 tokens per window
+    makes that gigabytes. In eval mode split the batch (each chunk reuses the loss's fixed evaluation
+    generator, so validation stays deterministic across epochs)."""
+    import torch
+
+
+    def wrapped(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        n = batch["values"].shape[0]
+        if model.training or n <= eval_batch:
+            return loss_fn(model, batch)
+        total = sum(float(loss_fn(model, {k: v[i:i + eval_batch] for k, v in batch.items()}))
+                    * min(eval_batch, n - i) for i in range(0, n, eval_batch))
+        return torch.tensor(total / n)
+
+    return wrapped
+
+
+def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path, progress: bool = True,
+                   resume: bool = True) -> tuple[torch.nn.Module, dict]:
+    """Train, then save ``out_dir/anyorder.{safetensors,json}``; returns (model in eval mode, meta).
+    ``out_dir`` also holds the resumable ``train.state.*``, ``loss.png`` and ``anyorder.history.json``."""
+    import torch
+
+    from ..checkpoint import save_model
+    from ..data import get_spec
+    from ..models.registry import build
+    from ..sampling import make_loss_fn
+    from .loop import fit
+
+    out = Path(out_dir)
+    t0 = time.time()
+    w, tr, va, clips = build_windows(recipe, progress)
+    J = w.skeleton.num_joints
+    rj = int(w.body.root)
+    norm = root_stats(w.positions[tr], rj)
+    train = {"values": to_elements(w.rotations[tr], w.positions[tr], norm, rj)}
+    val = {"values": to_elements(w.rotations[va], w.positions[va], norm, rj)}
+    torch.manual_seed(cfg.seed)  # weight initialisation
+    mcfg = recipe.model_config(J)
+    model = build("anyorder", mcfg)
+    loss_fn = _chunked_eval(make_loss_fn("motion", seed=recipe.seed), recipe.eval_batch)
+    history = fit(model, loss_fn, train, val, cfg, out, resume=resume, progress=progress)
+    wall = time.time() - t0
+    trained = sum(len(tr) for _ in history)
+    spec = get_spec(recipe.dataset)
+    meta = {"task": "infill", "recipe": asdict(recipe), "train_config": asdict(cfg),
+            "skeleton": w.skeleton.to_dict(), "fps": FPS, "root_joint": rj,
+            "root_norm": norm, "elements": "6D local rotation per joint (channels 0..J-1), z-scored root "
+            "translation (channel J); windows re-framed to face +Z at frame 9 and centred (LaFAN1)",
+            "training_data": f"{recipe.dataset} train split ({spec.description}); {len(tr)} windows of "
+            f"{recipe.window} frames (stride {recipe.offset}) at {FPS:g} fps from "
+            f"{len(set(w.clip_index[tr].tolist()))} of {len(clips)} clips; {len(va)} validation windows",
+            "licence": spec.licence, "citation": spec.citation, "history": history, "train_wall_s": wall,
+            "windows_per_s": trained / max(history[-1]["wall_s"], 1e-9) if history else 0.0}
+    save_model(out / CHECKPOINT_NAME, model, "anyorder", mcfg, meta)
+    (out / f"{CHECKPOINT_NAME}.history.json").write_text(json.dumps(history, indent=1))
+    return model.eval(), meta
+
+
+# ----------------------------------------------------------------------------- CLI
+def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags for ``motioncore train anyorder`` (added to the existing ``train`` parser; ``--data``,
+    ``--epochs``, ``--batch-size``, ``--lr``, ``--device``, ``--threads``, ``--max-minutes``, ``--out``,
+    ``--restart``, ``--quiet``, ``--config`` and ``--max-clips`` are shared with pfnn/mann)."""
+    g = p.add_argument_group("anyorder", "any-order transformer (model anyorder; --data bandai|manipnet)")
+    g.add_argument("--d-model", type=int, help="anyorder: token width (default 128)")
+    g.add_argument("--n-layers", type=int, help="anyorder: transformer blocks (default 4)")
+    g.add_argument("--n-heads", type=int, help="anyorder: attention heads (default 4)")
+    g.add_argument("--d-ff", type=int, help="anyorder: feed-forward width (default 512)")
+    g.add_argument("--num-mixtures", type=int, help="anyorder: Gaussian components (default 8)")
+    g.add_argument("--window", type=int, help="anyorder: training window length in frames (default 50)")
+    g.add_argument("--max-windows", type=int, help="anyorder: at most N training windows (quick runs)")
+
+
+def train_anyorder_from_args(args: argparse.Namespace) -> int:
+    """Handler for ``motioncore train anyorder ...``; missing attributes count as not given.
+    Defaults differing from TrainConfig's: batch size 16, lr 3e-4."""
+    from .loop import TrainConfig, config_from
+
+    def a(name: str) -> Any:
+        return getattr(args, name, None)
+
+    recipe = config_from(AnyOrderRecipe, None, {
+        "data": a("data") or "bandai", "d_model": a("d_model"), "n_layers": a("n_layers"), "n_heads": a("n_heads"),
+        "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"),
+        "max_windows": a("max_windows"), "max_clips": a("max_clips")})
+    base = {"batch_size": 16, "lr": 3e-4}
+    flags = {"epochs": a("epochs"), "batch_size": a("batch_size"), "lr": a("lr"), "device": a("device"),
+             "threads": a("threads"), "max_minutes": a("max_minutes")}
+    if a("config"):
+        base = {}  # the JSON file decides; flags still win
+    cfg = config_from(TrainConfig, a("config"), {**base, **{k: v for k, v in flags.items() if v is not None}})
+    out = Path(a("out") or f"runs/anyorder-{recipe.data}")
+    _, meta = train_anyorder(recipe, cfg, out, progress=not a("quiet"), resume=not a("restart"))
+    last = meta["history"][-1]
+    print(f"anyorder ({recipe.dataset}): {last['epoch']} epochs, val NLL {last['val_loss']:.4f} nats/element, "
+          f"{meta['train_wall_s']:.0f} s ({meta['windows_per_s']:.1f} windows/s); checkpoint "
+          f"{out / CHECKPOINT_NAME}.json, curves {out / 'loss.png'}")
+    return 0
