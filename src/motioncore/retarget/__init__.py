@@ -1,0 +1,19 @@
+"""Retargeting: joint maps (presets, auto-matching, override files) and world-space rotation-offset
+retargeting of a Motion onto another Skeleton. See docs/retarget.md."""
+from __future__ import annotations
+
+from .core import leg_length, leg_scale, rest_rotations, retarget
+from .mapping import (
+                      CANONICAL,
+                      PRESETS,
+                      JointMap,
+                      RetargetError,
+                      apply_overrides,
+                      auto_map,
+                      detect_preset,
+                      load_overrides,
+                      normalise_name,
+)
+
+__all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "apply_overrides", "auto_map", "detect_preset",
+           "leg_length", "leg_scale", "load_overrides", "normalise_name", "rest_rotations", "retarget"]

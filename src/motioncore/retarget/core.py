@@ -1,0 +1,244 @@
+"""Retarget a clip onto another skeleton by world-space rotation offsets.
+
+Legend: T frames, J joints (Js source, Jt target), K direction pairs. Quaternions are WXYZ. All
+numpy float64.
+
+Reference pose: the *source* rest pose (all local rotations identity), so the source's global
+rest rotations ``Rs`` are identity. ``rest_rotations`` poses the target to match it: walking the
+target hierarchy parents first, each mapped target joint j starts from its parent's reference
+rotation (identity local) and is turned by the smallest rotation that points its rest bones along
+the source's. Bones of j are the vectors from j to the first mapped joint down each child branch
+whose vector is non-zero in both rigs (zero-length ASF bones such as CMU ``lowerback`` are skipped).
+One bone: shortest arc (``quat_between``), so twist is inherited from the parent. Several (hips,
+chest): the best rotation (Kabsch, unit vectors) taking the unpaired bones (spine, neck) and the
+left-minus-right across vectors of mirrored branches (legs, shoulders) onto the source's; this also
+aligns the facing of the whole skeleton. No bone (leaves): the parent's rotation.
+
+Per frame, with Gs the source global rotations and s(j) the source joint mapped to target joint j:
+
+    Gt[j] = Gs[s(j)] * Rs[s(j)]^-1 * Rt[j]        (mapped j)
+    Gt[j] = Gt[parent(j)]                          (unmapped j: held at rest, local identity)
+    local[j] = Gt[parent(j)]^-1 * Gt[j]
+
+so a bone that points along the source bone in the reference pose points along it in every frame.
+The target root (the ``hips`` role, else the shallowest mapped joint) is placed at
+``scale * (source world position of its mapped joint)``; every other joint keeps its rest offset.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..kinematics import find_body_joints, mirror_map
+from ..motion import Motion
+from ..rotations import matrix_to_quat, quat_apply, quat_between, quat_continuity, quat_inv, quat_mul, quat_normalize
+from ..skeleton import Skeleton
+from .mapping import JointMap, RetargetError, _roles, detect_preset
+
+__all__ = ["leg_length", "leg_scale", "rest_rotations", "retarget"]
+
+
+def _pairs_of(joint_map: JointMap | Mapping[str, str], source: Skeleton, target: Skeleton) -> dict[int, int]:
+    """target index -> source index, validated."""
+    pairs = joint_map.pairs if isinstance(joint_map, JointMap) else dict(joint_map)
+    out = {}
+    for t, s in pairs.items():
+        if t not in target._index:
+            raise RetargetError(f"joint_map: target joint {t!r} is not in the target skeleton")
+        if s not in source._index:
+            raise RetargetError(f"joint_map[{t!r}]: source joint {s!r} is not in the source skeleton")
+        out[target.index(t)] = source.index(s)
+    if not out:
+        raise RetargetError("joint_map: no joints mapped")
+    return out
+
+
+def _chain(c: int, pairs: dict[int, int], target: Skeleton) -> list[int]:
+    """Mapped target joints going down from child c: the first mapped joint (depth-first, parents
+    first), then the first mapped joint below that one, and so on."""
+    out, stack = [], [c]
+    while stack:
+        k = stack.pop(0)
+        if k in pairs:
+            out.append(k)
+            stack = target.children(k)
+        else:
+            stack = target.children(k) + stack
+    return out
+
+
+def _bone_pairs(j: int, pairs: dict[int, int], target: Skeleton, pt: np.ndarray, ps: np.ndarray,
+                eps: float, mirror: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Matching rest direction vectors (target, source) that fix mapped target joint j's reference
+    rotation. Per child branch, the bone to the first mapped joint whose vector is non-zero in both
+    rigs. Branches that start at mirror partners (left/right legs, shoulders) give instead their
+    across vector (left - right), taken in the source one mapped level deeper if zero there (CMU
+    clavicles all start at one point); their own bones, which differ in slant between rigs, are only
+    used (as the pair's mean direction) when j has no unpaired branch."""
+    def ok(a: np.ndarray, b: np.ndarray) -> bool:
+        return bool(np.linalg.norm(a) > eps and np.linalg.norm(b) > eps)
+
+    chains = [ch for ch in (_chain(c, pairs, target) for c in target.children(j)) if ch]
+    firsts = [ch[0] for ch in chains]
+    Pairs = tuple[list[np.ndarray], list[np.ndarray]]  # (target vectors, source vectors)
+    single: Pairs = ([], [])
+    across: Pairs = ([], [])
+    mean: Pairs = ([], [])
+    for n, ch in enumerate(chains):
+        partner = firsts.index(mirror[ch[0]]) if mirror[ch[0]] in firsts and mirror[ch[0]] != ch[0] else -1
+        if partner > n:  # a left/right pair, seen once
+            other = chains[partner]
+            a = pt[ch[0]] - pt[other[0]]
+            b = next((ps[pairs[x]] - ps[pairs[y]] for x, y in zip(ch, other) if ok(a, ps[pairs[x]] - ps[pairs[y]])), None)
+            if b is not None:
+                across[0].append(a)
+                across[1].append(b)
+        dst = mean if partner >= 0 else single
+        for k in ch:
+            a, b = pt[k] - pt[j], ps[pairs[k]] - ps[pairs[j]]
+            if ok(a, b):
+                dst[0].append(a)
+                dst[1].append(b)
+                break
+    if not single[0] and len(mean[0]) == 2:
+        single = ([mean[0][0] / np.linalg.norm(mean[0][0]) + mean[0][1] / np.linalg.norm(mean[0][1])],
+                  [mean[1][0] / np.linalg.norm(mean[1][0]) + mean[1][1] / np.linalg.norm(mean[1][1])])
+        if not ok(single[0][0], single[1][0]):
+            single = ([], [])
+    if not single[0] and not across[0]:
+        single = mean
+    return single[0] + across[0], single[1] + across[1]
+
+
+def _align(vt: list[np.ndarray], vs: list[np.ndarray]) -> np.ndarray:
+    """Unit WXYZ rotation taking directions vt onto vs: shortest arc for one, Kabsch for several."""
+    a = np.array([v / np.linalg.norm(v) for v in vt])  # (K, 3)
+    b = np.array([v / np.linalg.norm(v) for v in vs])
+    if len(a) > 1:
+        U, S, Vt = np.linalg.svd(b.T @ a)  # H = sum b a^T; best R = U diag(1, 1, d) V^T
+        if S[1] > 1e-9 * S[0]:
+            d = np.sign(np.linalg.det(U @ Vt))
+            return quat_normalize(matrix_to_quat(U @ np.diag([1.0, 1.0, d]) @ Vt))
+    return quat_between(a[0], b[0])
+
+
+def rest_rotations(source: Skeleton, target: Skeleton,
+                   joint_map: JointMap | Mapping[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """Global reference rotations ``(Rs, Rt)``, each (Jt, 4) WXYZ, per *target* joint: ``Rs[j]`` the
+    source rest rotation of j's source joint (identity; for unmapped j, identity) and ``Rt[j]`` the
+    target joint's rotation when the target is posed like the source rest pose (see module doc)."""
+    pairs = _pairs_of(joint_map, source, target)
+    pt, ps = target.rest_positions(), source.rest_positions()
+    eps = 1e-9 * max(np.ptp(pt, axis=0).max(), np.ptp(ps, axis=0).max(), 1.0)
+    Jt, mirror = target.num_joints, mirror_map(target)
+    rs_all = source.forward_kinematics(np.tile([1.0, 0, 0, 0], (source.num_joints, 1)), source.offsets)[0]
+    Rs, Rt = np.tile([1.0, 0, 0, 0], (Jt, 1)), np.tile([1.0, 0, 0, 0], (Jt, 1))
+    for j in range(Jt):
+        p = target.parents[j]
+        pre = Rt[p] if p >= 0 else Rt[j]
+        if j in pairs:
+            Rs[j] = rs_all[pairs[j]]
+            vt, vs = _bone_pairs(j, pairs, target, pt, ps, eps, mirror)
+            if vt:
+                vt = [quat_apply(pre, v) for v in vt]
+                pre = quat_mul(_align(vt, vs), pre)  # vs: world-space source rest bones
+        Rt[j] = quat_normalize(pre)
+    return Rs, Rt
+
+
+def leg_length(skeleton: Skeleton, hips: str, foot: str) -> float:
+    """Rest length of the chain from ``hips`` down to ``foot``: the sum of the bone lengths (offset
+    norms) of every joint below ``hips`` up to and including ``foot`` (pelvis + thigh + shin)."""
+    j, stop, total = skeleton.index(foot), skeleton.index(hips), 0.0
+    while j != stop:
+        if j < 0:
+            raise RetargetError(f"leg_length: {foot!r} is not below {hips!r}")
+        total += float(np.linalg.norm(skeleton.offsets[j]))
+        j = int(skeleton.parents[j])
+    return total
+
+
+def _target_roles(joint_map: JointMap | Mapping[str, str], target: Skeleton) -> dict[str, str]:
+    if isinstance(joint_map, JointMap) and joint_map.roles:
+        return joint_map.roles
+    return _roles(target, detect_preset(target))
+
+
+def leg_scale(source: Skeleton, target: Skeleton, joint_map: JointMap | Mapping[str, str]) -> float:
+    """Target / source hip-to-foot chain length at rest (both legs summed). The target's hips and feet
+    come from its preset roles (else ``find_body_joints``); the source's through the joint map."""
+    pairs = joint_map.pairs if isinstance(joint_map, JointMap) else dict(joint_map)
+    roles = _target_roles(joint_map, target)
+    hips, feet = roles.get("hips"), [roles.get("l_foot"), roles.get("r_foot")]
+    if not (hips and all(feet)):
+        body = find_body_joints(target)
+        named = [j for j in body.feet if "toe" not in target.names[j].lower()]
+        if len(named) < 2:
+            raise RetargetError("scale='legs': cannot find both feet in the target; pass scale=<float>")
+        hips, feet = target.names[body.root], [target.names[j] for j in named[:2]]
+    t_len = s_len = 0.0
+    for ft in feet:
+        if hips not in pairs or ft not in pairs:
+            raise RetargetError(f"scale='legs': target joints {hips!r} and {ft!r} must be mapped; pass scale=<float>")
+        t_len += leg_length(target, hips, ft)
+        s_len += leg_length(source, pairs[hips], pairs[ft])
+    if s_len <= 0 or t_len <= 0:
+        raise RetargetError(f"scale='legs': zero leg length (target {t_len}, source {s_len})")
+    return t_len / s_len
+
+
+def _root_joint(pairs: dict[int, int], target: Skeleton, roles: dict[str, str]) -> int:
+    if "hips" in roles and target.index(roles["hips"]) in pairs:
+        return target.index(roles["hips"])
+    depth = np.zeros(target.num_joints, dtype=np.int64)
+    for j, p in enumerate(target.parents):
+        depth[j] = depth[p] + 1 if p >= 0 else 0
+    return min(pairs, key=lambda j: (depth[j], j))
+
+
+def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Mapping[str, str], *,
+             scale: str | float | None = "legs", missing: str = "rest") -> Motion:
+    """``source`` moved onto ``target_skeleton``. ``joint_map``: target joint -> source joint
+    (a JointMap from ``auto_map`` or a plain dict). ``scale``: "legs" (``leg_scale``: target/source
+    hip-to-foot chain length),
+    a number, or None (1.0) multiplies the root's world position. ``missing``: "rest" holds unmapped
+    target joints at their rest local rotation; "error" raises if any target joint is unmapped."""
+    if missing not in ("rest", "error"):
+        raise RetargetError(f"missing: expected 'rest' or 'error', got {missing!r}")
+    target = target_skeleton
+    pairs = _pairs_of(joint_map, source.skeleton, target)
+    if missing == "error" and len(pairs) < target.num_joints:
+        absent = [n for j, n in enumerate(target.names) if j not in pairs]
+        raise RetargetError(f"missing='error': target joints without a source joint: {absent}")
+    if scale == "legs":
+        k = leg_scale(source.skeleton, target, joint_map)
+    elif scale is None:
+        k = 1.0
+    elif isinstance(scale, (int, float)) and not isinstance(scale, bool) and np.isfinite(scale) and scale > 0:
+        k = float(scale)
+    else:
+        raise RetargetError(f"scale: expected 'legs', a positive number or None, got {scale!r}")
+    Rs, Rt = rest_rotations(source.skeleton, target, joint_map)
+    offset = quat_mul(quat_inv(Rs), Rt)  # (Jt, 4) Rs^-1 Rt
+    gs_rot, gs_pos = source.global_transforms()  # (T, Js, 4), (T, Js, 3)
+    T, Jt = source.num_frames, target.num_joints
+    g = np.empty((T, Jt, 4))
+    local = np.empty((T, Jt, 4))
+    for j in range(Jt):
+        p = target.parents[j]
+        if j in pairs:
+            g[:, j] = quat_mul(gs_rot[:, pairs[j]], offset[j])
+        else:
+            g[:, j] = g[:, p] if p >= 0 else np.array([1.0, 0, 0, 0])
+        local[:, j] = quat_mul(quat_inv(g[:, p]), g[:, j]) if p >= 0 else g[:, j]
+    local = quat_continuity(quat_normalize(local), axis=0)
+    pos = np.broadcast_to(target.offsets, (T, Jt, 3)).copy()
+    r = _root_joint(pairs, target, _target_roles(joint_map, target))
+    want = k * gs_pos[:, pairs[r]]  # (T, 3) world position of the target root
+    p = target.parents[r]
+    if p >= 0:
+        gq, gp = target.forward_kinematics(local, pos)
+        want = quat_apply(quat_inv(gq[:, p]), want - gp[:, p])
+    pos[:, r] = want
+    return Motion(target, local, pos, source.fps, source.name)

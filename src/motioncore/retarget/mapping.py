@@ -1,0 +1,197 @@
+"""Joint maps for retargeting: named presets over a small canonical vocabulary, automatic matching
+and user override files.
+
+A preset maps canonical joint names (``hips``, ``l_upper_leg``, ``r_index2``...) to one rig's joint
+names. ``auto_map`` detects each skeleton's preset, pairs joints with the same canonical name, then
+pairs what is left by normalised name (lowercase, namespace such as ``mixamorig:`` and punctuation
+dropped). The result maps *target* joint -> *source* joint.
+"""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import MotioncoreError
+from ..skeleton import Skeleton
+
+__all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "apply_overrides", "auto_map",
+           "detect_preset", "load_overrides", "normalise_name"]
+
+
+class RetargetError(MotioncoreError, ValueError):
+    """A joint map, override file or retarget argument is invalid; the message names the joint or field."""
+
+
+_BODY = ("hips", "spine", "spine1", "chest", "neck", "neck1", "head", "head_end")
+_SIDED = ("hip", "shoulder", "upper_arm", "forearm", "hand", "upper_leg", "lower_leg", "foot", "toe", "toe_end")
+_FINGERS = tuple(f"{f}{i}" for f in ("index", "middle", "ring", "pinky") for i in (1, 2, 3)) + (
+    "thumb1", "thumb1b", "thumb2", "thumb3")
+CANONICAL: tuple[str, ...] = _BODY + tuple(f"{s}_{p}" for s in "lr" for p in _SIDED + _FINGERS)
+
+
+def _sides(table: dict[str, str], left: str, right: str) -> dict[str, str]:
+    """Expand ``{canonical part: name with {s}}`` for both sides ('{s}' -> the side token)."""
+    return {f"{c}_{part}": name.format(s=tok) for c, tok in (("l", left), ("r", right)) for part, name in table.items()}
+
+
+_LAFAN_SIDED = {"shoulder": "{s}Shoulder", "upper_arm": "{s}Arm", "forearm": "{s}ForeArm", "hand": "{s}Hand",
+                "upper_leg": "{s}UpLeg", "lower_leg": "{s}Leg", "foot": "{s}Foot"}
+_MIXAMO_FINGERS = {f"{f.lower()}{i}": f"mixamorig:{{s}}Hand{f}{i}" for f in ("Index", "Middle", "Ring", "Pinky")
+                   for i in (1, 2, 3)} | {f"thumb{i}": f"mixamorig:{{s}}HandThumb{i}" for i in (1, 2, 3)}
+_MANIPNET = {"hand": "WRIST", "thumb1": "THUMB_CMC_FE", "thumb1b": "THUMB_CMC_AA", "thumb2": "THUMB_MCP_FE",
+             "thumb3": "THUMB_IP_FE"} | {f"{f.lower()}{i}": f"{f}_{k}" for f in ("INDEX", "MIDDLE", "RING", "PINKY")
+                                         for i, k in ((1, "MCP"), (2, "PIP_FE"), (3, "DIP_FE"))}
+
+PRESETS: dict[str, dict[str, str]] = {  # preset -> {canonical name: joint name}
+    "cmu": {"hips": "root", "spine": "lowerback", "spine1": "upperback", "chest": "thorax", "neck": "lowerneck",
+            "neck1": "upperneck", "head": "head"} | _sides(
+        {"hip": "{s}hipjoint", "upper_leg": "{s}femur", "lower_leg": "{s}tibia", "foot": "{s}foot", "toe": "{s}toes",
+         "shoulder": "{s}clavicle", "upper_arm": "{s}humerus", "forearm": "{s}radius", "hand": "{s}wrist"}, "l", "r"),
+    "bandai": {"hips": "Hips", "spine": "Spine", "chest": "Chest", "neck": "Neck", "head": "Head"} | _sides(
+        {"shoulder": "Shoulder_{s}", "upper_arm": "UpperArm_{s}", "forearm": "LowerArm_{s}", "hand": "Hand_{s}",
+         "upper_leg": "UpperLeg_{s}", "lower_leg": "LowerLeg_{s}", "foot": "Foot_{s}", "toe": "Toes_{s}"}, "L", "R"),
+    "lafan1": {"hips": "Hips", "spine": "Spine", "spine1": "Spine1", "chest": "Spine2", "neck": "Neck",
+               "head": "Head"} | _sides(_LAFAN_SIDED | {"toe": "{s}Toe"}, "Left", "Right"),
+    "mixamo": {k: f"mixamorig:{v}" for k, v in {"hips": "Hips", "spine": "Spine", "spine1": "Spine1", "chest": "Spine2",
+                                                 "neck": "Neck", "head": "Head", "head_end": "HeadTop_End"}.items()}
+    | _sides({k: f"mixamorig:{v}" for k, v in (_LAFAN_SIDED | {"toe": "{s}ToeBase", "toe_end": "{s}Toe_End"}).items()}
+             | _MIXAMO_FINGERS, "Left", "Right"),
+    "manipnet-right": {f"r_{k}": v for k, v in _MANIPNET.items()},  # one hand; names carry no side
+    "manipnet-left": {f"l_{k}": v for k, v in _MANIPNET.items()},
+}
+assert all(c in CANONICAL for p in PRESETS.values() for c in p), "preset uses a name outside CANONICAL"
+
+
+def normalise_name(name: str) -> str:
+    """Matching key: namespace ('mixamorig:', 'Armature|') dropped, lowercase, letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", re.split(r"[:|]", name)[-1].lower())
+
+
+def detect_preset(skeleton: Skeleton) -> str | None:
+    """The preset whose joint names (normalised) best cover this skeleton's, or None if none covers
+    at least half its own joints (and 3 joints). Ties go to the earlier preset in ``PRESETS``."""
+    have = {normalise_name(n) for n in skeleton.names}
+    best, best_score = None, 0.0
+    for preset, table in PRESETS.items():
+        hits = sum(normalise_name(n) in have for n in table.values())
+        score = hits / len(table)
+        if hits >= 3 and score >= 0.5 and score > best_score:
+            best, best_score = preset, score
+    return best
+
+
+def _roles(skeleton: Skeleton, preset: str | None) -> dict[str, str]:
+    """canonical name -> this skeleton's joint name, for the preset's joints it has."""
+    if preset is None:
+        return {}
+    by_key = {normalise_name(n): n for n in skeleton.names}
+    return {c: by_key[normalise_name(n)] for c, n in PRESETS[preset].items() if normalise_name(n) in by_key}
+
+
+@dataclass(frozen=True, eq=False)
+class JointMap:
+    """Target joint -> source joint, with what could not be matched."""
+
+    pairs: dict[str, str]  # target joint name -> source joint name
+    unmapped: tuple[str, ...] = ()  # target joints with no source joint (held at rest by `retarget`)
+    ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target joint -> tied source candidates
+    roles: dict[str, str] = field(default_factory=dict)  # canonical name -> target joint (from the target preset)
+    source_preset: str | None = None  # detected or given preset names, for reports
+    target_preset: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+
+def auto_map(source: Skeleton, target: Skeleton, *, source_preset: str | None = None,
+             target_preset: str | None = None, overrides: str | Path | Mapping[str, Any] | None = None) -> JointMap:
+    """Match target joints to source joints: same canonical name under the detected (or given)
+    presets first, then equal normalised names. A target joint whose normalised name fits several
+    unused source joints is left out and listed in ``ambiguous``. ``overrides`` (a JSON/TOML path or
+    an already-parsed dict, see ``load_overrides``) is applied last."""
+    for p in (source_preset, target_preset):
+        if p is not None and p not in PRESETS:
+            raise RetargetError(f"preset: unknown {p!r}; known: {sorted(PRESETS)}")
+    sp = source_preset or detect_preset(source)
+    tp = target_preset or detect_preset(target)
+    s_roles, t_roles = _roles(source, sp), _roles(target, tp)
+    pairs = {t_roles[c]: s_roles[c] for c in CANONICAL if c in t_roles and c in s_roles}
+    used = set(pairs.values())
+    by_key: dict[str, list[str]] = {}
+    for n in source.names:
+        if n not in used:
+            by_key.setdefault(normalise_name(n), []).append(n)
+    ambiguous: dict[str, tuple[str, ...]] = {}
+    for n in target.names:
+        if n in pairs:
+            continue
+        cands = by_key.get(normalise_name(n), [])
+        if len(cands) == 1:
+            pairs[n] = cands[0]
+        elif len(cands) > 1:
+            ambiguous[n] = tuple(cands)
+    jm = JointMap(_ordered(pairs, target), tuple(n for n in target.names if n not in pairs), ambiguous,
+                  t_roles, sp, tp)
+    if overrides is not None:
+        if not isinstance(overrides, Mapping):
+            overrides = load_overrides(overrides)
+        jm = apply_overrides(jm, overrides, source, target)
+    return jm
+
+
+def _ordered(pairs: dict[str, str], target: Skeleton) -> dict[str, str]:
+    return {n: pairs[n] for n in target.names if n in pairs}
+
+
+def load_overrides(path: str | Path) -> dict[str, Any]:
+    """Parse an override file (``.toml`` or ``.json``)::
+
+        [map]                 # target joint = source joint
+        Hips = "root"
+        [unmap]
+        joints = ["joint_Root"]   # target joints to hold at rest even if auto-matched
+
+    (JSON: ``{"map": {...}, "unmap": {"joints": [...]}}``.) Only the shape is checked here; joint
+    names are checked against the skeletons by ``apply_overrides``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except (OSError, ValueError) as e:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+        raise RetargetError(f"{path}: cannot read override file: {e}") from e
+    if not isinstance(data, dict):
+        raise RetargetError(f"{path}: expected a table at top level, got {type(data).__name__}")
+    return data
+
+
+def apply_overrides(joint_map: JointMap, overrides: Mapping[str, Any], source: Skeleton, target: Skeleton) -> JointMap:
+    """A new JointMap with ``overrides['map']`` (target -> source) set and ``overrides['unmap']['joints']``
+    removed. Raises RetargetError naming any unknown key or joint."""
+    extra = set(overrides) - {"map", "unmap"}
+    if extra:
+        raise RetargetError(f"overrides: unknown section(s) {sorted(extra)}; expected 'map' and/or 'unmap'")
+    mapping = overrides.get("map", {})
+    unmap = overrides.get("unmap", {})
+    if not isinstance(mapping, Mapping):
+        raise RetargetError(f"overrides.map: expected a table of target = source, got {type(mapping).__name__}")
+    if not isinstance(unmap, Mapping) or set(unmap) - {"joints"} or not isinstance(unmap.get("joints", []), list):
+        raise RetargetError("overrides.unmap: expected a table with one key, joints = [target joint names]")
+    pairs = dict(joint_map.pairs)
+    for t, s in mapping.items():
+        if t not in target._index:
+            raise RetargetError(f"overrides.map: target joint {t!r} is not in the target skeleton")
+        if not isinstance(s, str) or s not in source._index:
+            raise RetargetError(f"overrides.map.{t}: source joint {s!r} is not in the source skeleton")
+        pairs[t] = s
+    for t in unmap.get("joints", []):
+        if not isinstance(t, str) or t not in target._index:
+            raise RetargetError(f"overrides.unmap.joints: target joint {t!r} is not in the target skeleton")
+        pairs.pop(t, None)
+    ambiguous = {k: v for k, v in joint_map.ambiguous.items() if k not in pairs}
+    return JointMap(_ordered(pairs, target), tuple(n for n in target.names if n not in pairs), ambiguous,
+                    joint_map.roles, joint_map.source_preset, joint_map.target_preset)
