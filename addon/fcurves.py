@@ -1,0 +1,199 @@
+"""Version-aware f-curve access and bulk key writing: the only add-on module that touches actions.
+
+Blender 4.4 introduced slotted actions; 5.0 removed ``Action.fcurves``. On 4.4+ f-curves live in the
+channelbag of (layer, keyframe strip, slot); on 4.2/4.3 they are ``action.fcurves`` with
+``new(path, index=i, action_group=group)``. Keys are written in bulk (``keyframe_points.add`` +
+``foreach_set("co")`` + ``update()``), never with a ``keyframe_insert`` loop. ``bpy`` is imported
+lazily so this module imports without Blender.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .keys import ChannelMerge, merge_channel
+
+SLOTTED_ACTIONS = (4, 4, 0)
+GENERATED = "GENERATED"
+
+
+def blender_version() -> tuple[int, int, int]:
+    import bpy
+    return tuple(bpy.app.version)  # type: ignore[return-value]
+
+
+def channelbag(action: Any, slot: Any, *, ensure: bool = True) -> Any:
+    """The channelbag holding ``slot``'s f-curves (4.4+), creating layer, strip and bag if ``ensure``."""
+    try:  # bpy_extras helper (4.4+); present in 5.0
+        from bpy_extras import anim_utils
+        helper = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)
+    except ImportError:
+        helper = None
+    if helper is not None and ensure:
+        return helper(action, slot)
+    if not action.layers:
+        if not ensure:
+            return None
+        action.layers.new("Layer")
+    layer = action.layers[0]
+    if not layer.strips:
+        if not ensure:
+            return None
+        layer.strips.new(type="KEYFRAME")
+    strip = layer.strips[0]
+    return strip.channelbag(slot, ensure=ensure)
+
+
+def fcurve_collection(action: Any, slot: Any = None, *, ensure: bool = True) -> Any:
+    """The collection to find/create f-curves in: the slot's channelbag fcurves (4.4+) or action.fcurves."""
+    if blender_version() >= SLOTTED_ACTIONS:
+        if slot is None:
+            raise ValueError("Blender 4.4+ needs the action slot to find f-curves (got slot=None)")
+        bag = channelbag(action, slot, ensure=ensure)
+        return None if bag is None else bag.fcurves
+    return action.fcurves
+
+
+def ensure_fcurves(action: Any, slot: Any, data_paths_and_indices: Iterable[tuple[str, int]],
+                   group: str = "") -> list[Any]:
+    """One f-curve per (data_path, index), found or created (in ``group``), in the given order."""
+    slotted = blender_version() >= SLOTTED_ACTIONS
+    fcurves = fcurve_collection(action, slot, ensure=True)
+    out = []
+    for path, index in data_paths_and_indices:
+        fc = fcurves.find(path, index=index)
+        if fc is None:
+            if slotted:
+                fc = fcurves.new(path, index=index, group_name=group) if group else fcurves.new(path, index=index)
+            else:
+                fc = fcurves.new(path, index=index, action_group=group)
+        out.append(fc)
+    return out
+
+
+def read_keys(fcurve: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(frames, values, is_generated) of an f-curve's keys, read in bulk."""
+    kp = fcurve.keyframe_points
+    n = len(kp)
+    co = np.empty(2 * n, np.float32)
+    kp.foreach_get("co", co)
+    generated = np.array([k.type == GENERATED for k in kp], bool) if n else np.zeros(0, bool)
+    return co[0::2].astype(np.float64), co[1::2].astype(np.float64), generated
+
+
+def write_keys(fcurve: Any, frames: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
+               key_type: str = GENERATED) -> ChannelMerge:
+    """Merge predicted ``values`` at ``frames`` into ``fcurve`` by the rule of :mod:`.keys` (the user's
+    keys inside the range kept exactly, keys outside untouched) and write them in bulk."""
+    old_f, old_v, old_gen = read_keys(fcurve)
+    plan = merge_channel(old_f, old_v, old_gen, frames, values)
+    n_old, n_new = old_f.size, plan.new_frames.size
+    if n_new == 0 and np.array_equal(plan.values, old_v):
+        return plan
+    kp = fcurve.keyframe_points
+    if n_new:
+        kp.add(n_new)
+    co = np.empty(2 * (n_old + n_new), np.float32)
+    co[0:2 * n_old:2], co[1:2 * n_old:2] = old_f, plan.values
+    co[2 * n_old::2], co[2 * n_old + 1::2] = plan.new_frames, plan.new_values
+    kp.foreach_set("co", co)
+    if n_new:
+        _set_key_types(kp, n_old, key_type)
+    fcurve.update()   # sorts keys and recomputes handles
+    return plan
+
+
+def _set_key_types(kp: Any, start: int, key_type: str) -> None:
+    """Mark keys[start:] as ``key_type``. Enum properties are not bulk-settable with foreach_set
+    (only int, float and bool properties are), so this is a plain loop over the new keys only."""
+    for i in range(start, len(kp)):
+        kp[i].type = key_type
+
+
+# -------------------------------------------------------------------------------- object-level helpers
+
+def ensure_action(obj: Any, name: str | None = None) -> tuple[Any, Any]:
+    """(action, slot) animating ``obj``, created if missing (slot is None before 4.4)."""
+    import bpy
+    ad = obj.animation_data or obj.animation_data_create()
+    if ad.action is None:
+        ad.action = bpy.data.actions.new(name or f"{obj.name}Action")
+    if blender_version() < SLOTTED_ACTIONS:
+        return ad.action, None
+    slot = getattr(ad, "action_slot", None)
+    if slot is None:
+        slot = ad.action.slots.new(id_type="OBJECT", name=obj.name)
+        ad.action_slot = slot
+    return ad.action, slot
+
+
+def assigned_action(obj: Any) -> tuple[Any, Any]:
+    """(action, slot) currently animating ``obj``, or (None, None)."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return None, None
+    return ad.action, getattr(ad, "action_slot", None)
+
+
+def find_fcurve(action: Any, slot: Any, data_path: str, index: int) -> Any:
+    if action is None:
+        return None
+    if blender_version() >= SLOTTED_ACTIONS and slot is None:
+        slot = action.slots[0] if len(action.slots) else None
+        if slot is None:
+            return None
+    fcurves = fcurve_collection(action, slot, ensure=False)
+    return None if fcurves is None else fcurves.find(data_path, index=index)
+
+
+def bone_path(bone: str, prop: str = "rotation_quaternion") -> str:
+    import bpy
+    return f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{prop}'
+
+
+def bone_key_frames(action: Any, slot: Any, bones: Iterable[str]) -> dict[str, np.ndarray]:
+    """Frames at which each bone has any rotation/location key (for range detection and constraints)."""
+    out: dict[str, np.ndarray] = {}
+    for b in bones:
+        frames = []
+        for prop, n in (("rotation_quaternion", 4), ("rotation_euler", 3), ("location", 3)):
+            for i in range(n):
+                fc = find_fcurve(action, slot, bone_path(b, prop), i)
+                if fc is not None:
+                    frames.append(read_keys(fc)[0])
+        if frames:
+            out[b] = np.unique(np.concatenate(frames))
+    return out
+
+
+def sample_rotations(action: Any, slot: Any, bones: Sequence[str], frames: Sequence[float] | np.ndarray) -> np.ndarray:
+    """(T, J, 4) WXYZ bone rotations evaluated from the action's f-curves (identity where unkeyed)."""
+    out = np.zeros((len(frames), len(bones), 4))
+    out[..., 0] = 1.0
+    for j, b in enumerate(bones):
+        for i in range(4):
+            fc = find_fcurve(action, slot, bone_path(b), i)
+            if fc is not None:
+                out[:, j, i] = [fc.evaluate(f) for f in frames]
+    return out
+
+
+def write_rotations(obj: Any, bones: Sequence[str], frames: np.ndarray, rotations: np.ndarray) -> int:
+    """Write (T, J, 4) WXYZ rotations as GENERATED keys on the bones' rotation_quaternion channels,
+    keeping the user's keys (merge rule of :mod:`.keys`). Returns the number of keys added."""
+    action, slot = ensure_action(obj)
+    added = 0
+    for j, b in enumerate(bones):
+        fcs = ensure_fcurves(action, slot, [(bone_path(b), i) for i in range(4)], group=b)
+        for i, fc in enumerate(fcs):
+            added += write_keys(fc, frames, rotations[:, j, i]).new_frames.size
+    return added
+
+
+def write_location(obj: Any, frames: np.ndarray, location: np.ndarray, group: str = "Object Transforms") -> int:
+    """Write (T, 3) object locations as GENERATED keys (merge rule as above)."""
+    action, slot = ensure_action(obj)
+    fcs = ensure_fcurves(action, slot, [("location", i) for i in range(3)], group=group)
+    return sum(write_keys(fc, frames, location[:, i]).new_frames.size for i, fc in enumerate(fcs))

@@ -1,0 +1,146 @@
+"""The worker thread that owns the server connection, plus connection settings (no bpy import).
+
+Blender's UI thread never blocks on the network: an operator submits a job (a function of the client),
+polls for its result from a modal timer event, and writes keys itself when the result arrives (so the
+write happens inside an UNDO operator, never in a timer callback). In background mode
+(``bpy.app.background``, where timers never fire) operators call :func:`run_sync` instead.
+The client is not thread-safe: only the worker thread touches it.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ENV_CONNECTION_FILE = "MOTIONCORE_CONNECTION_FILE"
+
+Job = Callable[[Any], Any]            # receives the client, returns a result (runs on the worker thread)
+ClientFactory = Callable[[], Any]     # builds a client (called on the worker thread)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    job_id: int
+    value: Any = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def connection_path(connection_file: str = "", host: str = "", port: int = 0, key: str = "") -> Path | None:
+    """Where to find the server: ``$MOTIONCORE_CONNECTION_FILE`` overrides everything, then the
+    preference's connection file, then host/port/key (written to a private 0600 connection file).
+    None means the client's default location."""
+    env = os.environ.get(ENV_CONNECTION_FILE)
+    if env:
+        return Path(env)
+    if connection_file:
+        return Path(os.path.expanduser(connection_file))
+    if host and port and key:
+        return write_connection_file(host, int(port), key)
+    return None
+
+
+def write_connection_file(host: str, port: int, key: str, directory: str | None = None) -> Path:
+    """A connection file (mode 0600) for a server given by host/port/key, in the format of docs/protocol.md."""
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be 1..65535, got {port}")
+    d = Path(directory or tempfile.gettempdir())
+    path = d / f"motioncore-blender-{os.getpid()}.json"
+    info = {"transport": "tcp", "ip": host, "port": port, "key": key, "signature_scheme": "hmac-sha256",
+            "server_session": "", "pid": 0}
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(info, f)
+    os.replace(tmp, path)
+    return path
+
+
+class Worker:
+    """One daemon thread, one client, a job queue in and a result dict out."""
+
+    def __init__(self, client_factory: ClientFactory):
+        self._factory = client_factory
+        self._jobs: queue.Queue[tuple[int, Job] | None] = queue.Queue()
+        self._results: dict[int, JobResult] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._waiters: dict[int, Callable[[], None]] = {}
+        self._thread = threading.Thread(target=self._run, name="motioncore-worker", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> int:
+        if not self._thread.is_alive():
+            raise RuntimeError("the motioncore worker thread has stopped")
+        jid = next(self._ids)
+        self._jobs.put((jid, job))
+        return jid
+
+    def poll(self, job_id: int) -> JobResult | None:
+        """The job's result once finished (removed from the worker), else None."""
+        with self._lock:
+            return self._results.pop(job_id, None)
+
+    def wait(self, job_id: int, timeout: float) -> JobResult | None:
+        """Block up to ``timeout`` seconds for a result (for scripts and tests; operators poll)."""
+        done = threading.Event()
+        with self._lock:
+            res = self._results.pop(job_id, None)
+            if res is not None:
+                return res
+            self._waiters[job_id] = done.set
+        done.wait(timeout)
+        with self._lock:
+            self._waiters.pop(job_id, None)
+            return self._results.pop(job_id, None)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        client = None
+        try:
+            while (item := self._jobs.get()) is not None:
+                jid, job = item
+                try:
+                    if client is None:
+                        client = self._factory()
+                    res = JobResult(jid, value=job(client))
+                except Exception as e:  # delivered to the operator, which reports it
+                    res = JobResult(jid, error=e)
+                with self._lock:
+                    self._results[jid] = res
+                    waiter = self._waiters.get(jid)
+                if waiter is not None:
+                    waiter()
+        finally:
+            if client is not None and hasattr(client, "close"):
+                client.close()
+
+
+def run_sync(client_factory: ClientFactory, job: Job) -> JobResult:
+    """Run ``job`` on this thread with a fresh client (background mode, where timers never fire)."""
+    client = None
+    try:
+        client = client_factory()
+        return JobResult(0, value=job(client))
+    except Exception as e:
+        return JobResult(0, error=e)
+    finally:
+        if client is not None and hasattr(client, "close"):
+            client.close()

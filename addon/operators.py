@@ -1,0 +1,392 @@
+"""Operators: properties -> plain request -> server job (worker thread) -> keys written in one UNDO step.
+
+``invoke`` submits the job to the worker thread and polls it from a modal timer *event* (the write
+then happens inside this UNDO operator, not in a timer callback). ``execute`` (scripts, and
+``bpy.app.background`` where timers never fire) runs the request synchronously.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import bpy
+import numpy as np
+
+from . import fcurves, keys, rigmap
+from .jobs import JobResult, Worker, connection_path, run_sync
+from .props import preferences, scene, settings
+
+_WORKER: Worker | None = None
+NOT_AVAILABLE = ("unknown_type", "model_unavailable")
+
+
+def client_factory(context: bpy.types.Context) -> Callable[[], Any]:
+    prefs = preferences(context)
+    path = connection_path(prefs.connection_file, prefs.host, prefs.port, prefs.key)
+    timeout = float(prefs.timeout)
+
+    def make() -> Any:
+        from .vendor.client import Client  # vendored copy (scripts/build_addon.py)
+        return Client(path, timeout=timeout)
+    return make
+
+
+def worker(context: bpy.types.Context, *, restart: bool = False) -> Worker:
+    global _WORKER
+    if _WORKER is not None and (restart or not _WORKER.alive):
+        _WORKER.stop()
+        _WORKER = None
+    if _WORKER is None:
+        _WORKER = Worker(client_factory(context))
+    return _WORKER
+
+
+def stop_worker() -> None:
+    global _WORKER
+    if _WORKER is not None:
+        _WORKER.stop()
+        _WORKER = None
+
+
+def describe_error(label: str, err: BaseException) -> str:
+    """One line for ``self.report({'ERROR'}, ...)``; typed server errors keep their code."""
+    code = getattr(err, "code", None)
+    msg = getattr(err, "message", None) or str(err)
+    if code in NOT_AVAILABLE:
+        return f"{label}: not available on this server ({code}: {msg})"
+    if code is not None:
+        return f"{label}: server error {code}: {msg}"
+    return f"{label}: {type(err).__name__}: {msg}"
+
+
+def _plain(msg: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A reply as plain data (arrays copied out of the receive buffers)."""
+    return dict(msg.content), {k: np.array(v) for k, v in msg.arrays.items()}
+
+
+class _ServerOperator(bpy.types.Operator):
+    """Base: subclasses build a job in ``prepare`` and write its result in ``apply``."""
+
+    bl_options = {"REGISTER", "UNDO"}
+    label = "motioncore"
+    # plain attributes only: Blender reads class annotations as property definitions
+    _job_id = 0
+    _timer = None
+    _worker = None
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        raise NotImplementedError
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        raise NotImplementedError
+
+    def _prepare(self, context: bpy.types.Context) -> Callable[[Any], Any] | None:
+        self._state: dict[str, Any] = {}
+        try:
+            return self.prepare(context)
+        except ValueError as e:
+            self.report({"ERROR"}, f"{self.label}: {e}")
+            return None
+
+    def _finish(self, context: bpy.types.Context, res: JobResult) -> set[str]:
+        if res.error is not None:
+            self.report({"ERROR"}, describe_error(self.label, res.error))
+            return {"CANCELLED"}
+        try:
+            self.report({"INFO"}, self.apply(context, res.value))
+        except ValueError as e:
+            self.report({"ERROR"}, f"{self.label}: {e}")
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:  # type: ignore[override]
+        job = self._prepare(context)
+        if job is None:
+            return {"CANCELLED"}
+        return self._finish(context, run_sync(client_factory(context), job))
+
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:  # type: ignore[override]
+        if bpy.app.background:
+            return self.execute(context)
+        job = self._prepare(context)
+        if job is None:
+            return {"CANCELLED"}
+        self._worker = worker(context)
+        self._job_id = self._worker.submit(job)
+        wm: Any = context.window_manager
+        self._timer = wm.event_timer_add(0.05, window=context.window)
+        wm.modal_handler_add(self)
+        self.report({"INFO"}, f"{self.label}: waiting for the server...")
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:  # type: ignore[override]
+        if event.type == "ESC":
+            self._end(context)
+            self.report({"WARNING"}, f"{self.label}: stopped waiting (the server may still finish)")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        w = self._worker
+        res = w.poll(self._job_id) if w is not None and w.alive else JobResult(0, error=RuntimeError("worker stopped"))
+        if res is None:
+            return {"PASS_THROUGH"}
+        self._end(context)
+        return self._finish(context, res)
+
+    def _end(self, context: bpy.types.Context) -> None:
+        if self._timer is not None:
+            wm: Any = context.window_manager
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def _armature(context: bpy.types.Context) -> Any:
+    obj = context.active_object
+    if obj is None or obj.type != "ARMATURE":
+        raise ValueError("select an armature (active object)")
+    return obj
+
+
+def _scene_frames(context: bpy.types.Context) -> tuple[int, int]:
+    sc = scene(context)
+    preview = (sc.frame_preview_start, sc.frame_preview_end) if sc.use_preview_range else None
+    return keys.effective_range((sc.frame_start, sc.frame_end), preview)
+
+
+def _scene_fps(context: bpy.types.Context) -> float:
+    r = scene(context).render
+    return float(r.fps) / float(r.fps_base)
+
+
+def _quat_bones(obj: Any) -> list[str]:
+    return [pb.name for pb in obj.pose.bones if pb.rotation_mode == "QUATERNION"]
+
+
+def _is_selected(pb: Any) -> bool:
+    sel = getattr(pb, "select", None)   # PoseBone.select where it exists, else Bone.select
+    return bool(pb.bone.select if sel is None else sel)
+
+
+def _selected_bones(obj: Any) -> list[str]:
+    return [pb.name for pb in obj.pose.bones if _is_selected(pb)] or [pb.name for pb in obj.pose.bones]
+
+
+def _preset(context: bpy.types.Context) -> str | None:
+    p = settings(context).rig_preset
+    return None if p == "AUTO" else p
+
+
+def curve_points(curve_obj: Any) -> np.ndarray:
+    """(N, 2) ground points (model x, z; metres) of the curve's first spline, in world space.
+    Blender is Z-up: model x = x, model z = -y."""
+    if not curve_obj.data.splines:
+        raise ValueError(f"curve {curve_obj.name!r} has no splines")
+    sp = curve_obj.data.splines[0]
+    pts = [p.co for p in (sp.bezier_points if sp.type == "BEZIER" else sp.points)]
+    mw = curve_obj.matrix_world
+    world = np.array([tuple(mw @ p.to_3d()) if len(p) == 4 else tuple(mw @ p) for p in pts], np.float64)
+    if world.shape[0] < 2:
+        raise ValueError(f"curve {curve_obj.name!r} needs at least 2 points, has {world.shape[0]}")
+    return np.stack([world[:, 0], -world[:, 1]], axis=1)
+
+
+# ---------------------------------------------------------------------------------------- operators
+
+class MOTIONCORE_OT_connect(_ServerOperator):
+    """Say hello to the motion server and show what it serves"""
+
+    bl_idname = "motioncore.connect"
+    bl_label = "Connect"
+    bl_options = {"REGISTER"}
+    label = "Connect"
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        worker(context, restart=True)   # preferences may have changed
+        return lambda c: c.hello()
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        types = ", ".join(t for t in value.get("types", []) if not t.startswith("debug."))
+        status = f"{value.get('device', '?')}: {len(value.get('models', []))} models; {types}"
+        settings(context).status = status
+        return f"connected ({status})"
+
+
+class MOTIONCORE_OT_walk_path(_ServerOperator):
+    """Animate the active armature walking along the selected curve (path controller on the server)"""
+
+    bl_idname = "motioncore.walk_path"
+    bl_label = "Walk Along Path"
+    label = "Walk along path"
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        arm = _armature(context)
+        curves = [o for o in context.selected_objects if o.type == "CURVE"]
+        if not curves:
+            raise ValueError("select a curve (the path) as well as the armature")
+        s = settings(context)
+        points = curve_points(curves[0]).astype(np.float32)
+        content = {k: v for k, v in (("model", s.path_model), ("gait", s.gait)) if v}
+        req = str(s.path_request)
+        self._state.update(armature=arm.name, start=scene(context).frame_current)
+        return lambda c: _plain(c.call(req, content, {"points": points}))
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        content, arrays = value
+        arm = bpy.data.objects[self._state["armature"]]
+        plan = keys.walk_plan(content, arrays, [b.name for b in _pose_bones(arm)], _scene_fps(context),
+                              self._state["start"], _preset(context))
+        for b in plan.bones:
+            arm.pose.bones[b].rotation_mode = "QUATERNION"
+        added = fcurves.write_rotations(arm, plan.bones, plan.frames, plan.rotations)
+        added += fcurves.write_location(arm, plan.frames, plan.location)
+        miss = f"; unmapped: {', '.join(plan.unmapped)}" if plan.unmapped else ""
+        return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({added} keys){miss}"
+
+
+class _ClipOperator(_ServerOperator):
+    """Shared by infill / hands / style: the armature's quaternion bones over the fill range."""
+
+    model = ""   # the server's default model when empty
+
+    def clip(self, context: bpy.types.Context) -> tuple[Any, list[str], np.ndarray, np.ndarray]:
+        arm = _armature(context)
+        action, slot = fcurves.assigned_action(arm)
+        if action is None:
+            raise ValueError(f"{arm.name!r} has no action: key at least two poses first")
+        bones = self.bones(arm)
+        if not bones:
+            raise ValueError("no bones in quaternion rotation mode")
+        keyed = fcurves.bone_key_frames(action, slot, bones)
+        rng = keys.fill_range(keyed, _selected_bones(arm), *_scene_range_and_preview(context))
+        if rng is None:
+            raise ValueError("key the selected bones on at least two frames inside the frame range")
+        frames = np.arange(rng[0], rng[1] + 1, dtype=np.float64)
+        motion = fcurves.sample_rotations(action, slot, bones, frames)
+        known = keys.constraints(keyed, bones, rng[0], rng[1])
+        self._state.update(armature=arm.name, bones=bones, frames=frames)
+        return arm, bones, motion, known
+
+    def bones(self, arm: Any) -> list[str]:
+        return _quat_bones(arm)
+
+    def write_back(self, value: Any) -> str:
+        _, arrays = value
+        bones, frames = self._state["bones"], self._state["frames"]
+        out = arrays.get("motion")
+        if out is None or out.shape != (frames.size, 4 * len(bones)):
+            raise ValueError(f"the server's motion has shape {None if out is None else out.shape}, "
+                             f"expected {(frames.size, 4 * len(bones))}")
+        q = keys.quat_continuity(out.reshape(frames.size, len(bones), 4))
+        added = fcurves.write_rotations(bpy.data.objects[self._state["armature"]], bones, frames, q)
+        return f"filled {added} keys on {len(bones)} bones (your keys kept)"
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        return self.write_back(value)
+
+
+def _scene_range_and_preview(context: bpy.types.Context) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    sc = scene(context)
+    return (sc.frame_start, sc.frame_end), ((sc.frame_preview_start, sc.frame_preview_end)
+                                            if sc.use_preview_range else None)
+
+
+class MOTIONCORE_OT_infill(_ClipOperator):
+    """Fill the frames between your keyed poses (keys you set are kept)"""
+
+    bl_idname = "motioncore.infill"
+    bl_label = "In-fill Between Keys"
+    label = "In-fill"
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        _, bones, motion, known = self.clip(context)
+        T = motion.shape[0]
+        flat, mask, model = motion.reshape(T, -1).astype(np.float32), known.any(axis=1), self.model or None
+        return lambda c: _plain(c.infill(flat, mask, model=model))
+
+
+class MOTIONCORE_OT_hands_infill(MOTIONCORE_OT_infill):
+    """Fill finger motion between keyed hand poses (keys you set are kept)"""
+
+    bl_idname = "motioncore.hands_infill"
+    bl_label = "In-fill Hands"
+    label = "Hands in-fill"
+    model = "hands"   # placeholder name until the server registers a hand model
+
+    def bones(self, arm: Any) -> list[str]:
+        finger_roles = {r for p in rigmap.PRESETS.values() for r in p if r.split("_")[0] in
+                        ("thumb", "index", "middle", "ring", "pinky", "hand", "wrist", "fingers")}
+        names = {rigmap.normalise(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
+        return [b for b in _quat_bones(arm) if rigmap.normalise(b) in names]
+
+
+class MOTIONCORE_OT_style_adapt(_ClipOperator):
+    """Restyle the keyed range after an example action (one-shot style adaptation)"""
+
+    bl_idname = "motioncore.style_adapt"
+    bl_label = "Adapt Style"
+    label = "Style adapt"
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        s = settings(context)
+        if s.style_action is None:
+            raise ValueError("choose a Style Example action")
+        _, bones, motion, _ = self.clip(context)
+        ex = s.style_action
+        lo, hi = (int(v) for v in ex.frame_range)
+        example = fcurves.sample_rotations(ex, None, bones, np.arange(lo, hi + 1, dtype=np.float64))
+        T, S = motion.shape[0], example.shape[0]
+        m, e = motion.reshape(T, -1).astype(np.float32), example.reshape(S, -1).astype(np.float32)
+        strength = float(s.style_strength)
+        return lambda c: _plain(c.style_adapt(m, e, strength=strength))
+
+
+class MOTIONCORE_OT_retarget(_ServerOperator):
+    """Retarget the active armature's action onto the other selected armature"""
+
+    bl_idname = "motioncore.retarget"
+    bl_label = "Retarget to Selected"
+    label = "Retarget"
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        src = _armature(context)
+        targets = [o for o in context.selected_objects if o.type == "ARMATURE" and o != src]
+        if not targets:
+            raise ValueError("select the target armature as well (the active one is the source)")
+        action, slot = fcurves.assigned_action(src)
+        if action is None:
+            raise ValueError(f"{src.name!r} has no action to retarget")
+        lo, hi = _scene_frames(context)
+        frames = np.arange(lo, hi + 1, dtype=np.float64)
+        sb, tb = list(src.pose.bones), list(_pose_bones(targets[0]))
+        rot = fcurves.sample_rotations(action, slot, [b.name for b in sb], frames).astype(np.float32)
+        root = np.zeros((frames.size, 3), np.float32)   # root motion not sent yet (first slice)
+        source, target = _skeleton(sb), _skeleton(tb)
+        self._state.update(target=targets[0].name, bones=target["joints"], frames=frames)
+        return lambda c: _plain(c.retarget(rot, root, source, target))
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        _, arrays = value
+        bones, frames = self._state["bones"], self._state["frames"]
+        rot = arrays.get("rotations")
+        if rot is None or rot.shape != (frames.size, len(bones), 4):
+            raise ValueError(f"the server's rotations have shape {None if rot is None else rot.shape}")
+        tgt = bpy.data.objects[self._state["target"]]
+        for b in bones:
+            tgt.pose.bones[b].rotation_mode = "QUATERNION"
+        added = fcurves.write_rotations(tgt, bones, frames, keys.quat_continuity(rot))
+        return f"retargeted {frames.size} frames onto {tgt.name!r} ({added} keys)"
+
+
+def _pose_bones(obj: Any) -> Any:
+    return obj.pose.bones
+
+
+def _skeleton(pose_bones: list[Any]) -> dict[str, list]:
+    names = [b.name for b in pose_bones]
+    return {"joints": names, "parents": [names.index(b.parent.name) if b.parent else -1 for b in pose_bones]}
+
+
+classes = (MOTIONCORE_OT_connect, MOTIONCORE_OT_walk_path, MOTIONCORE_OT_infill, MOTIONCORE_OT_hands_infill,
+           MOTIONCORE_OT_style_adapt, MOTIONCORE_OT_retarget)

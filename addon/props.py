@@ -1,0 +1,76 @@
+"""Add-on preferences (where the server is) and per-scene settings shown in the Motion tab."""
+from __future__ import annotations
+
+from typing import Any
+
+import bpy
+from bpy.props import EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+
+from .rigmap import PRESETS
+
+_PRESET_ITEMS = [("AUTO", "Auto", "Detect the naming scheme from the bone names")] + [
+    (p, p.replace("_", " ").title(), f"{p} bone names") for p in PRESETS]
+
+
+class MotioncorePreferences(bpy.types.AddonPreferences):
+    bl_idname = __package__ or "motioncore"
+
+    connection_file: StringProperty(  # type: ignore[valid-type]
+        name="Connection File", subtype="FILE_PATH", default="",
+        description="Server connection file (MOTIONCORE_CONNECTION_FILE overrides; empty: the default location)")
+    host: StringProperty(name="Host", default="", description="Server address (used when no connection file is set)")  # type: ignore[valid-type]
+    port: IntProperty(name="Port", default=0, min=0, max=65535)  # type: ignore[valid-type]
+    key: StringProperty(name="Key", subtype="PASSWORD", default="", description="The server's HMAC key")  # type: ignore[valid-type]
+    timeout: FloatProperty(name="Timeout (s)", default=30.0, min=1.0, max=3600.0)  # type: ignore[valid-type]
+
+    def draw(self, context: bpy.types.Context) -> None:
+        col = self.layout.column()
+        col.prop(self, "connection_file")
+        row = col.row()
+        row.prop(self, "host")
+        row.prop(self, "port")
+        col.prop(self, "key")
+        col.prop(self, "timeout")
+
+
+class MotioncoreSceneSettings(bpy.types.PropertyGroup):
+    path_model: StringProperty(name="Model", default="", description="Path controller (empty: the server's default)")  # type: ignore[valid-type]
+    path_request: EnumProperty(  # type: ignore[valid-type]
+        name="Controller", default="pfnn.rollout",
+        items=[("pfnn.rollout", "PFNN (biped)", "Phase-functioned biped controller"),
+               ("mann.rollout", "MANN (quadruped)", "Mode-adaptive quadruped controller")])
+    gait: StringProperty(name="Gait", default="walk", description="Gait name, e.g. walk, run (biped) or trot (dog)")  # type: ignore[valid-type]
+    rig_preset: EnumProperty(name="Rig Names", items=_PRESET_ITEMS, default="AUTO")  # type: ignore[valid-type]
+    style_action: PointerProperty(name="Style Example", type=bpy.types.Action)  # type: ignore[valid-type]
+    style_strength: FloatProperty(name="Strength", default=1.0, min=0.0, max=1.0)  # type: ignore[valid-type]
+    status: StringProperty(name="Status", default="Not connected")  # type: ignore[valid-type]
+
+
+classes = (MotioncorePreferences, MotioncoreSceneSettings)
+
+
+def register_props() -> None:
+    bpy.types.Scene.motioncore = PointerProperty(type=MotioncoreSceneSettings)  # type: ignore[attr-defined,func-returns-value]
+
+
+def unregister_props() -> None:
+    delattr(bpy.types.Scene, "motioncore")
+
+
+def preferences(context: bpy.types.Context) -> Any:
+    """This add-on's preferences (a MotioncorePreferences)."""
+    prefs: Any = context.preferences
+    return prefs.addons[MotioncorePreferences.bl_idname].preferences
+
+
+def scene(context: bpy.types.Context) -> Any:
+    """The context's scene (typed Any: the stubs mark it Optional and lack our ``motioncore`` settings)."""
+    sc: Any = context.scene
+    if sc is None:
+        raise ValueError("no active scene")
+    return sc
+
+
+def settings(context: bpy.types.Context) -> Any:
+    """The scene's MotioncoreSceneSettings."""
+    return scene(context).motioncore

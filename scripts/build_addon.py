@@ -1,0 +1,124 @@
+"""Build the Blender extension zip: vendor protocol/client, fetch pyzmq wheels, zip the add-on.
+
+    python scripts/build_addon.py                 # -> dist/motioncore_blender-<version>.zip
+    python scripts/build_addon.py --skip-wheels   # offline: no wheels, no wheels list in the manifest
+
+The zip has blender_manifest.toml at its root, as bpy.ops.extensions.package_install_files expects.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENDORED = ("protocol.py", "client.py")
+PYZMQ = "pyzmq==27.3.0"
+# (pip --python-version, --abi, [--platform ...]) per target: cp311 for Blender 4.2-5.0, abi3 for 5.1+.
+PLATFORMS = (["manylinux_2_28_x86_64", "manylinux_2_26_x86_64", "manylinux_2_17_x86_64"], ["win_amd64"],
+             ["macosx_10_15_universal2", "macosx_11_0_arm64", "macosx_10_15_x86_64"])
+PYTHONS = (("3.11", "cp311"), ("3.13", "abi3"))
+EXCLUDE_DIRS = {"__pycache__", ".mypy_cache", ".pytest_cache"}
+EXCLUDE_FILES = {"README.md"}
+_WHEELS_RE = re.compile(r"^wheels\s*=\s*\[.*?\]\s*$", re.S | re.M)
+
+
+def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore") -> list[Path]:
+    """Copy protocol.py and client.py into ``addon_dir/vendor`` (the only rewrite: an absolute
+    ``motioncore`` import between them becomes relative). Returns the written files."""
+    out_dir = addon_dir / "vendor"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in VENDORED:
+        text = (src_dir / name).read_text(encoding="utf-8")
+        text = re.sub(r"^from motioncore import protocol", "from . import protocol", text, flags=re.M)
+        (out_dir / name).write_text(text, encoding="utf-8")
+        written.append(out_dir / name)
+    init = out_dir / "__init__.py"
+    init.write_text('"""Copies of motioncore.protocol and motioncore.client (scripts/build_addon.py)."""\n')
+    return [init, *written]
+
+
+def download_wheels(addon_dir: Path) -> list[Path]:
+    """pip download the pyzmq wheels for every Blender Python and platform into ``addon_dir/wheels``."""
+    dest = addon_dir / "wheels"
+    dest.mkdir(exist_ok=True)
+    for py, abi in PYTHONS:
+        for plats in PLATFORMS:
+            cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--no-deps", "-d", str(dest),
+                   "--python-version", py, "--implementation", "cp", "--abi", abi]
+            for p in plats:
+                cmd += ["--platform", p]
+            subprocess.run([*cmd, PYZMQ], check=True)
+    return sorted(dest.glob("*.whl"))
+
+
+def manifest_text(addon_dir: Path, wheels: list[Path] | None) -> str:
+    """The manifest with its ``wheels`` list set to ``wheels`` (None: the list removed)."""
+    text = (addon_dir / "blender_manifest.toml").read_text(encoding="utf-8")
+    if wheels is None:
+        new = ""
+    else:
+        new = "wheels = [\n" + "".join(f'  "./wheels/{w.name}",\n' for w in wheels) + "]"
+    text = _WHEELS_RE.sub(new, text, count=1)
+    tomllib.loads(text)   # still valid TOML
+    return text
+
+
+def _files(addon_dir: Path, with_wheels: bool) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(addon_dir):
+        rel = Path(dirpath).relative_to(addon_dir)
+        dirnames[:] = sorted(d for d in dirnames if d not in EXCLUDE_DIRS and (with_wheels or rel.parts or d != "wheels"))
+        for f in sorted(filenames):
+            if f in EXCLUDE_FILES or f == "blender_manifest.toml" and not rel.parts or f.endswith((".pyc", ".zip")):
+                continue
+            out.append(Path(dirpath) / f)
+    return out
+
+
+def build_zip(addon_dir: Path, dist_dir: Path, wheels: list[Path] | None) -> Path:
+    """Zip the add-on (manifest at the root) to dist/motioncore_blender-<version>.zip, atomically."""
+    manifest = manifest_text(addon_dir, wheels)
+    version = tomllib.loads(manifest)["version"]
+    dist_dir.mkdir(parents=True, exist_ok=True)
+    target = dist_dir / f"motioncore_blender-{version}.zip"
+    fd, tmp = tempfile.mkstemp(prefix=".motioncore_blender-", suffix=".zip.tmp", dir=dist_dir)
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("blender_manifest.toml", manifest)
+            for f in _files(addon_dir, wheels is not None):
+                z.write(f, f.relative_to(addon_dir).as_posix())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def build(addon_dir: Path = ROOT / "addon", dist_dir: Path = ROOT / "dist", *, skip_wheels: bool = False,
+          src_dir: Path = ROOT / "src" / "motioncore") -> Path:
+    vendor(addon_dir, src_dir)
+    wheels = None if skip_wheels else download_wheels(addon_dir)
+    return build_zip(addon_dir, dist_dir, wheels)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--skip-wheels", action="store_true", help="offline build: no pyzmq wheels in the zip")
+    ap.add_argument("--addon-dir", type=Path, default=ROOT / "addon")
+    ap.add_argument("--dist", type=Path, default=ROOT / "dist")
+    args = ap.parse_args(argv)
+    print(build(args.addon_dir, args.dist, skip_wheels=args.skip_wheels))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
