@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import server_process
 
 ROOT = Path(__file__).resolve().parents[1]
 ADDON = ROOT / "addon"
@@ -465,27 +466,8 @@ def built_addon(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("addon-srv")
-    conn, log = folder / "conn.json", folder / "server.log"
-    with log.open("a") as err:
-        p = subprocess.Popen([sys.executable, "-m", "motioncore_server", "--connection-file", str(conn), "--port", "0",
-                              "--device", "cpu", "--workers", "1", "--threads", "1"],
-                             stdout=subprocess.PIPE, stderr=err, text=True)
-    try:
-        line = p.stdout.readline()
-        if not line:
-            p.wait(10)
-            raise RuntimeError(f"server did not start:\n{log.read_text()[-3000:]}")
+    with server_process(tmp_path_factory.mktemp("addon-srv")) as (_, conn, _):
         yield conn
-    finally:
-        p.terminate()
-        try:
-            p.wait(15)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            p.stdout.close()
 
 
 @pytest.mark.timeout(60)

@@ -17,12 +17,7 @@ TINY = dict(data="bandai", d_model=16, n_layers=1, n_heads=2, d_ff=32, num_mixtu
             max_clips=10, max_windows=16, max_val_windows=4)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -26,13 +26,7 @@ from motioncore.train.loop import TrainConfig, fit
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: one intra-op thread (on a busy 2-core machine two threads ran ~10x slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _cat(C: int = 3, K: int = 5) -> AnyOrderTransformer:

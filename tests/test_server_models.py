@@ -5,13 +5,11 @@ checkpoints are registered lazily), with one worker and one torch thread.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
+from conftest import server_process
 
 from motioncore import protocol as P
 from motioncore.client import Client
@@ -25,29 +23,8 @@ STRAIGHT = np.array([[0.0, 0.0], [1.5, 0.0], [3.0, 0.0]], np.float32)   # metres
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("models-srv")
-    conn, log = folder / "conn.json", folder / "server.log"
-    with log.open("a") as err:
-        p = subprocess.Popen([sys.executable, "-m", "motioncore_server", "--connection-file", str(conn), "--port", "0",
-                              "--device", "cpu", "--workers", "1", "--threads", "1"],
-                             stdout=subprocess.PIPE, stderr=err, text=True)
-    try:
-        line = p.stdout.readline()
-        if not line:
-            p.wait(10)
-            raise RuntimeError(f"server did not start:\n{log.read_text()[-3000:]}")
-        json.loads(line)
-        with Client(conn, timeout=30) as c:
-            yield p, c
-    finally:
-        p.terminate()
-        try:
-            p.wait(15)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            p.stdout.close()
+    with server_process(tmp_path_factory.mktemp("models-srv")) as (p, conn, _), Client(conn, timeout=30) as c:
+        yield p, c
 
 
 def test_models_lists_the_bundled_controllers_lazily(server):
