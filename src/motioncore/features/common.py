@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from ..errors import MotioncoreError, ShapeError
+from ..errors import DataError, MotioncoreError, ShapeError
 from ..kinematics import BodyJoints, facing_directions, yaw_quat
 from ..motion import Motion
 from ..rotations import quat_apply, quat_conj, quat_mul
@@ -554,6 +554,16 @@ def layout_normalisers(layout: Layout, x: np.ndarray, y: np.ndarray, joint_weigh
     if joint_weights is not None:
         w = layout.joint_weights(joint_weights, [g for g in layout.in_groups if g in ("joint_pos", "joint_vel")])
     return Normaliser.fit(x, layout.in_groups, w), Normaliser.fit(y, layout.out_groups)
+
+
+def stack_rows(parts: Sequence[dict[str, np.ndarray]], skipped: Sequence[str], what: str) -> dict[str, np.ndarray]:
+    """Concatenate per-clip row dicts; X and Y as float32; ``skipped`` clip names kept as an array."""
+    if not parts:
+        raise DataError(f"{what}: no clip has a full +-1 s window")
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    out["X"], out["Y"] = out["X"].astype(np.float32), out["Y"].astype(np.float32)
+    out["skipped"] = np.array(skipped, dtype=str)
+    return out
 
 
 def one_hot(ids: np.ndarray, n: int) -> np.ndarray:

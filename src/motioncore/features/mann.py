@@ -43,6 +43,7 @@ from .common import (
     future_offsets,
     ground_velocity,
     sample_range,
+    stack_rows,
     strided,
     trajectory_offsets,
 )
@@ -320,10 +321,6 @@ def mann_dataset(clips: Sequence[Clip]) -> dict[str, np.ndarray]:
         rows.update(clip=np.full(len(rows["frame"]), n), action=ids[rows["frame"]],
                     family=np.full(len(rows["frame"]), str(c.labels.get("action", ""))))
         parts.append(rows)
-    if not parts:
-        raise DataError("mann_dataset: no clip has a full +-1 s window")
-    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    out["X"], out["Y"] = out["X"].astype(np.float32), out["Y"].astype(np.float32)
+    out = stack_rows(parts, skipped, "mann_dataset")
     out["gating"] = layout.gating.copy()
-    out["skipped"] = np.array(skipped, dtype=str)
     return out

@@ -42,6 +42,7 @@ from .common import (
     ground_velocity,
     one_hot,
     sample_range,
+    stack_rows,
     trajectory_offsets,
 )
 
@@ -255,11 +256,7 @@ def pfnn_dataset(clips: Sequence[Clip], gaits: Sequence[str] = GAITS, stand_spee
         rows.update(clip=np.full(len(rows["frame"]), n), gait=gid[rows["frame"]],
                     style=np.full(len(rows["frame"]), str(c.labels.get("style", ""))))
         parts.append(rows)
-    if not parts:
-        raise DataError("pfnn_dataset: no clip has a full +-1 s window")
-    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    out["X"], out["Y"] = out["X"].astype(np.float32), out["Y"].astype(np.float32)
+    out = stack_rows(parts, skipped, "pfnn_dataset")
     ph = out["phase"].astype(np.float32)
     out["phase"] = np.where(ph >= 1.0, np.float32(0.0), ph)  # 0.99999999 rounds up in float32
-    out["skipped"] = np.array(skipped, dtype=str)
     return out
