@@ -197,8 +197,7 @@ def test_model_requests_without_a_model_are_model_unavailable(tmp_path):
         assert c.hello()["models"] == [] and c.models() == []
         calls = [lambda: c.pfnn_rollout(X, 0.0), lambda: c.mann_rollout(X, frames=3),
                  lambda: c.infill(np.zeros((T, 6)), np.arange(T) % 4 == 0),
-                 lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 6)), strength=0.5),
-                 lambda: c.retarget(quat, np.zeros((T, 3)), sk, sk)]
+                 lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 6)), strength=0.5)]
         for call in calls:
             with pytest.raises(P.ModelUnavailable, match="no model serving"):
                 call()
@@ -208,6 +207,7 @@ def test_model_requests_without_a_model_are_model_unavailable(tmp_path):
                lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 5))),
                lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 6)), strength=2.0),
                lambda: c.retarget(quat * 2, np.zeros((T, 3)), sk, sk),
+               lambda: c.retarget(quat, np.zeros((T, 3)), sk, sk),   # no offsets
                lambda: c.retarget(quat, np.zeros((T, 3)), {"joints": ["a"], "parents": [0]}, sk),
                lambda: c.mann_rollout(np.zeros((2, 3))),
                lambda: c.call("pfnn.rollout", {}, {"x": X, "phase": np.float32(0), "extra": X})]

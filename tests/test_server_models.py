@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import server_process
+from conftest import needs_data, server_process
 
 from motioncore import protocol as P
 from motioncore.client import Client
@@ -112,3 +112,23 @@ def test_a_long_rollout_is_cancellable(server):
     t0 = time.perf_counter()
     r = c.call("pfnn.rollout", {"frames": 3}, {"points": STRAIGHT}, timeout=10)
     assert r.arrays["rotations"].shape[0] == 3 and time.perf_counter() - t0 < 5
+
+
+@needs_data
+def test_retarget_cmu_onto_bandai_matches_the_library(server):
+    from motioncore.data import load
+    from motioncore.retarget import auto_map, retarget
+
+    _, c = server
+    src = load("cmu", "test", progress=False)[0].motion.slice(0, 60)
+    tgt = load("bandai2", "test", progress=False)[0].motion.skeleton
+    wire = lambda sk: {"joints": list(sk.names), "parents": sk.parents.tolist(), "offsets": sk.offsets.tolist()}  # noqa: E731
+    r = c.retarget(src.rotations, src.positions[:, 0], wire(src.skeleton), wire(tgt))
+    ref = retarget(src, tgt, auto_map(src.skeleton, tgt))
+    assert r.arrays["rotations"].shape == (60, tgt.num_joints, 4) and r.content["mapped"] > 10
+    np.testing.assert_allclose(r.arrays["translations"], ref.positions, atol=1e-3)
+    assert np.abs(np.abs(np.sum(r.arrays["rotations"] * ref.rotations, -1)) - 1).max() < 1e-5
+    bad = wire(tgt)
+    bad["offsets"][0] = [0.0, 0.0]  # two numbers
+    with pytest.raises(P.InvalidRequest, match="offsets"):
+        c.retarget(src.rotations, src.positions[:, 0], wire(src.skeleton), bad)

@@ -287,19 +287,60 @@ def _skeleton(content: Mapping[str, Any], field_name: str) -> int:
     return len(joints)
 
 
+def _full_skeleton(content: Mapping[str, Any], field_name: str):
+    """A motioncore Skeleton from a wire skeleton that also carries ``offsets`` (J lists of 3 numbers)."""
+    from motioncore.errors import MotioncoreError
+    from motioncore.skeleton import Skeleton
+
+    J = _skeleton(content, field_name)
+    sk = content[field_name]
+    offsets = sk.get("offsets")
+    if not (isinstance(offsets, list) and len(offsets) == J and all(
+            isinstance(o, list) and len(o) == 3 and all(type(v) in (int, float) for v in o) for o in offsets)):
+        raise InvalidRequest(f"field {field_name!r}.offsets must list, per joint, the rest offset [x, y, z] "
+                             f"({J} entries)")
+    off = np.asarray(offsets, np.float64)
+    if not np.isfinite(off).all():
+        raise InvalidRequest(f"field {field_name!r}.offsets must be finite")
+    try:
+        return Skeleton(tuple(sk["joints"]), np.asarray(sk["parents"]), off)
+    except MotioncoreError as e:
+        raise InvalidRequest(f"field {field_name!r}: {e}") from None
+
+
 def retarget(req: Message, ctx: Context) -> Result:
-    """rotations (T, J, 4) WXYZ unit quaternions + root (T, 3) on source -> the same on target."""
-    J = _skeleton(req.content, "source")
-    _skeleton(req.content, "target")
+    """rotations (T, J, 4) WXYZ unit quaternions + root (T, 3) on source -> the same on target, with
+    motioncore.retarget (name-matched joints, rest-pose alignment, leg-length root scaling)."""
+    from motioncore.errors import MotioncoreError
+    from motioncore.motion import Motion
+    from motioncore.retarget import auto_map
+    from motioncore.retarget import retarget as retarget_motion
+
+    src, tgt = _full_skeleton(req.content, "source"), _full_skeleton(req.content, "target")
+    scale = req.content.get("scale", "legs")
+    if not (scale in ("legs", None) or (type(scale) in (int, float) and 0 < scale < 1e3)):
+        raise InvalidRequest("field 'scale' must be \"legs\", null or a positive number")
     _only(req.arrays, {"rotations", "root"})
-    rot = check_array(req.arrays, "rotations", shape=(None, J, 4), dtypes=FLOATS)
+    rot = check_array(req.arrays, "rotations", shape=(None, src.num_joints, 4), dtypes=FLOATS)
     root = check_array(req.arrays, "root", shape=(rot.shape[0], 3), dtypes=FLOATS)
     if not 1 <= rot.shape[0] <= MAX_CLIP_FRAMES:
         raise InvalidRequest(f"array 'rotations' must have 1..{MAX_CLIP_FRAMES} frames, got {rot.shape[0]}")
     if rot.size and np.abs(np.linalg.norm(rot, axis=-1) - 1).max() > 1e-3:
         raise InvalidRequest("array 'rotations' must hold unit quaternions (WXYZ), |q| within 1e-3 of 1")
-    model = _model(req, ctx)
-    return _run(model, req, _f32(rotations=rot, root=root), ctx)
+    q = np.asarray(rot, np.float64)
+    pos = np.broadcast_to(src.offsets, (len(q), src.num_joints, 3)).copy()
+    pos[:, 0] = root
+    try:
+        jmap = auto_map(src, tgt)
+        if not jmap.pairs:
+            raise InvalidRequest("no target joint could be matched to a source joint by name")
+        out = retarget_motion(Motion(src, q / np.linalg.norm(q, axis=-1, keepdims=True), pos, 30.0), tgt, jmap,
+                              scale=scale)
+    except MotioncoreError as e:
+        raise InvalidRequest(f"retarget: {e}") from None
+    content = {"frames": int(len(q)), "mapped": len(jmap.pairs), "unmapped": list(jmap.unmapped)[:MAX_JOINTS]}
+    return Result(content, {"rotations": out.rotations.astype(np.float32), "root": out.positions[:, 0].astype(np.float32),
+                            "translations": out.positions.astype(np.float32)})
 
 
 # ------------------------------------------------------------------------- debug requests (--debug)

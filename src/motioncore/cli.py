@@ -1,6 +1,7 @@
 """The `motioncore` command: parse arguments, call the library, print results.
 
-Subcommands: ``data list|unpack``, ``bvh roundtrip``, ``eval infill``, ``models``.
+Subcommands: ``data``, ``bvh``, ``eval``, ``train``, ``generate``, ``demo``, ``retarget``, ``serve``,
+``ping``, ``models``.
 Heavy imports (torch, matplotlib) happen inside the handlers so ``motioncore --help`` is instant.
 """
 from __future__ import annotations
@@ -174,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_controllers import add_subcommands  # generate, demo, eval controllers
 
     add_subcommands(sub)
+    from .cli_batch import add_subcommands as add_batch_commands
+
+    add_batch_commands(sub)  # retarget
     return p
 
 
