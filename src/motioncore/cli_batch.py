@@ -52,20 +52,10 @@ def add_subcommands(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m motioncore.cli_batch retarget ...``: the same command without the rest of the CLI."""
-    from .errors import MotioncoreError
+    """``python -m motioncore.cli_batch retarget ...``: the full `motioncore` command, where these live."""
+    from .cli import main as cli_main
 
-    p = argparse.ArgumentParser(prog="motioncore")
-    add_subcommands(p.add_subparsers(dest="command", required=True))
-    args = p.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except MotioncoreError as e:
-        print(f"motioncore: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("motioncore: interrupted", file=sys.stderr)
-        return 130
+    return cli_main(argv)
 
 
 if __name__ == "__main__":
