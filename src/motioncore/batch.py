@@ -16,13 +16,13 @@ import json
 import math
 import os
 import platform
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .atomic import atomic_write_text
 from .errors import MotioncoreError
 
 __all__ = ["BatchError", "discover", "output_path", "parse_scale", "process_chunk", "process_file", "run_batch",
@@ -157,23 +157,10 @@ def process_chunk(paths: Sequence[str], out_dir: str, target: Mapping[str, Any],
 # ----------------------------------------------------------------------------------------------
 # report
 # ----------------------------------------------------------------------------------------------
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def write_report(out_dir: Path, report: Mapping[str, Any]) -> Path:
     """Write ``out_dir/report.json`` atomically (temp file + rename)."""
     path = Path(out_dir) / REPORT_NAME
-    _atomic_write_text(path, json.dumps(report, indent=2) + "\n")
+    atomic_write_text(path, json.dumps(report, indent=2) + "\n")
     return path
 
 

@@ -15,7 +15,6 @@ pass runs only when the fast path fails, to name the bad line in the ``BVHError`
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import os
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import atomic_write_text
 from .errors import BVHError, MotioncoreError, ShapeError
 from .motion import Motion
 from .rotations import euler_to_quat, quat_angle, quat_to_euler
@@ -536,17 +536,7 @@ def format_bvh(motion: Motion, *, precision: int = 6) -> str:
 def write_bvh(path: PathLike, motion: Motion, *, precision: int = 6) -> None:
     """Write ``motion`` as BVH atomically: a temporary file in the same folder, then ``os.replace``."""
     text = format_bvh(motion, precision=precision)
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, text)
 
 
 # ----------------------------------------------------------------------------------------------

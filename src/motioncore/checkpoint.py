@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from .atomic import atomic_write, atomic_write_text
 from .errors import MotioncoreError
 
 FORMAT = 1
@@ -34,21 +34,6 @@ def _paths(path: str | os.PathLike) -> tuple[Path, Path]:
     return base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")
 
 
-def _atomic(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a checkpoint is an ordinary file
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def save_tensors(path: str | os.PathLike, tensors: dict[str, torch.Tensor], meta: dict[str, Any],
                  half: bool = False) -> Path:
     """Write ``NAME.safetensors`` and ``NAME.json`` atomically; returns the JSON path. ``half`` stores
@@ -56,9 +41,9 @@ def save_tensors(path: str | os.PathLike, tensors: dict[str, torch.Tensor], meta
     st, js = _paths(path)
     out = {k: (v.detach().to(torch.float16) if half and v.is_floating_point() else v.detach()).contiguous().cpu()
            for k, v in tensors.items()}
-    _atomic(st, lambda tmp: save_file(out, tmp))
+    atomic_write(st, lambda tmp: save_file(out, tmp))
     doc = {"format": FORMAT, **meta}
-    _atomic(js, lambda tmp: Path(tmp).write_text(json.dumps(doc, indent=1)))
+    atomic_write_text(js, json.dumps(doc, indent=1))
     return js
 
 

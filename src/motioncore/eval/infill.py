@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
+from ..atomic import atomic_write, atomic_write_text
 from ..errors import MotioncoreError, ShapeError
 from ..rotations import quat_continuity
 from ..skeleton import Skeleton
@@ -175,24 +174,10 @@ def results_to_markdown(results: Results) -> str:
     return "\n".join(lines)
 
 
-def _atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> None:
-    """Write through ``write(tmp_path)`` to a temp file beside ``path``, then ``os.replace`` it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json(results: Results, path: str | os.PathLike) -> None:
     """Write the results dict as indented JSON, atomically."""
     text = json.dumps(results, indent=2) + "\n"
-    _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_write_text(path, text)
 
 
 def plot_results(results: Results, path: str | os.PathLike) -> None:
@@ -217,4 +202,4 @@ def plot_results(results: Results, path: str | os.PathLike) -> None:
         ax.grid(True, alpha=0.3)
     axes[0].legend()
     fig.suptitle("In-betweening benchmark (lower is better)")
-    _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
