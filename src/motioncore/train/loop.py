@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from ..atomic import atomic_write
 from ..checkpoint import CheckpointError, load_tensors, save_tensors
 from ..errors import MotioncoreError
 
@@ -182,10 +183,7 @@ def plot_history(history: list[dict], path: str | os.PathLike) -> None:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp.png")
-    fig.savefig(tmp, dpi=90)
-    os.replace(tmp, p)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
 
 
 def write_history(history: list[dict], path: str | os.PathLike) -> None:
