@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 
 from motioncore.bvh import read_bvh
 
@@ -50,15 +51,6 @@ def extract(archive: Path, dest: Path) -> list[Path]:
             tf.extractall(dest, members=members, filter="data")
         done.write_text(f"{len(members)}\n")
     return sorted(dest.glob("*.bvh"))
-
-
-def cpu_name() -> str:
-    """platform.processor(), or the model name from /proc/cpuinfo where that is empty (Linux)."""
-    name = platform.processor()
-    if not name and Path("/proc/cpuinfo").exists():
-        lines = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")]
-        name = lines[0].split(":", 1)[1].strip() if lines else ""
-    return name or "unknown CPU"
 
 
 def load_ours(path: Path) -> int:

@@ -35,23 +35,14 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
+from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 from torch import nn
 
 from motioncore.models import MANN, PFNN, MANNConfig, PFNNConfig, PFNNRuntime, runtime_error
 
 BATCH = 256
-
-
-def cpu_name() -> str:
-    """platform.processor(), or the model name from /proc/cpuinfo where that is empty (Linux)."""
-    name = platform.processor()
-    if not name and Path("/proc/cpuinfo").exists():
-        lines = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")]
-        name = lines[0].split(":", 1)[1].strip() if lines else ""
-    return name or "unknown CPU"
 
 
 def mlp(dims: list[int]) -> nn.Sequential:
