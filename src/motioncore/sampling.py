@@ -24,11 +24,11 @@ import torch
 from torch import Tensor
 
 from .errors import ShapeError
-from .models.anyorder import AnyOrderTransformer, KVCache, entropy, nll, sample_values
+from .models.anyorder import AnyOrderTransformer, KVCache, entropy, key_prior, nll, sample_values
 
 __all__ = [
     "ORDERS", "positions", "bisection_frames", "static_order", "teacher_forced", "log_likelihood", "sample",
-    "conditioned_order", "subset_conditions", "motion_conditions", "make_loss_fn",
+    "conditioned_order", "subset_conditions", "motion_conditions", "make_loss_fn", "grid_prior",
 ]
 
 ORDERS = ("random", "sequential", "bisection", "entropy")
@@ -96,17 +96,33 @@ def _tokens(flat: Tensor, src: Tensor, dst: Tensor, C: int) -> tuple[Tensor, Ten
     return _gather(flat, s), own, positions(dst, C)
 
 
-def teacher_forced(model: AnyOrderTransformer, values: Tensor, order: Tensor) -> Tensor:
+def _run(model, flat: Tensor, src: Tensor, dst: Tensor, C: int, prior: Tensor | None, **kw) -> Tensor:
+    """``model`` on the tokens ``src -> dst``; ``prior`` (B, N, E + 1) flat ``key_prior`` (or None), read
+    at each token's target."""
+    return model(*_tokens(flat, src, dst, C), prior=None if prior is None else _gather(prior, dst), **kw)
+
+
+def grid_prior(model, values: Tensor, known: Tensor) -> Tensor | None:
+    """``key_prior`` of ``values`` (B, T, C, E) under ``known`` (B or 1, T, C), flattened to (B, N, E + 1);
+    None unless the model takes a prior (``cfg.prior``)."""
+    if not getattr(model.cfg, "prior", False):
+        return None
+    known = torch.as_tensor(known, dtype=torch.bool, device=values.device).expand(values.shape[:3])
+    return key_prior(values, known).flatten(1, 2)
+
+
+def teacher_forced(model: AnyOrderTransformer, values: Tensor, order: Tensor, prior: Tensor | None = None) -> Tensor:
     """Head parameters (B, L, P): token i predicts element ``order[:, i]`` given ``order[:, :i]``.
-    values: (B, T, C) long or (B, T, C, E) grid; order: (B, L) or (L,) distinct flat indices."""
+    values: (B, T, C) long or (B, T, C, E) grid; order: (B, L) or (L,) distinct flat indices;
+    prior: (B, N, E + 1) from ``grid_prior`` (models with ``cfg.prior`` only)."""
     B, T, C = values.shape[:3]
     order = order.to(values.device).expand(B, -1)
     src = torch.cat([order.new_full((B, 1), -1), order[:, :-1]], 1)  # start, then each element feeds the next
-    return model(*_tokens(values.flatten(1, 2), src, order, C))  # values flattened to (B, N[, E])
+    return _run(model, values.flatten(1, 2), src, order, C, prior)  # values flattened to (B, N[, E])
 
 
 # ----------------------------------------------------------------------------- the decoding loop
-def _prefill(model, flat: Tensor, cond: Tensor, C: int, cache: KVCache) -> Tensor:
+def _prefill(model, flat: Tensor, cond: Tensor, C: int, cache: KVCache, prior: Tensor | None) -> Tensor:
     """Append the condition tokens (start -> c1 -> ... -> cm) to the cache; returns the pending
     element (B,) whose own token is not yet in the cache (-1: the start token)."""
     B = flat.shape[0]
@@ -114,16 +130,17 @@ def _prefill(model, flat: Tensor, cond: Tensor, C: int, cache: KVCache) -> Tenso
         return torch.full((B,), -1, dtype=torch.long, device=flat.device)
     dst = cond.expand(B, -1)
     src = torch.cat([dst.new_full((B, 1), -1), dst[:, :-1]], 1)
-    model(*_tokens(flat, src, dst, C), cache=cache)
+    _run(model, flat, src, dst, C, prior, cache=cache)
     return dst[:, -1]
 
 
-def _query(model, flat: Tensor, pending: Tensor, cand: Tensor, C: int, cache: KVCache) -> Tensor:
+def _query(model, flat: Tensor, pending: Tensor, cand: Tensor, C: int, cache: KVCache,
+           prior: Tensor | None) -> Tensor:
     """Head parameters (B, M, P) for the pending token aimed at each candidate target (B, M), scored
     side by side against the cache (the cache is not changed)."""
     B, M = cand.shape
     step = max(1, CANDIDATE_TOKENS // B)
-    outs = [model(*_tokens(flat, pending[:, None].expand(B, c.shape[1]), c, C), cache=cache, independent=True)
+    outs = [_run(model, flat, pending[:, None].expand(B, c.shape[1]), c, C, prior, cache=cache, independent=True)
             for c in cand.split(step, 1)]
     return torch.cat(outs, 1)
 
@@ -131,21 +148,23 @@ def _query(model, flat: Tensor, pending: Tensor, cand: Tensor, C: int, cache: KV
 Commit = Callable[[Tensor, Tensor], None]  # (params (B, k, P), elements (B, k)) -> None
 
 
-def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: int, commit: Commit) -> Tensor:
+def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: int, commit: Commit,
+            prior: Tensor | None = None) -> Tensor:
     """Shared any-order loop. flat (B, N[, E]) holds the values (``commit`` writes sampled ones);
     cond (m,) conditions in token order; fill (B, F) the elements to fill, in order unless ``dynamic``
-    (lowest entropy first). Returns the commit order (B, F)."""
+    (lowest entropy first); prior (B, N, E + 1) the conditions' ``grid_prior`` (``cfg.prior`` models).
+    Returns the commit order (B, F)."""
     cfg, (B, F) = model.cfg, fill.shape
     C = cfg.grid_channels
     cache = KVCache()
-    pending = _prefill(model, flat, cond, C, cache)
+    pending = _prefill(model, flat, cond, C, cache, prior)
     remaining = torch.zeros(flat.shape[:2], dtype=torch.bool, device=flat.device).scatter_(1, fill, True)
     done: list[Tensor] = []
     step = 0
     while step < F:
         kk = min(k, F - step)
         cand = remaining.nonzero()[:, 1].view(B, -1) if dynamic else fill[:, step:step + kk]  # (B, M)
-        params = _query(model, flat, pending, cand, C, cache)  # (B, M, P)
+        params = _query(model, flat, pending, cand, C, cache, prior)  # (B, M, P)
         if dynamic:
             pick = entropy(cfg, params, cand % C).argsort(dim=-1, stable=True)[:, :kk]  # (B, kk) lowest first
             cand = cand.gather(1, pick)
@@ -155,7 +174,7 @@ def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: i
         step += kk
         if step < F:  # the pending token now aims at cand[:, 0]; the new elements chain after it
             src = torch.cat([pending[:, None], cand[:, :-1]], 1)
-            model(*_tokens(flat, src, cand, C), cache=cache)
+            _run(model, flat, src, cand, C, prior, cache=cache)
         pending = cand[:, -1]
         done.append(cand)
     return torch.cat(done, 1) if done else fill
@@ -208,6 +227,7 @@ def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor,
     gens = _generators(seed, n_samples)
     fill = _fill_orders(order, fill_mask, gens).to(param.device)  # (B, F)
     cond = known_mask.flatten().nonzero().squeeze(1).to(param.device)
+    prior = grid_prior(model, flat.view(n_samples, T, C, *flat.shape[2:]), known_mask[None].to(param.device))
 
     def commit(params: Tensor, elems: Tensor) -> None:
         uniform, normal = _noise(gens, elems.shape[1], model.cfg, param)
@@ -217,7 +237,7 @@ def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor,
     model.eval()
     try:
         with torch.no_grad():
-            done = _decode(model, flat, cond, fill, order == "entropy", k, commit)
+            done = _decode(model, flat, cond, fill, order == "entropy", k, commit, prior)
     finally:
         model.train(was)
     out = flat.view(n_samples, T, C, *flat.shape[2:])
@@ -247,7 +267,7 @@ def _noise(gens: list[torch.Generator], k: int, cfg, like: Tensor) -> tuple[Tens
 
 
 def log_likelihood(model: AnyOrderTransformer, values: Tensor, order: Tensor | str, known_mask: Tensor | None = None,
-                   k: int = 1, seed: int = 0) -> Tensor:
+                   k: int = 1, seed: int = 0, prior: Tensor | None = None) -> Tensor:
     """Teacher-forced log-likelihood (nats) of each element of ``values`` (B, T, C[, E]).
 
     order a tensor (B, L) or (L,) of distinct flat indices: one pass; returns (B, L), entry i being
@@ -256,10 +276,14 @@ def log_likelihood(model: AnyOrderTransformer, values: Tensor, order: Tensor | s
         every other element is scored in that order with the cached loop (``entropy`` chooses by the
         model's entropy given the true values so far; ``random`` draws row i's order from seed + i);
         returns (B, F) in commit order. ``k`` > 1 scores parallel decoding's factorisation.
+    prior: for ``cfg.prior`` models with a tensor order, ``grid_prior`` of the conditions (required);
+        with an order name it is computed from ``known_mask``.
     Runs under the caller's grad mode.
     """
     if isinstance(order, Tensor):
-        params = teacher_forced(model, values, order)
+        if getattr(model.cfg, "prior", False) and prior is None:
+            raise ValueError("log_likelihood: this model takes a prior; pass grid_prior(model, values, known)")
+        params = teacher_forced(model, values, order, prior)
         B, T, C = values.shape[:3]
         target = _gather(values.flatten(1, 2), order.to(values.device).expand(B, -1))
         return -nll(model.cfg, params, target, order.to(values.device).expand(B, -1) % C)
@@ -275,7 +299,7 @@ def log_likelihood(model: AnyOrderTransformer, values: Tensor, order: Tensor | s
     def commit(params: Tensor, elems: Tensor) -> None:
         out.append(-nll(model.cfg, params, _gather(flat, elems), elems % C))
 
-    _decode(model, flat, cond, fill, order == "entropy", k, commit)
+    _decode(model, flat, cond, fill, order == "entropy", k, commit, grid_prior(model, values, known[None]))
     return torch.cat(out, 1)
 
 
@@ -295,11 +319,13 @@ def subset_conditions(B: int, N: int, generator: torch.Generator, max_frac: floa
 
 
 def motion_conditions(B: int, T: int, C: int, generator: torch.Generator, gap: tuple[int, int] = (5, 45),
-                      max_context: int = 10, partial_frames: int = 4, joint_frac: float = 0.3) -> Tensor:
+                      max_context: int = 10, partial_frames: int = 4, joint_frac: float = 0.3,
+                      track: Sequence[int] = (), track_every: tuple[int, int] = (1, 10)) -> Tensor:
     """(B, T * C) bool animator-like constraints per row: the first 1..max_context frames, then keyframes
     separated by gaps of gap[0]..gap[1] frames (every channel known), plus 0..partial_frames random
-    frames where a random subset of channels (about ``joint_frac``) is known. At least one element stays
-    unknown."""
+    frames where a random subset of channels (about ``joint_frac``) is known. With ``track`` channels
+    (e.g. a hand's wrist and root), half the rows also know those channels every track_every[0]..[1]
+    frames (the wrist keyed, the fingers to fill). At least one element stays unknown."""
     def r(lo: int, hi: int) -> int:  # uniform integer in [lo, hi]
         return int(torch.randint(lo, hi + 1, (), generator=generator))
 
@@ -313,13 +339,16 @@ def motion_conditions(B: int, T: int, C: int, generator: torch.Generator, gap: t
             t += r(*gap) + 1
         for _ in range(r(0, partial_frames)):
             out[b, r(0, T - 1)] |= torch.rand(C, generator=generator) < joint_frac
+        if track and r(0, 1):
+            out[b, r(0, track_every[1] - 1)::r(*track_every), list(track)] = True
         if out[b].all():
             out[b, T - 1, r(0, C - 1)] = False
     return out.flatten(1)
 
 
 def make_loss_fn(condition: str = "subset", seed: int = 0, max_cond_frac: float = 0.5,
-                 gap: tuple[int, int] = (5, 45)) -> Callable[[torch.nn.Module, dict[str, Tensor]], Tensor]:
+                 gap: tuple[int, int] = (5, 45), track: Sequence[int] = ()
+                 ) -> Callable[[torch.nn.Module, dict[str, Tensor]], Tensor]:
     """A ``loss_fn(model, batch)`` for ``train.loop.fit``: mean NLL (nats) over the predicted
     (non-condition) elements of ``batch["values"]`` (B, T, C[, E]), each row in its own random order
     with a random conditioning set first. condition: "subset" (a random subset of elements, up to
@@ -334,14 +363,15 @@ def make_loss_fn(condition: str = "subset", seed: int = 0, max_cond_frac: float 
         B, T, C = values.shape[:3]
         g = gen if model.training else torch.Generator().manual_seed(seed + 1)
         if condition == "motion":
-            cond = motion_conditions(B, T, C, g, gap)
+            cond = motion_conditions(B, T, C, g, gap, track=track)
         elif condition == "subset":
             cond = subset_conditions(B, T * C, g, max_cond_frac)
         else:
             cond = torch.zeros(B, T * C, dtype=torch.bool)
         order, n_cond = conditioned_order(cond, g)
         order, n_cond = order.to(values.device), n_cond.to(values.device)
-        logp = log_likelihood(model, values, order)  # (B, N) in order
+        prior = grid_prior(model, values, cond.view(B, T, C).to(values.device))
+        logp = log_likelihood(model, values, order, prior=prior)  # (B, N) in order
         scored = torch.arange(T * C, device=values.device)[None] >= n_cond[:, None]
         return -logp[scored].mean()
 

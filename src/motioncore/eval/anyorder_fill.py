@@ -22,7 +22,14 @@ import numpy as np
 import torch
 
 from ..errors import MotioncoreError, ShapeError
-from ..models.anyorder import AnyOrderTransformer, elements_to_motion, motion_to_elements, sample_values
+from ..models.anyorder import (
+    AnyOrderTransformer,
+    elements_to_motion,
+    group_channels,
+    motion_to_elements,
+    sample_values,
+    ungroup_channels,
+)
 from ..rotations import quat_continuity
 from ..sampling import ORDERS, static_order
 from ..skeleton import Skeleton
@@ -55,13 +62,13 @@ class AnyOrderFill:
         if not temperature >= 0:
             raise ValueError(f"temperature: must be >= 0, got {temperature}")
         cfg = model.cfg
-        if cfg.group_frames or cfg.head != "mog" or cfg.kinds[-1] != "vec3":
+        if cfg.head != "mog" or cfg.kinds[-1] != "vec3":
             raise MotioncoreError(f"{name}: not a motion model (expected joint rot6d channels plus a root vec3)")
         if "root_norm" not in meta:
             raise MotioncoreError(f"{name}: checkpoint metadata lacks 'root_norm'")
         self.model, self.meta, self.name = model, meta, name
         self.order, self.temperature, self.seed = order, float(temperature), int(seed)
-        self.k = int(k) if k else cfg.num_channels
+        self.k = int(k) if k else cfg.grid_channels  # one frame per step
         if self.k < 1:
             raise ValueError(f"k: must be >= 1, got {k}")
         self.batch_size = max(1, int(batch_size))
@@ -109,20 +116,23 @@ class AnyOrderFill:
                     seed: int) -> tuple[np.ndarray, np.ndarray]:
         """q (B, T, J, 4), root (B, T, 3) with T = n_past + n_trans + 1 -> transition quaternions
         (B, n_trans, J, 4) and root translations (B, n_trans, 3)."""
-        from ..sampling import _decode  # the batched cached loop behind sampling.sample
+        from ..sampling import _decode, grid_prior  # the batched cached loop behind sampling.sample
 
         model, cfg = self.model, self.model.cfg
         param = next(model.parameters())
         B, T = q.shape[:2]
-        C = cfg.num_channels
+        C = cfg.grid_channels
         known = np.ones(T, dtype=bool)
         known[n_past:n_past + n_trans] = False
         q = np.where(known[None, :, None, None], q, np.array([1.0, 0.0, 0.0, 0.0]))  # never read the gap
         rn = np.where(known[None, :, None], (root - self.root_mean) / self.root_std, 0.0)
-        grid = motion_to_elements(torch.as_tensor(q), torch.as_tensor(rn))  # (B, T, C, 6) float64
+        grid = motion_to_elements(torch.as_tensor(q), torch.as_tensor(rn))  # (B, T, J + 1, 6) float64
+        if cfg.group_frames:
+            grid = group_channels(cfg, grid)  # (B, T, 1, E)
         flat = grid.to(param.device, param.dtype).flatten(1, 2).contiguous()  # (B, N, 6)
         known_mask = torch.as_tensor(known)[:, None].expand(T, C)
         cond = known_mask.flatten().nonzero().squeeze(1).to(param.device)
+        prior = grid_prior(model, flat.view(B, T, C, -1), known_mask[None].to(param.device))
         gens = [torch.Generator().manual_seed(seed + i) for i in range(B)]
         fill = torch.stack([static_order(self.order, ~known_mask, g) for g in gens]).to(param.device)
         E = cfg.element_dim
@@ -138,10 +148,12 @@ class AnyOrderFill:
         model.eval()
         try:
             with torch.no_grad():
-                _decode(model, flat, cond, fill, False, self.k, commit)
+                _decode(model, flat, cond, fill, False, self.k, commit, prior)
         finally:
             model.train(was)
         out = flat.view(B, T, C, E)[:, n_past:n_past + n_trans].to(torch.float64).cpu()
+        if cfg.group_frames:
+            out = ungroup_channels(cfg, out)  # (B, n_trans, J + 1, 6)
         quats_t, r = elements_to_motion(out)
         quats = quats_t.numpy()
         # signs continuous from the last context frame (the benchmark compares quaternions directly)

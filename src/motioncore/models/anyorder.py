@@ -32,7 +32,7 @@ from ..rotations import matrix_to_rot6d, quat_to_rot6d, rot6d_to_matrix, rot6d_t
 __all__ = [
     "KIND_DIMS", "HEADS", "AnyOrderConfig", "AnyOrderTransformer", "KVCache", "nll", "entropy",
     "mog_nll", "mog_entropy", "split_mog", "sample_values", "project", "group_channels",
-    "ungroup_channels", "motion_config", "motion_to_elements", "elements_to_motion",
+    "ungroup_channels", "key_prior", "motion_config", "motion_to_elements", "elements_to_motion",
 ]
 
 KIND_DIMS = {"rot6d": 6, "vec3": 3}  # value width of each channel kind (mog head)
@@ -48,6 +48,8 @@ class AnyOrderConfig:
     num_classes: int = 0  # categorical: number of value classes (17 for 8x8 digits)
     num_mixtures: int = 8  # mog: Gaussian components per element
     group_frames: bool = False  # mog: one element per frame holding every channel (faster, no partial frames)
+    prior: bool = False  # mog: every token also carries the keys' interpolation at its target (``key_prior``);
+    #                      the mixture means are offsets from it (a residual on in-betweening's baseline)
     d_model: int = 128  # D: token width
     n_layers: int = 4  # transformer blocks
     n_heads: int = 4  # attention heads; d_model / n_heads must be even (rotary pairs)
@@ -73,8 +75,8 @@ class AnyOrderConfig:
         if self.head == "categorical":
             if self.num_classes < 2:
                 raise ValueError(f"num_classes: the categorical head needs >= 2, got {self.num_classes}")
-            if kinds or self.group_frames:
-                raise ValueError("channel_kinds and group_frames apply to the mog head only")
+            if kinds or self.group_frames or self.prior:
+                raise ValueError("channel_kinds, group_frames and prior apply to the mog head only")
         elif self.num_mixtures < 1:
             raise ValueError(f"num_mixtures: must be >= 1, got {self.num_mixtures}")
         if kinds and len(kinds) != self.num_channels:
@@ -216,6 +218,7 @@ class AnyOrderTransformer(nn.Module):
         self.start = nn.Parameter(torch.randn(d) * 0.02)  # the start token's "value"
         self.own_channel = nn.Embedding(Cg + 1, d)  # row Cg: the start token (no own position)
         self.target_channel = nn.Embedding(Cg, d)
+        self.prior_in = nn.Linear(cfg.element_dim + 1, d) if cfg.prior else None  # (prior value, has-prior flag)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(d)
@@ -251,7 +254,7 @@ class AnyOrderTransformer(nn.Module):
         return self.drop(v + self.own_channel(own_c) + self.target_channel(target[..., 1]))
 
     def forward(self, values: Tensor, own: Tensor, target: Tensor, cache: KVCache | None = None,
-                independent: bool = False) -> Tensor:
+                independent: bool = False, prior: Tensor | None = None) -> Tensor:
         """Raw head parameters (B, L, P) for L new tokens.
 
         values: (B, L, E) float (mog) or (B, L) long class indices (categorical).
@@ -260,10 +263,18 @@ class AnyOrderTransformer(nn.Module):
         cache: keys/values of earlier tokens; new tokens are appended to it unless ``independent``.
         independent: every new token sees the cache and itself only (score many candidate targets of one
             token at once); the cache is left unchanged.
+        prior: (B, L, E + 1), required when ``cfg.prior``: the keys' interpolation at each token's TARGET
+            element and a 0/1 flag for "the target's channel has a key" (``key_prior``). It is embedded,
+            and the mixture means come out as prior + offset where the flag is 1.
         """
         self._check(values, own, target)
         start = own[..., 1] < 0  # (B, L)
         x = self._embed(values, own, target, start)
+        if self.prior_in is not None:
+            if prior is None or prior.shape != (*own.shape[:2], self.cfg.element_dim + 1):
+                raise ShapeError(f"prior: this model needs (B, L, {self.cfg.element_dim + 1}), got "
+                                 f"{None if prior is None else tuple(prior.shape)}")
+            x = x + self.prior_in(prior.to(x.dtype))
         rq = self._rope(target[..., 0], x.dtype)  # queries rotate by the frame they predict
         rk = self._rope(torch.where(start, target[..., 0], own[..., 0]), x.dtype)  # keys by their own frame
         past = cache.layers if cache is not None and cache.layers else [None] * len(self.blocks)
@@ -273,7 +284,13 @@ class AnyOrderTransformer(nn.Module):
             new.append(kv_new)
         if cache is not None and not independent:
             cache.layers = new
-        return self.head(self.ln_f(x))
+        out = self.head(self.ln_f(x))
+        if self.prior_in is None:
+            return out
+        K, E = self.cfg.num_mixtures, self.cfg.element_dim
+        rest = out[..., K:].unflatten(-1, (K, 2 * E))  # (B, L, K, 2E): means, raw stds
+        base = (prior[..., :E] * prior[..., E:]).to(out.dtype).unsqueeze(-2)  # (B, L, 1, E)
+        return torch.cat([out[..., :K], torch.cat([rest[..., :E] + base, rest[..., E:]], -1).flatten(-2)], -1)
 
     def _check(self, values: Tensor, own: Tensor, target: Tensor) -> None:
         B, L = own.shape[:2]
@@ -391,6 +408,27 @@ def project(cfg: AnyOrderConfig, values: Tensor, channel: Tensor) -> Tensor:
         gs = matrix_to_rot6d(rot6d_to_matrix(d))
         out = torch.cat([out[..., :off], torch.where(sel, gs, d), out[..., off + 6:]], -1)
     return out
+
+
+def key_prior(values: Tensor, known: Tensor) -> Tensor:
+    """In-betweening's baseline, per element: (..., T, C, E) values and (..., T, C) known mask ->
+    (..., T, C, E + 1). Along time, each channel is linearly interpolated between its nearest known
+    frames (6D rotations too: the head's offset and ``project`` handle the rest), held constant before
+    its first and after its last key; the last entry is 1 where the channel has any key, else the
+    value is 0 and the flag 0. Known elements get their own value."""
+    T = values.shape[-3]
+    known = known.to(torch.bool)
+    t = torch.arange(T, device=values.device).view(T, 1).expand(known.shape[-2:])  # (T, C)
+    prev = torch.where(known, t, -1).cummax(-2).values  # last key at or before t; -1: none
+    nxt = torch.where(known, t, T).flip(-2).cummin(-2).values.flip(-2)  # first key at or after t; T: none
+    has = known.any(-2, keepdim=True).expand_as(known)
+    lo = torch.where(prev >= 0, prev, nxt).clamp(0, T - 1)
+    hi = torch.where(nxt < T, nxt, prev).clamp(0, T - 1)
+    w = ((t - lo).to(values.dtype) / (hi - lo).clamp(min=1).to(values.dtype)).clamp(0, 1).unsqueeze(-1)
+    idx = lambda i: i.unsqueeze(-1).expand_as(values)  # noqa: E731
+    a, b = values.gather(-3, idx(lo)), values.gather(-3, idx(hi))
+    out = torch.where(has.unsqueeze(-1), a + w * (b - a), 0.0)
+    return torch.cat([out, has.unsqueeze(-1).to(values.dtype)], -1)
 
 
 # ----------------------------------------------------------------------------- layouts

@@ -62,6 +62,9 @@ class AnyOrderRecipe:
     d_ff: int = 512  # feed-forward width
     num_mixtures: int = 8  # Gaussian components per element
     dropout: float = 0.1
+    group_frames: bool = False  # one element per frame (E = 6J + 3): 1/(J+1) the tokens, whole-frame keys only
+    prior: bool = False  # tokens carry the keys' interpolation at their target; means are offsets from it
+    track_wrist: bool = False  # loss: half the rows also key the body root joint and the root every 1-10 frames
     window: int = 50  # training window length (frames at 30 fps; LaFAN1's data.windows.TRAIN: 50)
     offset: int = 20  # window stride (LaFAN1: 20)
     max_windows: int = 0  # keep at most N training windows, evenly spread (0: all); quick runs
@@ -92,7 +95,7 @@ class AnyOrderRecipe:
 
         cfg = motion_config(num_joints, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                             d_ff=self.d_ff, num_mixtures=self.num_mixtures, dropout=self.dropout,
-                            max_frames=max(256, self.window))
+                            max_frames=max(256, self.window), group_frames=self.group_frames, prior=self.prior)
         d = asdict(cfg)
         d["channel_kinds"] = list(d["channel_kinds"])
         return d
@@ -204,7 +207,13 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
     torch.manual_seed(cfg.seed)  # weight initialisation
     mcfg = recipe.model_config(J)
     model = build("anyorder", mcfg)
-    loss_fn = _chunked_eval(make_loss_fn("motion", seed=recipe.seed), recipe.eval_batch)
+    if recipe.group_frames:
+        from ..models.anyorder import group_channels
+
+        train = {"values": group_channels(model.cfg, train["values"])}
+        val = {"values": group_channels(model.cfg, val["values"])}
+    track = (rj, J) if recipe.track_wrist and not recipe.group_frames else ()
+    loss_fn = _chunked_eval(make_loss_fn("motion", seed=recipe.seed, track=track), recipe.eval_batch)
     history = fit(model, loss_fn, train, val, cfg, out, resume=resume, progress=progress)
     wall = time.time() - t0
     trained = sum(len(tr) for _ in history)
@@ -236,6 +245,13 @@ def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-mixtures", type=int, help="anyorder: Gaussian components (default 8)")
     g.add_argument("--window", type=int, help="anyorder: training window length in frames (default 50)")
     g.add_argument("--max-windows", type=int, help="anyorder: at most N training windows (quick runs)")
+    g.add_argument("--group-frames", action="store_true", default=None,
+                   help="anyorder: one element per frame (fast; keys must cover whole frames)")
+    g.add_argument("--prior", action="store_true", default=None,
+                   help="anyorder: predict offsets from the keys' interpolation (see docs/anyorder.md)")
+    g.add_argument("--track-wrist", action="store_true", default=None,
+                   help="anyorder: also train on rows whose root joint and root are keyed every 1-10 frames")
+    g.add_argument("--dropout", type=float, help="anyorder: dropout (default 0.1)")
 
 
 def train_anyorder_from_args(args: argparse.Namespace) -> int:
@@ -249,7 +265,8 @@ def train_anyorder_from_args(args: argparse.Namespace) -> int:
     recipe = config_from(AnyOrderRecipe, None, {
         "data": a("data") or "bandai", "d_model": a("d_model"), "n_layers": a("n_layers"), "n_heads": a("n_heads"),
         "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"),
-        "max_windows": a("max_windows"), "max_clips": a("max_clips")})
+        "max_windows": a("max_windows"), "max_clips": a("max_clips"), "group_frames": a("group_frames"),
+        "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout")})
     base = {"batch_size": 16, "lr": 3e-4}
     flags = {"epochs": a("epochs"), "batch_size": a("batch_size"), "lr": a("lr"), "device": a("device"),
              "threads": a("threads"), "max_minutes": a("max_minutes")}
