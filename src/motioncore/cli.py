@@ -73,6 +73,26 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_hands(args: argparse.Namespace) -> int:
+    import json
+
+    from .atomic import atomic_write_text
+    from .eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
+
+    task = HandsTask(every=args.every, fingertips=args.fingertips, window=args.window)
+    res = evaluate_hands(args.model, task, n_samples=args.samples, temperature=args.temperature, order=args.order,
+                         k=args.k, max_windows=args.max_windows, progress=not args.quiet)
+    print(format_hands(res))
+    out = Path(args.out)
+    suffix = f"every{task.every}{'_tips' if task.fingertips else ''}"
+    plot = plot_hands(res, out / f"eval_hands_{suffix}.png")
+    print(f"plot: {plot}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps({k: v for k, v in res.items() if k != "curves"}, indent=1))
+        print(f"json: {args.json}")
+    return 0
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     from .eval.baselines import BASELINES
     from .models.registry import bundled_names, describe
@@ -141,6 +161,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", default="out", help="folder for the plot (default ./out)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_infill)
+    e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)")
+    e.add_argument("--model", default="anyorder-hands", help="any-order hand checkpoint (default anyorder-hands)")
+    e.add_argument("--every", type=int, default=10, help="wrist key spacing in frames at 30 fps (default 10)")
+    e.add_argument("--fingertips", action="store_true", help="also key the distal finger joints")
+    e.add_argument("--window", type=int, default=40, help="frames per test window (default 40)")
+    e.add_argument("--samples", type=int, default=5, help="completions per window for the diversity (default 5)")
+    e.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the completions")
+    e.add_argument("--order", default="bisection", choices=["random", "sequential", "bisection"])
+    e.add_argument("--k", type=int, default=1, help="elements committed per step (default 1)")
+    e.add_argument("--max-windows", type=int, default=0, help="evaluate at most N windows (0: all)")
+    e.add_argument("--json", help="write the figures as JSON here")
+    e.add_argument("--out", default="out", help="folder for the plot (default ./out)")
+    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    e.set_defaults(func=_cmd_eval_hands)
 
     t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
     t.add_argument("model", choices=["pfnn", "mann", "anyorder"])

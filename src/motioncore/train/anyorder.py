@@ -244,6 +244,7 @@ def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--d-ff", type=int, help="anyorder: feed-forward width (default 512)")
     g.add_argument("--num-mixtures", type=int, help="anyorder: Gaussian components (default 8)")
     g.add_argument("--window", type=int, help="anyorder: training window length in frames (default 50)")
+    g.add_argument("--offset", type=int, help="anyorder: window stride in frames (default 20)")
     g.add_argument("--max-windows", type=int, help="anyorder: at most N training windows (quick runs)")
     g.add_argument("--group-frames", action="store_true", default=None,
                    help="anyorder: one element per frame (fast; keys must cover whole frames)")
@@ -264,7 +265,7 @@ def train_anyorder_from_args(args: argparse.Namespace) -> int:
 
     recipe = config_from(AnyOrderRecipe, None, {
         "data": a("data") or "bandai", "d_model": a("d_model"), "n_layers": a("n_layers"), "n_heads": a("n_heads"),
-        "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"),
+        "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"), "offset": a("offset"),
         "max_windows": a("max_windows"), "max_clips": a("max_clips"), "group_frames": a("group_frames"),
         "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout")})
     base = {"batch_size": 16, "lr": 3e-4}
