@@ -164,7 +164,11 @@ def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: i
     while step < F:
         kk = min(k, F - step)
         cand = remaining.nonzero()[:, 1].view(B, -1) if dynamic else fill[:, step:step + kk]  # (B, M)
-        params = _query(model, flat, pending, cand, C, cache, prior)  # (B, M, P)
+        fused = not dynamic and kk == 1  # one known target: its token is appended and queried in one pass
+        if fused:
+            params = _run(model, flat, pending[:, None], cand, C, prior, cache=cache)
+        else:
+            params = _query(model, flat, pending, cand, C, cache, prior)  # (B, M, P)
         if dynamic:
             pick = entropy(cfg, params, cand % C).argsort(dim=-1, stable=True)[:, :kk]  # (B, kk) lowest first
             cand = cand.gather(1, pick)
@@ -172,7 +176,7 @@ def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: i
         commit(params, cand)
         remaining.scatter_(1, cand, False)
         step += kk
-        if step < F:  # the pending token now aims at cand[:, 0]; the new elements chain after it
+        if step < F and not fused:  # the pending token now aims at cand[:, 0]; the new elements chain after it
             src = torch.cat([pending[:, None], cand[:, :-1]], 1)
             _run(model, flat, src, cand, C, prior, cache=cache)
         pending = cand[:, -1]

@@ -402,11 +402,14 @@ def project(cfg: AnyOrderConfig, values: Tensor, channel: Tensor) -> Tensor:
         return values
     mask, rots = _layout(cfg)
     out = values * mask.to(values.device)[channel]
-    for off, chans in rots:
-        sel = chans.to(values.device)[channel].unsqueeze(-1)  # (..., 1) elements whose slice is a rotation
-        d = out[..., off:off + 6]
-        gs = matrix_to_rot6d(rot6d_to_matrix(d))
-        out = torch.cat([out[..., :off], torch.where(sel, gs, d), out[..., off + 6:]], -1)
+    if not rots:
+        return out
+    idx = torch.tensor([off + i for off, _ in rots for i in range(6)], device=values.device)  # (6S,)
+    d = out[..., idx].unflatten(-1, (len(rots), 6))  # (..., S, 6) every rotation slice at once
+    sel = torch.stack([chans.to(values.device)[channel] for _, chans in rots], -1).unsqueeze(-1)  # (..., S, 1)
+    gs = torch.where(sel, matrix_to_rot6d(rot6d_to_matrix(d)), d)
+    out = out.clone()
+    out[..., idx] = gs.flatten(-2)
     return out
 
 
