@@ -133,3 +133,16 @@ def test_grouped_prior_model_groups_like_the_layout():
     x[..., -1, 3:] = 0
     g = group_channels(model.cfg, x)
     assert g.shape == (1, 4, 1, 15)
+
+
+def test_an_untrained_prior_model_returns_the_interpolation_at_temperature_zero():
+    model = _model(torch.float32)
+    x = _grid(1, 9, model, seed=4)[0].float()
+    known = torch.zeros(9, 3, dtype=torch.bool)
+    known[:2] = True
+    known[8] = True
+    out = sample(model, x, known, order="bisection", temperature=0.0)[0]
+    from motioncore.models.anyorder import project
+
+    want = project(model.cfg, key_prior(x[None], known[None])[0, ..., :6], torch.arange(3).expand(9, 3))
+    torch.testing.assert_close(out[2:8], want[2:8], rtol=0, atol=1e-6)

@@ -227,6 +227,12 @@ class AnyOrderTransformer(nn.Module):
         self._inv_freq = cfg.rope_base ** (-torch.arange(0, dh, 2, dtype=torch.float64) / dh)  # (Dh/2,) float64
         self._tables: dict[torch.device, tuple[Tensor, Tensor]] = {}  # float64 cos/sin (max_frames, Dh/2)
         self.apply(_init_weights)
+        if cfg.prior:  # start as the interpolation itself: every component's mean offset is zero
+            K, E = cfg.num_mixtures, cfg.element_dim
+            rows = (K + torch.arange(K)[:, None] * 2 * E + torch.arange(E)).flatten()
+            with torch.no_grad():
+                self.head.weight[rows] = 0.0
+                self.head.bias[rows] = 0.0
 
     def _rope(self, frames: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """cos, sin (B, 1, L, Dh/2) in ``dtype`` for frame indices (B, L); table lookup or computed (same values)."""
