@@ -245,9 +245,17 @@ def mann_rollout(req: Message, ctx: Context) -> Result | Batched:
     return _run(model, req, inputs, ctx)
 
 
+INFILL_ORDERS = ("bisection", "sequential", "random", "entropy")
+MAX_SAMPLES = 16
+
+
 def infill(req: Message, ctx: Context) -> Result:
-    """motion (T, D) with known (T,) bool -> motion (T, D) with the unknown frames filled in."""
+    """Feature form: motion (T, D) with known (T,) bool -> motion (T, D). Rotation form (any-order
+    checkpoints): rotations (T, J, 4), root (T, 3), known (T,) or (T, J + 1) -> rotations (S, T, J, 4),
+    root (S, T, 3)."""
     check_field(req.content, "seed", int, default=None, lo=0, hi=2**63 - 1)
+    if "rotations" in req.arrays:
+        return _infill_rotations(req, ctx)
     _only(req.arrays, {"motion", "known"})
     motion = check_array(req.arrays, "motion", shape=(None, None), dtypes=FLOATS)
     known = check_array(req.arrays, "known", shape=(motion.shape[0],), dtypes=("bool",))
@@ -259,6 +267,31 @@ def infill(req: Message, ctx: Context) -> Result:
         raise InvalidRequest("array 'known' marks no frame as known")
     model = _model(req, ctx)
     return _run(model, req, {"motion": np.asarray(motion, np.float32), "known": known}, ctx)
+
+
+def _infill_rotations(req: Message, ctx: Context) -> Result:
+    c = req.content
+    check_field(c, "temperature", (int, float), default=0.0, lo=0.0, hi=10.0)
+    check_field(c, "order", str, default="bisection", choices=INFILL_ORDERS)
+    check_field(c, "samples", int, default=1, lo=1, hi=MAX_SAMPLES)
+    _only(req.arrays, {"rotations", "root", "known"})
+    rot = check_array(req.arrays, "rotations", shape=(None, None, 4), dtypes=FLOATS)
+    T, J = rot.shape[:2]
+    if not 2 <= T <= MAX_CLIP_FRAMES or not 1 <= J <= MAX_JOINTS:
+        raise InvalidRequest(f"array 'rotations' must have 2..{MAX_CLIP_FRAMES} frames and 1..{MAX_JOINTS} joints, "
+                             f"got {(T, J)}")
+    norms = np.linalg.norm(np.asarray(rot, np.float64), axis=-1)
+    if np.abs(norms - 1.0).max() > 1e-3:
+        raise InvalidRequest("array 'rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
+    root = check_array(req.arrays, "root", shape=(T, 3), dtypes=FLOATS)
+    known = check_array(req.arrays, "known", shape=None, dtypes=("bool",))
+    if known.shape not in ((T,), (T, J + 1)):
+        raise InvalidRequest(f"array 'known' must have shape ({T},) or ({T}, {J + 1}), got {tuple(known.shape)}")
+    if not known.any():
+        raise InvalidRequest("array 'known' marks nothing as known")
+    model = _model(req, ctx)
+    return _run(model, req, {"rotations": np.asarray(rot, np.float64), "root": np.asarray(root, np.float64),
+                             "known": known}, ctx)
 
 
 def style_adapt(req: Message, ctx: Context) -> Result:

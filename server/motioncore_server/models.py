@@ -117,3 +117,52 @@ def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], devi
 
 for _kind, _tasks in CONTROLLER_TASKS.items():
     register_loader(_kind, _tasks, load_controller)
+
+
+def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
+    """Registry loader for any-order in-filling checkpoints (kind ``anyorder``): the rotation form of
+    ``infill`` (docs/protocol.md), run by ``motioncore.infill.fill_clip`` on the server's device."""
+    from motioncore.infill import fill_clip
+
+    model = build("anyorder", dict(meta.get("config") or {}))
+    name = str(meta.get("name") or meta.get("bundled_name") or "anyorder")
+    load_state_into(model, tensors, name)
+    model = model.to(device).eval()
+    J = model.cfg.num_channels - 1
+
+    def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+        if "rotations" not in inputs:
+            raise InvalidRequest(f"model {name!r} fills rotations: send buffers 'rotations' (T, {J}, 4), 'root' "
+                                 f"(T, 3) and 'known', not feature vectors")
+        if inputs["rotations"].shape[1] != J:
+            raise InvalidRequest(f"array 'rotations' has {inputs['rotations'].shape[1]} joints; model {name!r} "
+                                 f"is for the {J}-joint skeleton in its info (`models`)")
+        S = int(content.get("samples") or 1)
+        done = [0]
+
+        def check() -> None:
+            ctx.check_cancelled()
+            if done[0]:
+                ctx.progress(done[0], S)
+            done[0] += 1
+
+        try:
+            out = fill_clip(model, meta, inputs["rotations"], inputs["root"], inputs["known"],
+                            order=str(content.get("order") or "bisection"),
+                            temperature=float(content.get("temperature") or 0.0), n_samples=S,
+                            seed=int(content.get("seed") or 0), check=check)
+        except MotioncoreError as e:  # ShapeError and the key-layout errors name what was wrong
+            raise InvalidRequest(str(e)) from None
+        ctx.progress(S, S)
+        return ({"model": name, "samples": S, "frames": int(out.rotations.shape[1]),
+                 "skeleton": {"joints": list(meta["skeleton"]["names"]), "parents": list(meta["skeleton"]["parents"])},
+                 "root_joint": int(meta["root_joint"])},
+                {"rotations": out.rotations.astype(np.float32), "root": out.root.astype(np.float32)})
+
+    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
+    info.update({"device": str(device), "root_joint": meta.get("root_joint"),
+                 "group_frames": bool(model.cfg.group_frames)})
+    return ServedModel(name, "anyorder", ("infill",), info, step=None, run=run)
+
+
+register_loader("anyorder", ("infill",), load_anyorder)

@@ -291,6 +291,16 @@ class Client:
         return self.call("infill", _drop_none({"model": model, "seed": seed}),
                          {"motion": np.asarray(motion, np.float32), "known": np.asarray(known, bool)}, **kw)
 
+    def infill_rotations(self, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, model: str | None = None,
+                         seed: int | None = None, temperature: float | None = None, order: str | None = None,
+                         samples: int | None = None, **kw: Any) -> P.Message:
+        """The rotation form of ``infill`` (any-order checkpoints): rotations (T, J, 4) WXYZ, root (T, 3),
+        known (T,) or (T, J + 1) bool -> buffers rotations (S, T, J, 4), root (S, T, 3)."""
+        return self.call("infill", _drop_none({"model": model, "seed": seed, "temperature": temperature,
+                                                "order": order, "samples": samples}),
+                         {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
+                          "known": np.asarray(known, bool)}, **kw)
+
     def style_adapt(self, motion: np.ndarray, example: np.ndarray, strength: float = 1.0,
                     model: str | None = None, **kw: Any) -> P.Message:
         return self.call("style.adapt", _drop_none({"strength": strength, "model": model}),

@@ -1,0 +1,138 @@
+"""In-fill a clip around keys with an any-order checkpoint: the call behind the server's ``infill``,
+the batch in-fill job and the Blender add-on.
+
+``fill_clip(model, meta, rotations, root, known)`` takes a clip on the checkpoint's skeleton:
+
+- ``rotations`` (T, J, 4) local unit quaternions WXYZ, ``root`` (T, 3) the local translation of the
+  checkpoint's ``root_joint`` (Hips for the Bandai body, the wrist for hands); every other joint keeps
+  its rest offset;
+- ``known`` (T,) bool whole-frame keys, or (T, J + 1) bool per element (channel J is the root
+  translation). Unknown values are never read (they may be anything finite).
+
+and returns ``n_samples`` completions ``(S, T, J, 4)`` and ``(S, T, 3)``. Known elements come back
+bit-identical to the input.
+
+The model was trained on LaFAN1-style windows (facing +Z at the last context frame, centred on the mean
+ground position of the root). The clip is moved the same way before sampling and back after: the yaw
+comes from the last frame of the first run of fully keyed frames, and the centre from the mean of a
+provisional per-channel interpolation of the root (the unknown frames' own values are never used).
+The move is rigid and applied to joint 0, so keys are unchanged by the round trip.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import MotioncoreError, ShapeError
+from .rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize
+
+__all__ = ["fill_clip", "Filled"]
+
+
+@dataclass(frozen=True)
+class Filled:
+    rotations: np.ndarray  # (S, T, J, 4) local unit quaternions WXYZ
+    root: np.ndarray  # (S, T, 3) local translation of the checkpoint's root joint
+    known: np.ndarray  # (T, J + 1) the keys used
+
+
+def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
+    known = np.asarray(known)
+    if known.dtype != bool:
+        raise ShapeError(f"known: expected a bool mask, got dtype {known.dtype}")
+    if known.shape == (T,):
+        return np.repeat(known[:, None], J + 1, 1)
+    if known.shape == (T, J + 1):
+        return known.copy()
+    raise ShapeError(f"known: expected ({T},) or ({T}, {J + 1}), got {known.shape}")
+
+
+def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
+              order: str = "bisection", temperature: float = 0.0, n_samples: int = 1, seed: int = 0,
+              k: int | None = None, check: Callable[[], None] | None = None) -> Filled:
+    """See the module docstring. ``k`` elements per decoding step (default one frame's worth: 1 for a
+    grouped-frame model, J + 1 otherwise); ``check`` is called between samples (cancellation)."""
+    import torch
+
+    from .eval.hands import interp_channels
+    from .kinematics import facing_directions, yaw_quat
+    from .models.anyorder import elements_to_motion, group_channels, ungroup_channels
+    from .sampling import sample
+    from .skeleton import Skeleton
+    from .train.anyorder import body_joints, to_elements
+
+    sk = Skeleton.from_dict(meta["skeleton"])
+    J, rj = sk.num_joints, int(meta["root_joint"])
+    cfg = model.cfg
+    q = np.asarray(rotations, np.float64)
+    r = np.asarray(root, np.float64)
+    if q.ndim != 3 or q.shape[1:] != (J, 4):
+        raise ShapeError(f"rotations: expected (T, {J}, 4) for this checkpoint's {J}-joint skeleton, got {q.shape}")
+    T = q.shape[0]
+    if r.shape != (T, 3):
+        raise ShapeError(f"root: expected ({T}, 3), got {r.shape}")
+    if not (np.isfinite(q).all() and np.isfinite(r).all()):
+        raise ShapeError("rotations and root must be finite (unknown values too)")
+    keys = _known_mask(known, T, J)
+    if not keys.any():
+        raise MotioncoreError("known: no key given")
+    if keys.all():
+        raise MotioncoreError("known: every element is keyed; nothing to fill")
+    full = keys.all(1)
+    if cfg.group_frames and not (full | ~keys.any(1)).all():
+        raise MotioncoreError("this checkpoint fills whole frames (group_frames): key every joint and the root "
+                              "on a keyed frame, or use a per-element checkpoint for partial keys")
+    if not full.any():
+        raise MotioncoreError("known: at least one fully keyed frame is needed to place the character")
+    q_in, q = q, quat_normalize(q)
+    # provisional per-channel interpolation (channels without keys keep their input) for the centre
+    have = keys.any(0)
+    pq, pr = q[None].copy(), r[None].copy()
+    if have.all():
+        pq, pr = interp_channels(pq, pr, keys)
+    elif have[J]:
+        _, pr = interp_channels(pq[:, :, :1], pr, np.stack([keys[:, J], keys[:, J]], 1))
+    pos = np.broadcast_to(np.asarray(sk.offsets, np.float64), (1, T, J, 3)).copy()
+    pos[0, :, rj] = pr[0]
+    first = int(np.argmax(full))
+    face = first + int(np.argmin(full[first:])) - 1 if not full[first:].all() else T - 1  # last frame of the run
+    body = body_joints(sk)
+    _, gp = sk.forward_kinematics(pq, pos)
+    fwd = facing_directions(gp[:, face], body)
+    yaw = yaw_quat(-np.arctan2(fwd[:, 0], fwd[:, 2]))[0]  # (4,)
+    centre = (gp[0, :, body.root] * np.array([1.0, 0.0, 1.0])).mean(0)
+    # move joint 0 like kinematics.reframe: rotation yaw * q0, translation yaw (p0 - centre)
+    mq = q.copy()
+    mq[:, 0] = quat_mul(yaw, q[:, 0])
+    mpos = np.broadcast_to(np.asarray(sk.offsets, np.float64), (T, J, 3)).copy()
+    mpos[:, rj] = r
+    mpos[:, 0] = quat_apply(yaw, mpos[:, 0] - centre)
+    grid = to_elements(mq[None], mpos[None], meta["root_norm"], rj)[0]  # (T, J + 1, 6) float32
+    mask = torch.as_tensor(keys)
+    if cfg.group_frames:
+        grid = group_channels(cfg, grid[None])[0]
+        mask = mask.all(1, keepdim=True)
+    param = next(model.parameters())
+    step = int(k) if k else cfg.grid_channels
+    outs = []
+    for s in range(n_samples):  # one sample per call keeps the cancellation check responsive
+        if check is not None:
+            check()
+        outs.append(sample(model, grid.to(param.dtype), mask, order=order, temperature=temperature, n_samples=1,
+                           seed=seed + s, k=step)[0])
+    out = torch.stack(outs).to(torch.float64).cpu()
+    if cfg.group_frames:
+        out = ungroup_channels(cfg, out)
+    fq, fr = elements_to_motion(out)  # (S, T, J, 4), (S, T, 3)
+    fq, fr = fq.numpy(), fr.numpy() * np.asarray(meta["root_norm"]["std"]) + np.asarray(meta["root_norm"]["mean"])
+    inv = quat_conj(yaw)
+    fq[:, :, 0] = quat_mul(inv, fq[:, :, 0])
+    if rj == 0:  # the root translation is joint 0's: undo the move
+        fr = quat_apply(inv, fr) + centre
+    fq = quat_continuity(np.where(keys[None, :, :J, None], q[None], fq), axis=1)
+    fq = np.where(keys[None, :, :J, None], q_in[None], fq)  # keys bit-identical (continuity may flip signs)
+    fr = np.where(keys[None, :, J:], r[None], fr)
+    return Filled(fq, fr, keys)
+

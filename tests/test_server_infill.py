@@ -1,0 +1,86 @@
+"""The rotation form of ``infill``, served by an any-order checkpoint (``motioncore.infill.fill_clip``).
+
+The checkpoint here is an untrained grouped-frame model with the keys' interpolation prior on the real
+Bandai skeleton: at temperature 0 it returns the interpolation itself, which makes its output checkable.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import needs_data, server_process
+
+from motioncore import protocol as P
+from motioncore.client import Client
+from motioncore.rotations import quat_angle
+
+pytestmark = [pytest.mark.timeout(120), needs_data]
+T = 25
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    from motioncore.checkpoint import save_model
+    from motioncore.data import lafan1_windows, load
+    from motioncore.models.anyorder import AnyOrderTransformer, motion_config
+    from motioncore.train.anyorder import body_joints, root_stats
+
+    clips = load("bandai", "test", fps=30, progress=False)[:2]
+    sk = clips[0].motion.skeleton
+    w = lafan1_windows(clips, T, 20, body=body_joints(sk))
+    rj = 1
+    torch.manual_seed(0)
+    cfg = motion_config(sk.num_joints, d_model=32, n_layers=1, n_heads=2, d_ff=64, num_mixtures=2, dropout=0.0,
+                        group_frames=True, prior=True)
+    folder = tmp_path_factory.mktemp("infill-srv")
+    from dataclasses import asdict
+
+    d = asdict(cfg)
+    d["channel_kinds"] = list(d["channel_kinds"])
+    save_model(folder / "tiny-body", AnyOrderTransformer(cfg), "anyorder", d,
+               {"skeleton": sk.to_dict(), "fps": 30.0, "root_joint": rj, "root_norm": root_stats(w.positions, rj),
+                "training_data": "none (untrained test model)", "licence": "CC BY-NC 4.0 (skeleton only)"})
+    clip = clips[1].motion
+    with server_process(folder, "--no-bundled", "--model", str(folder / "tiny-body")) as (p, conn, _), \
+            Client(conn, timeout=60) as c:
+        yield p, c, clip.rotations[:T].astype(np.float32), clip.positions[:T, rj].astype(np.float32)
+
+
+def test_fills_between_keys_keeps_the_keys_and_is_seeded(served):
+    from motioncore.eval.hands import interp_channels
+
+    p, c, q, root = served
+    known = np.zeros(T, bool)
+    known[:5] = True
+    known[-1] = True
+    r = c.infill_rotations(q, root, known, model="tiny-body")
+    out, rt = r.arrays["rotations"], r.arrays["root"]
+    assert out.shape == (1, T, q.shape[1], 4) and rt.shape == (1, T, 3) and r.content["samples"] == 1
+    np.testing.assert_array_equal(out[0, known], q[known])
+    np.testing.assert_array_equal(rt[0, known], root[known])
+    np.testing.assert_allclose(np.linalg.norm(out, axis=-1), 1.0, atol=1e-5)
+    iq, ir = interp_channels(q[None].astype(np.float64), root[None].astype(np.float64),
+                             np.repeat(known[:, None], q.shape[1] + 1, 1))
+    assert np.degrees(quat_angle(out[0, ~known], iq[0, ~known])).mean() < 3.0  # untrained: the interpolation
+    np.testing.assert_allclose(rt[0, ~known], ir[0, ~known], atol=0.5)
+    a = c.infill_rotations(q, root, known, model="tiny-body", temperature=1.0, samples=3, seed=7).arrays["rotations"]
+    b = c.infill_rotations(q, root, known, model="tiny-body", temperature=1.0, samples=1, seed=9).arrays["rotations"]
+    assert a.shape[0] == 3 and not np.array_equal(a[0], a[1])
+    np.testing.assert_allclose(a[2], b[0], atol=1e-5)  # sample i is seeded seed + i
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda q, r, k: (q * 2, r, k), "unit quaternions"),
+    (lambda q, r, k: (q, r, k[:-1]), "known"),
+    (lambda q, r, k: (q, r[:, :2], k), "root"),
+    (lambda q, r, k: (q, r, np.zeros_like(k)), "nothing"),
+    (lambda q, r, k: (q[:, :-1], r, k), "joints"),
+    (lambda q, r, k: (q, r, np.c_[np.repeat(k[:, None], q.shape[1], 1), ~k]), "whole frames"),
+])
+def test_bad_requests_are_invalid_and_the_server_stays_up(served, change, match):
+    p, c, q, root = served
+    known = np.zeros(T, bool)
+    known[[0, T - 1]] = True
+    with pytest.raises(P.InvalidRequest, match=match):
+        c.infill_rotations(*change(q, root, known), model="tiny-body")
+    assert p.poll() is None and c.health()["status"] == "ok"
