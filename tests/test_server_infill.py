@@ -84,3 +84,32 @@ def test_bad_requests_are_invalid_and_the_server_stays_up(served, change, match)
     with pytest.raises(P.InvalidRequest, match=match):
         c.infill_rotations(*change(q, root, known), model="tiny-body")
     assert p.poll() is None and c.health()["status"] == "ok"
+
+
+def test_joints_are_mapped_by_name_and_fill_limits_the_frames(served):
+    p, c, q, root = served
+    known = np.zeros(T, bool)
+    known[:5] = True
+    known[-1] = True
+    ref = c.infill_rotations(q, root, known, model="tiny-body").arrays["rotations"][0]
+    names = c.models()[0]["skeleton"]["names"]
+    perm = np.random.default_rng(0).permutation(len(names))
+    extra = np.tile(np.float32([0.0, 1.0, 0.0, 0.0]), (T, 1, 1))  # a joint the model does not know
+    qs = np.concatenate([q[:, perm], extra], 1)
+    r = c.call("infill", {"model": "tiny-body", "joints": [names[i] for i in perm] + ["prop_sword"]},
+               {"rotations": qs, "root": root, "known": known})
+    out = r.arrays["rotations"][0]
+    assert r.content["unmapped"] == ["prop_sword"] and r.content["filled_joints"] == []
+    np.testing.assert_allclose(out[:, :-1], ref[:, perm], atol=1e-6)
+    np.testing.assert_array_equal(out[:, -1], extra[:, 0])  # returned as sent
+    fill = np.zeros(T, bool)
+    fill[8:12] = True
+    r = c.call("infill", {"model": "tiny-body"}, {"rotations": q, "root": root, "known": known, "fill": fill})
+    out = r.arrays["rotations"][0]
+    np.testing.assert_array_equal(out[~fill], q[~fill])  # neither known nor to fill: as sent
+    assert not np.array_equal(out[fill], q[fill])
+    with pytest.raises(P.InvalidRequest, match="whole frames"):  # a grouped model cannot fill a missing joint
+        c.call("infill", {"model": "tiny-body", "joints": names[1:]},
+               {"rotations": q[:, 1:], "root": root, "known": known})
+    with pytest.raises(P.InvalidRequest, match="fill"):
+        c.call("infill", {"model": "tiny-body"}, {"rotations": q, "root": root, "known": known, "fill": known})

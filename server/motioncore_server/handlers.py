@@ -274,9 +274,13 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
     check_field(c, "temperature", (int, float), default=0.0, lo=0.0, hi=10.0)
     check_field(c, "order", str, default="bisection", choices=INFILL_ORDERS)
     check_field(c, "samples", int, default=1, lo=1, hi=MAX_SAMPLES)
-    _only(req.arrays, {"rotations", "root", "known"})
+    _only(req.arrays, {"rotations", "root", "known", "fill"})
     rot = check_array(req.arrays, "rotations", shape=(None, None, 4), dtypes=FLOATS)
     T, J = rot.shape[:2]
+    joints = check_field(c, "joints", list, default=None)
+    if joints is not None and (len(joints) != J or not all(isinstance(n, str) and 0 < len(n) <= 256 for n in joints)
+                               or len(set(joints)) != J):
+        raise InvalidRequest(f"field 'joints' must list {J} distinct joint names (one per column of 'rotations')")
     if not 2 <= T <= MAX_CLIP_FRAMES or not 1 <= J <= MAX_JOINTS:
         raise InvalidRequest(f"array 'rotations' must have 2..{MAX_CLIP_FRAMES} frames and 1..{MAX_JOINTS} joints, "
                              f"got {(T, J)}")
@@ -289,9 +293,16 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
         raise InvalidRequest(f"array 'known' must have shape ({T},) or ({T}, {J + 1}), got {tuple(known.shape)}")
     if not known.any():
         raise InvalidRequest("array 'known' marks nothing as known")
+    inputs = {"rotations": np.asarray(rot, np.float64), "root": np.asarray(root, np.float64), "known": known}
+    fill = check_array(req.arrays, "fill", shape=None, dtypes=("bool",), required=False)
+    if fill is not None:
+        if fill.shape != known.shape:
+            raise InvalidRequest(f"array 'fill' must have the shape of 'known' {tuple(known.shape)}, got {tuple(fill.shape)}")
+        if (fill & known).any():
+            raise InvalidRequest("array 'fill' marks known elements; fill only unknown ones")
+        inputs["fill"] = fill
     model = _model(req, ctx)
-    return _run(model, req, {"rotations": np.asarray(rot, np.float64), "root": np.asarray(root, np.float64),
-                             "known": known}, ctx)
+    return _run(model, req, inputs, ctx)
 
 
 def style_adapt(req: Message, ctx: Context) -> Result:

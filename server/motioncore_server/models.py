@@ -130,13 +130,36 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
     model = model.to(device).eval()
     J = model.cfg.num_channels - 1
 
+    model_names = list(meta["skeleton"]["names"])
+
     def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
         if "rotations" not in inputs:
             raise InvalidRequest(f"model {name!r} fills rotations: send buffers 'rotations' (T, {J}, 4), 'root' "
                                  f"(T, 3) and 'known', not feature vectors")
-        if inputs["rotations"].shape[1] != J:
-            raise InvalidRequest(f"array 'rotations' has {inputs['rotations'].shape[1]} joints; model {name!r} "
-                                 f"is for the {J}-joint skeleton in its info (`models`)")
+        rot, known, fill = inputs["rotations"], inputs["known"], inputs.get("fill")
+        T, Jin = rot.shape[:2]
+        names = content.get("joints")
+        if names is None and Jin != J:
+            raise InvalidRequest(f"array 'rotations' has {Jin} joints; model {name!r} is for the {J}-joint skeleton "
+                                 f"in its info (`models`): send that layout or name your joints in 'joints'")
+        names = list(names) if names is not None else model_names
+        col = {n: i for i, n in enumerate(names)}
+        src = np.array([col.get(n, -1) for n in model_names])  # per model joint: the request's column or -1
+        mapped = src >= 0
+        if not mapped.any():
+            raise InvalidRequest(f"field 'joints': no name matches the model's skeleton {model_names[:4]}...")
+
+        def to_model(mask: np.ndarray, missing: bool) -> np.ndarray:
+            m = np.repeat(mask[:, None], Jin + 1, 1) if mask.ndim == 1 else mask
+            out = np.full((T, J + 1), missing)
+            out[:, :J][:, mapped] = m[:, src[mapped]]
+            out[:, J] = m[:, Jin]
+            return out
+
+        q = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, J, 1))
+        q[:, mapped] = rot[:, src[mapped]]
+        km = to_model(known, False)  # joints the request lacks are unknown ...
+        fm = None if fill is None else to_model(fill, True)  # ... and filled
         S = int(content.get("samples") or 1)
         done = [0]
 
@@ -147,17 +170,20 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             done[0] += 1
 
         try:
-            out = fill_clip(model, meta, inputs["rotations"], inputs["root"], inputs["known"],
+            out = fill_clip(model, meta, q, inputs["root"], km, fill=fm,
                             order=str(content.get("order") or "bisection"),
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
                             seed=int(content.get("seed") or 0), check=check)
         except MotioncoreError as e:  # ShapeError and the key-layout errors name what was wrong
             raise InvalidRequest(str(e)) from None
         ctx.progress(S, S)
-        return ({"model": name, "samples": S, "frames": int(out.rotations.shape[1]),
-                 "skeleton": {"joints": list(meta["skeleton"]["names"]), "parents": list(meta["skeleton"]["parents"])},
-                 "root_joint": int(meta["root_joint"])},
-                {"rotations": out.rotations.astype(np.float32), "root": out.root.astype(np.float32)})
+        rot_out = np.repeat(rot[None], S, 0).astype(np.float32)  # joints the model lacks come back as sent
+        rot_out[:, :, src[mapped]] = out.rotations[:, :, mapped]
+        return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
+                 "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
+                 "unmapped": [n for n in names if n not in set(model_names)],
+                 "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m]},
+                {"rotations": rot_out, "root": out.root.astype(np.float32)})
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
     info.update({"device": str(device), "root_joint": meta.get("root_joint"),

@@ -36,6 +36,7 @@ class Filled:
     rotations: np.ndarray  # (S, T, J, 4) local unit quaternions WXYZ
     root: np.ndarray  # (S, T, 3) local translation of the checkpoint's root joint
     known: np.ndarray  # (T, J + 1) the keys used
+    filled: np.ndarray  # (T, J + 1) the elements filled
 
 
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
@@ -51,9 +52,12 @@ def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
 
 def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
               order: str = "bisection", temperature: float = 0.0, n_samples: int = 1, seed: int = 0,
-              k: int | None = None, check: Callable[[], None] | None = None) -> Filled:
-    """See the module docstring. ``k`` elements per decoding step (default one frame's worth: 1 for a
-    grouped-frame model, J + 1 otherwise); ``check`` is called between samples (cancellation)."""
+              k: int | None = None, check: Callable[[], None] | None = None,
+              fill: np.ndarray | None = None) -> Filled:
+    """See the module docstring. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
+    unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
+    worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
+    (cancellation)."""
     import torch
 
     from .eval.hands import interp_channels
@@ -80,8 +84,13 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
         raise MotioncoreError("known: no key given")
     if keys.all():
         raise MotioncoreError("known: every element is keyed; nothing to fill")
+    todo = ~keys if fill is None else _known_mask(fill, T, J)
+    if (todo & keys).any():
+        raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
+    if not todo.any():
+        raise MotioncoreError("fill: nothing to fill")
     full = keys.all(1)
-    if cfg.group_frames and not (full | ~keys.any(1)).all():
+    if cfg.group_frames and not ((full | ~keys.any(1)).all() and (todo.all(1) | ~todo.any(1)).all()):
         raise MotioncoreError("this checkpoint fills whole frames (group_frames): key every joint and the root "
                               "on a keyed frame, or use a per-element checkpoint for partial keys")
     if not full.any():
@@ -110,18 +119,18 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     mpos[:, rj] = r
     mpos[:, 0] = quat_apply(yaw, mpos[:, 0] - centre)
     grid = to_elements(mq[None], mpos[None], meta["root_norm"], rj)[0]  # (T, J + 1, 6) float32
-    mask = torch.as_tensor(keys)
+    mask, to_fill = torch.as_tensor(keys), torch.as_tensor(todo)
     if cfg.group_frames:
         grid = group_channels(cfg, grid[None])[0]
-        mask = mask.all(1, keepdim=True)
+        mask, to_fill = mask.all(1, keepdim=True), to_fill.all(1, keepdim=True)
     param = next(model.parameters())
     step = int(k) if k else cfg.grid_channels
     outs = []
     for s in range(n_samples):  # one sample per call keeps the cancellation check responsive
         if check is not None:
             check()
-        outs.append(sample(model, grid.to(param.dtype), mask, order=order, temperature=temperature, n_samples=1,
-                           seed=seed + s, k=step)[0])
+        outs.append(sample(model, grid.to(param.dtype), mask, positions_to_fill=to_fill, order=order,
+                           temperature=temperature, n_samples=1, seed=seed + s, k=step)[0])
     out = torch.stack(outs).to(torch.float64).cpu()
     if cfg.group_frames:
         out = ungroup_channels(cfg, out)
@@ -131,8 +140,9 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     fq[:, :, 0] = quat_mul(inv, fq[:, :, 0])
     if rj == 0:  # the root translation is joint 0's: undo the move
         fr = quat_apply(inv, fr) + centre
-    fq = quat_continuity(np.where(keys[None, :, :J, None], q[None], fq), axis=1)
-    fq = np.where(keys[None, :, :J, None], q_in[None], fq)  # keys bit-identical (continuity may flip signs)
-    fr = np.where(keys[None, :, J:], r[None], fr)
-    return Filled(fq, fr, keys)
+    keep = ~todo  # keys and elements left alone come back as sent
+    fq = quat_continuity(np.where(keep[None, :, :J, None], q[None], fq), axis=1)
+    fq = np.where(keep[None, :, :J, None], q_in[None], fq)  # bit-identical (continuity may flip signs)
+    fr = np.where(keep[None, :, J:], r[None], fr)
+    return Filled(fq, fr, keys, todo)
 
