@@ -15,6 +15,8 @@ from pathlib import Path as FilePath
 from typing import Any
 
 DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints the demo animates
+DEMO_INFILL = "anyorder-body"  # bundled in-filling model: re-fills the biped's walk between sparse keys
+DEMO_KEY_EVERY = 30  # the in-fill demo keeps the first 10 frames and then one key every N frames
 RUN_CHECKPOINTS = ("runs/pfnn/pfnn", "runs/pfnn-base/phase-mlp", "runs/mann/mann", "runs/mann-base/mann-1")
 MODES = ("outputs", "weights", "constant", "linear", "cubic")  # as motioncore.control.MODES (kept torch-free)
 
@@ -75,9 +77,11 @@ def demo_path(character: str) -> Any:
     return Path(np.stack([x, z], 1), None, speed, tuple(gait.tolist()))
 
 
-def run_demo(out_dir: str | os.PathLike, models: dict[str, str] | None = None) -> dict[str, Any]:
-    """Animate the biped and the dog along `demo_path`; write ``biped.bvh``, ``dog.bvh`` and ``demo.png``.
-    ``models`` overrides the bundled names (tests)."""
+def run_demo(out_dir: str | os.PathLike, models: dict[str, str] | None = None,
+             infill: str | None = DEMO_INFILL) -> dict[str, Any]:
+    """Animate the biped and the dog along `demo_path`; write ``biped.bvh``, ``dog.bvh`` and ``demo.png``;
+    then (when the in-filling checkpoint ``infill`` exists) re-fill the biped's walk between sparse keys
+    into ``biped_infill.bvh``. ``models`` overrides the bundled names (tests)."""
     import numpy as np
 
     from .bvh import write_bvh
@@ -114,12 +118,53 @@ def run_demo(out_dir: str | os.PathLike, models: dict[str, str] | None = None) -
             "path_m": path.length, "path_error_cm": float(track.distance(root_xz).mean()),
             "end_cm": float(((root_xz[-1] - track.xz[-1]) ** 2).sum() ** 0.5), "seconds": time.perf_counter() - t0,
             "root": root_xz / 100.0, "path": path.points, "contacts": foot_contacts(feet_positions(ctl, motion), motion.fps, h, s)}
+    if infill and (infill != DEMO_INFILL or infill in bundled_names()):
+        summary["infill"] = demo_infill(out, infill, summary["biped"]["bvh"])
     png = out / "demo.png"
-    plot_demo(summary, png)
-    for v in summary.values():
+    plot_demo({k: v for k, v in summary.items() if k in models}, png)
+    for k in models:
+        v = summary[k]
         del v["root"], v["path"], v["contacts"]
     summary["plot"] = str(png)
     return summary
+
+
+def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
+    """Keep the walk's first 10 frames and a key every ``DEMO_KEY_EVERY`` frames, fill the rest with the
+    any-order checkpoint ``name`` (temperature 0), write ``biped_infill.bvh``; report the mean local joint
+    angle to the walk over the filled frames, for the model and for Interp (slerp between the keys)."""
+    import numpy as np
+
+    from .bvh import read_bvh, write_bvh
+    from .errors import MotioncoreError
+    from .eval.hands import interp_channels
+    from .infill import fill_clip
+    from .models.registry import load_model
+    from .motion import Motion
+    from .rotations import quat_angle
+
+    t0 = time.perf_counter()
+    model, meta = load_model(name)
+    walk = read_bvh(walk_bvh)
+    if list(walk.skeleton.names) != list(meta["skeleton"]["names"]):
+        raise MotioncoreError(f"{name}: its skeleton differs from the walk's; the in-fill demo needs the same joints")
+    T, rj = walk.num_frames, int(meta["root_joint"])
+    known = np.zeros(T, bool)
+    known[:10] = True
+    known[9::DEMO_KEY_EVERY] = True
+    known[-1] = True
+    f = fill_clip(model, meta, walk.rotations, walk.positions[:, rj], known)
+    pos = walk.positions.copy()
+    pos[:, rj] = f.root[0]
+    filled = Motion(walk.skeleton, f.rotations[0], pos, walk.fps)
+    bvh = out / "biped_infill.bvh"
+    write_bvh(bvh, filled)
+    keys = np.repeat(known[:, None], walk.skeleton.num_joints + 1, 1)
+    iq, _ = interp_channels(walk.rotations[None], walk.positions[None, :, rj], keys)
+    gap = ~known
+    err = lambda q: float(np.degrees(quat_angle(q[gap], walk.rotations[gap])).mean())  # noqa: E731
+    return {"model": name, "bvh": str(bvh), "frames": T, "keys": int(known.sum()), "filled": int(gap.sum()),
+            "model_deg": err(f.rotations[0]), "interp_deg": err(iq[0]), "seconds": time.perf_counter() - t0}
 
 
 def plot_demo(summary: dict[str, Any], path: FilePath) -> None:
@@ -173,6 +218,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"{character:<5} ({s['model']}): {s['frames']} frames at {s['fps']:g} fps along a {s['path_m']:.1f} m "
               f"S-path; mean path error {s['path_error_cm']:.1f} cm, ends {s['end_cm']:.0f} cm from the path's end "
               f"-> {s['bvh']}")
+    if "infill" in summary:
+        s = summary["infill"]
+        print(f"in-fill ({s['model']}): kept {s['keys']} of the walk's {s['frames']} frames as keys (10 + one every "
+              f"{DEMO_KEY_EVERY}), filled {s['filled']}; mean joint angle to the walk {s['model_deg']:.2f} deg "
+              f"(Interp {s['interp_deg']:.2f} deg) -> {s['bvh']}")
     print(f"plot (paths, foot contacts): {summary['plot']}  ({time.perf_counter() - t0:.1f} s)")
     return 0
 
