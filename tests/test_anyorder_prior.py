@@ -32,11 +32,13 @@ def test_key_prior_interpolates_holds_and_flags():
     known[0, [1, 5], 0] = True  # channel 0: keys at frames 1 and 5
     known[0, 3, 1] = True  # channel 1: one key; channel 2: none
     p = key_prior(v, known)
-    assert p.shape == (1, T, 3, 3)
+    assert p.shape == (1, T, 3, 5)
     torch.testing.assert_close(p[0, :, 0, 0], torch.tensor([10., 10., 20., 30., 40., 50., 50.], dtype=torch.float64))
     torch.testing.assert_close(p[0, :, 1, 0], torch.full((T,), 30.0, dtype=torch.float64))
-    assert p[0, :, 2].abs().sum() == 0  # no key: no prior, flag 0
-    assert p[0, :, :2, -1].eq(1).all() and p[0, :, 2, -1].eq(0).all()
+    assert p[0, :, 2].abs().sum() == 0  # no key: no prior, flags 0
+    assert p[0, :, :2, 2].eq(1).all() and p[0, :, 2, 2].eq(0).all()
+    torch.testing.assert_close(p[0, :, 0, 3], torch.tensor([0, 0, .25, .5, .75, 0, 0], dtype=torch.float64))
+    torch.testing.assert_close(p[0, :, 0, 4], torch.tensor([0, 0, 4, 4, 4, 0, 0], dtype=torch.float64) / 30)
 
 
 def test_a_zero_residual_head_returns_the_prior_as_every_mean():
@@ -91,7 +93,7 @@ def test_the_prior_is_required_and_shape_checked():
     with pytest.raises(ValueError, match="prior"):
         log_likelihood(model, x, torch.arange(12))
     with pytest.raises(ShapeError, match="prior"):
-        teacher_forced(model, x, torch.arange(12), torch.zeros(1, 12, 3, dtype=torch.float64))
+        teacher_forced(model, x, torch.arange(12), torch.zeros(1, 12, 5, dtype=torch.float64))
 
 
 def test_the_loss_trains_a_prior_model():

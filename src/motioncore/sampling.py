@@ -97,13 +97,13 @@ def _tokens(flat: Tensor, src: Tensor, dst: Tensor, C: int) -> tuple[Tensor, Ten
 
 
 def _run(model, flat: Tensor, src: Tensor, dst: Tensor, C: int, prior: Tensor | None, **kw) -> Tensor:
-    """``model`` on the tokens ``src -> dst``; ``prior`` (B, N, E + 1) flat ``key_prior`` (or None), read
+    """``model`` on the tokens ``src -> dst``; ``prior`` (B, N, E + 3) flat ``key_prior`` (or None), read
     at each token's target."""
     return model(*_tokens(flat, src, dst, C), prior=None if prior is None else _gather(prior, dst), **kw)
 
 
 def grid_prior(model, values: Tensor, known: Tensor) -> Tensor | None:
-    """``key_prior`` of ``values`` (B, T, C, E) under ``known`` (B or 1, T, C), flattened to (B, N, E + 1);
+    """``key_prior`` of ``values`` (B, T, C, E) under ``known`` (B or 1, T, C), flattened to (B, N, E + 3);
     None unless the model takes a prior (``cfg.prior``)."""
     if not getattr(model.cfg, "prior", False):
         return None
@@ -114,7 +114,7 @@ def grid_prior(model, values: Tensor, known: Tensor) -> Tensor | None:
 def teacher_forced(model: AnyOrderTransformer, values: Tensor, order: Tensor, prior: Tensor | None = None) -> Tensor:
     """Head parameters (B, L, P): token i predicts element ``order[:, i]`` given ``order[:, :i]``.
     values: (B, T, C) long or (B, T, C, E) grid; order: (B, L) or (L,) distinct flat indices;
-    prior: (B, N, E + 1) from ``grid_prior`` (models with ``cfg.prior`` only)."""
+    prior: (B, N, E + 3) from ``grid_prior`` (models with ``cfg.prior`` only)."""
     B, T, C = values.shape[:3]
     order = order.to(values.device).expand(B, -1)
     src = torch.cat([order.new_full((B, 1), -1), order[:, :-1]], 1)  # start, then each element feeds the next
@@ -152,7 +152,7 @@ def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: i
             prior: Tensor | None = None) -> Tensor:
     """Shared any-order loop. flat (B, N[, E]) holds the values (``commit`` writes sampled ones);
     cond (m,) conditions in token order; fill (B, F) the elements to fill, in order unless ``dynamic``
-    (lowest entropy first); prior (B, N, E + 1) the conditions' ``grid_prior`` (``cfg.prior`` models).
+    (lowest entropy first); prior (B, N, E + 3) the conditions' ``grid_prior`` (``cfg.prior`` models).
     Returns the commit order (B, F)."""
     cfg, (B, F) = model.cfg, fill.shape
     C = cfg.grid_channels

@@ -38,6 +38,9 @@ __all__ = [
 KIND_DIMS = {"rot6d": 6, "vec3": 3}  # value width of each channel kind (mog head)
 HEADS = ("mog", "categorical")
 MIN_STD = 1e-4  # floor on every mixture standard deviation (keeps the NLL bounded)
+PRIOR_FEATURES = 3  # key_prior's extra features per element: has-key flag, position in the gap, gap length
+OFFSET_SCALE = 0.1  # prior models: mean = prior + OFFSET_SCALE * raw (small residuals need small raw outputs)
+GAP_SCALE = 30.0  # key_prior's gap length feature is frames / GAP_SCALE
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,7 @@ class AnyOrderTransformer(nn.Module):
         self.start = nn.Parameter(torch.randn(d) * 0.02)  # the start token's "value"
         self.own_channel = nn.Embedding(Cg + 1, d)  # row Cg: the start token (no own position)
         self.target_channel = nn.Embedding(Cg, d)
-        self.prior_in = nn.Linear(cfg.element_dim + 1, d) if cfg.prior else None  # (prior value, has-prior flag)
+        self.prior_in = nn.Linear(cfg.element_dim + PRIOR_FEATURES, d) if cfg.prior else None  # key_prior
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(d)
@@ -269,16 +272,16 @@ class AnyOrderTransformer(nn.Module):
         cache: keys/values of earlier tokens; new tokens are appended to it unless ``independent``.
         independent: every new token sees the cache and itself only (score many candidate targets of one
             token at once); the cache is left unchanged.
-        prior: (B, L, E + 1), required when ``cfg.prior``: the keys' interpolation at each token's TARGET
-            element and a 0/1 flag for "the target's channel has a key" (``key_prior``). It is embedded,
-            and the mixture means come out as prior + offset where the flag is 1.
+        prior: (B, L, E + 3), required when ``cfg.prior``: ``key_prior`` at each token's TARGET element
+            (the keys' interpolation, a has-key flag, the position in the gap and the gap's length). It
+            is embedded, and the mixture means come out as prior + OFFSET_SCALE * offset where the flag is 1.
         """
         self._check(values, own, target)
         start = own[..., 1] < 0  # (B, L)
         x = self._embed(values, own, target, start)
         if self.prior_in is not None:
-            if prior is None or prior.shape != (*own.shape[:2], self.cfg.element_dim + 1):
-                raise ShapeError(f"prior: this model needs (B, L, {self.cfg.element_dim + 1}), got "
+            if prior is None or prior.shape != (*own.shape[:2], self.cfg.element_dim + PRIOR_FEATURES):
+                raise ShapeError(f"prior: this model needs (B, L, {self.cfg.element_dim + PRIOR_FEATURES}), got "
                                  f"{None if prior is None else tuple(prior.shape)}")
             x = x + self.prior_in(prior.to(x.dtype))
         rq = self._rope(target[..., 0], x.dtype)  # queries rotate by the frame they predict
@@ -295,8 +298,9 @@ class AnyOrderTransformer(nn.Module):
             return out
         K, E = self.cfg.num_mixtures, self.cfg.element_dim
         rest = out[..., K:].unflatten(-1, (K, 2 * E))  # (B, L, K, 2E): means, raw stds
-        base = (prior[..., :E] * prior[..., E:]).to(out.dtype).unsqueeze(-2)  # (B, L, 1, E)
-        return torch.cat([out[..., :K], torch.cat([rest[..., :E] + base, rest[..., E:]], -1).flatten(-2)], -1)
+        base = (prior[..., :E] * prior[..., E:E + 1]).to(out.dtype).unsqueeze(-2)  # (B, L, 1, E)
+        mean = base + OFFSET_SCALE * rest[..., :E]
+        return torch.cat([out[..., :K], torch.cat([mean, rest[..., E:]], -1).flatten(-2)], -1)
 
     def _check(self, values: Tensor, own: Tensor, target: Tensor) -> None:
         B, L = own.shape[:2]
@@ -420,11 +424,14 @@ def project(cfg: AnyOrderConfig, values: Tensor, channel: Tensor) -> Tensor:
 
 
 def key_prior(values: Tensor, known: Tensor) -> Tensor:
-    """In-betweening's baseline, per element: (..., T, C, E) values and (..., T, C) known mask ->
-    (..., T, C, E + 1). Along time, each channel is linearly interpolated between its nearest known
-    frames (6D rotations too: the head's offset and ``project`` handle the rest), held constant before
-    its first and after its last key; the last entry is 1 where the channel has any key, else the
-    value is 0 and the flag 0. Known elements get their own value."""
+    """In-betweening's baseline and where each element sits between its keys: (..., T, C, E) values and
+    (..., T, C) known mask -> (..., T, C, E + 3).
+
+    [:E] each channel linearly interpolated along time between its nearest known frames (6D rotations
+    too: the head's offset and ``project`` handle the rest), held before the first and after the last
+    key; 0 where the channel has no key. [E] 1 where the channel has any key. [E + 1] the position in
+    the gap, (t - previous key) / (next key - previous key), 0 outside a gap. [E + 2] the gap's length
+    in frames / GAP_SCALE (0 outside a gap). Known elements get their own value, 0 and 0."""
     T = values.shape[-3]
     known = known.to(torch.bool)
     t = torch.arange(T, device=values.device).view(T, 1).expand(known.shape[-2:])  # (T, C)
@@ -433,11 +440,13 @@ def key_prior(values: Tensor, known: Tensor) -> Tensor:
     has = known.any(-2, keepdim=True).expand_as(known)
     lo = torch.where(prev >= 0, prev, nxt).clamp(0, T - 1)
     hi = torch.where(nxt < T, nxt, prev).clamp(0, T - 1)
-    w = ((t - lo).to(values.dtype) / (hi - lo).clamp(min=1).to(values.dtype)).clamp(0, 1).unsqueeze(-1)
+    span = (hi - lo).to(values.dtype)
+    w = torch.where(span > 0, (t - lo).to(values.dtype) / span.clamp(min=1), 0.0)
     idx = lambda i: i.unsqueeze(-1).expand_as(values)  # noqa: E731
     a, b = values.gather(-3, idx(lo)), values.gather(-3, idx(hi))
-    out = torch.where(has.unsqueeze(-1), a + w * (b - a), 0.0)
-    return torch.cat([out, has.unsqueeze(-1).to(values.dtype)], -1)
+    out = torch.where(has.unsqueeze(-1), a + w.unsqueeze(-1) * (b - a), 0.0)
+    flags = torch.stack([has.to(values.dtype), w * has, span / GAP_SCALE * has], -1)
+    return torch.cat([out, flags], -1)
 
 
 # ----------------------------------------------------------------------------- layouts
