@@ -292,27 +292,50 @@ def _scene_range_and_preview(context: bpy.types.Context) -> tuple[tuple[int, int
                                             if sc.use_preview_range else None)
 
 
-class MOTIONCORE_OT_infill(_ClipOperator):
+class _InfillBase(_ClipOperator):
+    """Shared by the two in-fill operators (Blender forbids subclassing a registered operator class)."""
+
+    label = "In-fill"
+    model = "anyorder-body"
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        _, bones, motion, known = self.clip(context)
+        T = motion.shape[0]
+        rot = motion.reshape(T, len(bones), 4).astype(np.float32)
+        keyed = np.asarray(known, bool)  # (T, bones): partial keys are constraints too
+        # the rig's root translation is not sent: it is "known" (zero) on fully keyed frames only
+        mask = np.concatenate([keyed, keyed.all(axis=1, keepdims=True)], axis=1)
+        root, model = np.zeros((T, 3), np.float32), self.model or None
+        return lambda c: _plain(c.call("infill", {"model": model, "joints": bones},
+                                       {"rotations": rot, "root": root, "known": mask}))
+
+    def write_back(self, value: Any) -> str:
+        _, arrays = value
+        bones, frames = self._state["bones"], self._state["frames"]
+        out = arrays.get("rotations")
+        if out is None or out.shape[1:] != (frames.size, len(bones), 4):
+            raise ValueError(f"the server's rotations have shape {None if out is None else out.shape}, "
+                             f"expected (S, {frames.size}, {len(bones)}, 4)")
+        q = keys.quat_continuity(np.asarray(out[0], np.float64))
+        added = fcurves.write_rotations(bpy.data.objects[self._state["armature"]], bones, frames, q)
+        return f"filled {added} keys on {len(bones)} bones (your keys kept)"
+
+
+class MOTIONCORE_OT_infill(_InfillBase):
     """Fill the frames between your keyed poses (keys you set are kept)"""
 
     bl_idname = "motioncore.infill"
     bl_label = "In-fill Between Keys"
     label = "In-fill"
 
-    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
-        _, bones, motion, known = self.clip(context)
-        T = motion.shape[0]
-        flat, mask, model = motion.reshape(T, -1).astype(np.float32), known.any(axis=1), self.model or None
-        return lambda c: _plain(c.infill(flat, mask, model=model))
 
-
-class MOTIONCORE_OT_hands_infill(MOTIONCORE_OT_infill):
+class MOTIONCORE_OT_hands_infill(_InfillBase):
     """Fill finger motion between keyed hand poses (keys you set are kept)"""
 
     bl_idname = "motioncore.hands_infill"
     bl_label = "In-fill Hands"
     label = "Hands in-fill"
-    model = "hands"   # placeholder name until the server registers a hand model
+    model = "anyorder-hands"
 
     def bones(self, arm: Any) -> list[str]:
         finger_roles = {r for p in rigmap.PRESETS.values() for r in p if r.split("_")[0] in

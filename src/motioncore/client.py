@@ -86,6 +86,9 @@ def endpoint(info: Mapping[str, Any]) -> str:
 
 # ------------------------------------------------------------------------------------------ client
 
+HELLO_TIMEOUT = 2.0  # seconds per hello attempt (see Client.hello)
+
+
 class Client:
     """A synchronous client. Not thread-safe: use one per thread."""
 
@@ -264,8 +267,10 @@ class Client:
 
     # -- typed helpers
     def hello(self) -> dict[str, Any]:
-        """Protocol and package versions, server_session, device, models and limits."""
-        self.server = self.call("hello").content
+        """Protocol and package versions, server_session, device, models and limits. The server's socket
+        loop answers hello itself (never behind a model), so its timeout is short (HELLO_TIMEOUT): a server
+        that is down is reported in seconds, not after the long timeout meant for model requests."""
+        self.server = self.call("hello", timeout=min(self.timeout, HELLO_TIMEOUT)).content
         return self.server
 
     def health(self, timeout: float | None = None) -> dict[str, Any]:

@@ -1,0 +1,86 @@
+"""The add-on in REAL Blender: the ``bpy`` wheels from PyPI (5.0.1 and the 4.2 LTS series), each in its own
+venv under ``~/.cache/motioncore/blender/`` (created on first use: ~15 s and ~400 MB each from PyPI).
+
+Per version, in a subprocess (tests/blender/drive.py): install the extension zip built by
+scripts/build_addon.py with ``bpy.ops.extensions.package_install_files`` and enable it; bulk key writing
+against a ``keyframe_insert`` loop; Walk-along-path against a live server, then one undo; In-fill with
+the server down (a clear error, nothing written).
+
+Skip with ``MOTIONCORE_SKIP_BLENDER=1`` on a machine that cannot fetch the wheels.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import server_process
+
+ROOT = Path(__file__).resolve().parents[1]
+VERSIONS = {"5.0.1": "bpy==5.0.1", "4.2": "bpy==4.2.*"}
+VENVS = Path(os.environ.get("MOTIONCORE_BLENDER_VENVS", Path.home() / ".cache" / "motioncore" / "blender"))
+
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.skipif(os.environ.get("MOTIONCORE_SKIP_BLENDER") == "1",
+                                 reason="MOTIONCORE_SKIP_BLENDER=1")]
+
+
+def bpy_python(version: str) -> Path:
+    """The venv's python with ``bpy`` (created on first use)."""
+    venv = VENVS / f"bpy-{version}"
+    py = venv / "bin" / "python"
+    ok = venv / ".ready"
+    if not ok.exists():
+        if sys.version_info[:2] != (3, 11):
+            pytest.skip("the bpy 4.2-5.0 wheels need Python 3.11")
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", VERSIONS[version], "numpy", "pyzmq==27.3.0"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            pytest.fail(f"could not install {VERSIONS[version]} (set MOTIONCORE_SKIP_BLENDER=1 to skip the real-Blender "
+                        f"tests on a machine without PyPI):\n{r.stderr[-2000:]}")
+        ok.write_text(VERSIONS[version])
+    return py
+
+
+@pytest.fixture(scope="module")
+def addon_zip(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import build_addon
+    finally:
+        sys.path.pop(0)
+    return build_addon.build(dist_dir=tmp_path_factory.mktemp("dist"), skip_wheels=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with server_process(tmp_path_factory.mktemp("blender-srv")) as (p, conn, _):
+        yield conn
+
+
+@pytest.mark.parametrize("version", list(VERSIONS))
+def test_extension_in_real_blender(version, addon_zip, server, tmp_path):
+    py = bpy_python(version)
+    out = tmp_path / "out.json"
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}  # never the user's own config
+    r = subprocess.run([str(py), str(ROOT / "tests" / "blender" / "drive.py"), str(addon_zip), str(out), str(server)],
+                       capture_output=True, text=True, env=env, timeout=500)
+    assert r.returncode == 0 and out.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert res["blender"].startswith(version.split(".")[0] + "." + version.split(".")[1])
+    assert res["install"] == ["FINISHED"] and res["addon_module"]
+    assert {"connect", "infill", "hands_infill", "walk_path", "style_adapt", "retarget"} <= set(res["operators"])
+    # foreach_set bulk writing == a keyframe_insert loop; the user's keys kept; generated keys typed
+    assert res["same_curves"] and res["bulk_vs_loop_max_diff"] == 0.0
+    assert res["user_keys_kept"] and res["types"] == ["GENERATED", "KEYFRAME"]
+    assert res["keys_added"] == 12 * 4 * 29  # 12 bones x 4 channels x the 29 frames between the two keys
+    # a live server: the walk writes keys; one undo reverts all of them
+    w = res["walk"]
+    assert w["result"] == ["FINISHED"] and w["keys"] > 1000 and w["keys_after_undo"] == 0
+    # a server that is down: an error naming the problem, in seconds, nothing written
+    d = res["down"]
+    assert "timeout" in d.get("error", "") and "running" in d["error"] and d["unchanged"] and d["s"] < 20
