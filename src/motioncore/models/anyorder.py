@@ -39,7 +39,6 @@ KIND_DIMS = {"rot6d": 6, "vec3": 3}  # value width of each channel kind (mog hea
 HEADS = ("mog", "categorical")
 MIN_STD = 1e-4  # floor on every mixture standard deviation (keeps the NLL bounded)
 PRIOR_FEATURES = 3  # key_prior's extra features per element: has-key flag, position in the gap, gap length
-OFFSET_SCALE = 0.1  # prior models: mean = prior + OFFSET_SCALE * raw (small residuals need small raw outputs)
 GAP_SCALE = 30.0  # key_prior's gap length feature is frames / GAP_SCALE
 
 
@@ -53,6 +52,7 @@ class AnyOrderConfig:
     group_frames: bool = False  # mog: one element per frame holding every channel (faster, no partial frames)
     prior: bool = False  # mog: every token also carries the keys' interpolation at its target (``key_prior``);
     #                      the mixture means are offsets from it (a residual on in-betweening's baseline)
+    offset_scale: float = 0.1  # prior: mean = prior + offset_scale * raw output
     d_model: int = 128  # D: token width
     n_layers: int = 4  # transformer blocks
     n_heads: int = 4  # attention heads; d_model / n_heads must be even (rotary pairs)
@@ -73,6 +73,8 @@ class AnyOrderConfig:
             raise ValueError(f"d_model / n_heads must be an even integer, got {self.d_model} / {self.n_heads}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout: must be in [0, 1), got {self.dropout}")
+        if not self.offset_scale > 0.0:
+            raise ValueError(f"offset_scale: must be > 0, got {self.offset_scale}")
         if not self.rope_base > 1.0:
             raise ValueError(f"rope_base: must be > 1, got {self.rope_base}")
         if self.head == "categorical":
@@ -274,7 +276,7 @@ class AnyOrderTransformer(nn.Module):
             token at once); the cache is left unchanged.
         prior: (B, L, E + 3), required when ``cfg.prior``: ``key_prior`` at each token's TARGET element
             (the keys' interpolation, a has-key flag, the position in the gap and the gap's length). It
-            is embedded, and the mixture means come out as prior + OFFSET_SCALE * offset where the flag is 1.
+            is embedded, and the mixture means come out as prior + offset_scale * offset where the flag is 1.
         """
         self._check(values, own, target)
         start = own[..., 1] < 0  # (B, L)
@@ -299,7 +301,7 @@ class AnyOrderTransformer(nn.Module):
         K, E = self.cfg.num_mixtures, self.cfg.element_dim
         rest = out[..., K:].unflatten(-1, (K, 2 * E))  # (B, L, K, 2E): means, raw stds
         base = (prior[..., :E] * prior[..., E:E + 1]).to(out.dtype).unsqueeze(-2)  # (B, L, 1, E)
-        mean = base + OFFSET_SCALE * rest[..., :E]
+        mean = base + self.cfg.offset_scale * rest[..., :E]
         return torch.cat([out[..., :K], torch.cat([mean, rest[..., E:]], -1).flatten(-2)], -1)
 
     def _check(self, values: Tensor, own: Tensor, target: Tensor) -> None:

@@ -64,6 +64,7 @@ class AnyOrderRecipe:
     dropout: float = 0.1
     group_frames: bool = False  # one element per frame (E = 6J + 3): 1/(J+1) the tokens, whole-frame keys only
     prior: bool = False  # tokens carry the keys' interpolation at their target; means are offsets from it
+    offset_scale: float = 0.1  # prior: mean = prior + offset_scale * raw output
     track_wrist: bool = False  # loss: half the rows also key the body root joint and the root every 1-10 frames
     window: int = 50  # training window length (frames at 30 fps; LaFAN1's data.windows.TRAIN: 50)
     offset: int = 20  # window stride (LaFAN1: 20)
@@ -95,7 +96,8 @@ class AnyOrderRecipe:
 
         cfg = motion_config(num_joints, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                             d_ff=self.d_ff, num_mixtures=self.num_mixtures, dropout=self.dropout,
-                            max_frames=max(256, self.window), group_frames=self.group_frames, prior=self.prior)
+                            max_frames=max(256, self.window), group_frames=self.group_frames, prior=self.prior,
+                            offset_scale=self.offset_scale)
         d = asdict(cfg)
         d["channel_kinds"] = list(d["channel_kinds"])
         return d
@@ -261,6 +263,7 @@ def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--track-wrist", action="store_true", default=None,
                    help="anyorder: also train on rows whose root joint and root are keyed every 1-10 frames")
     g.add_argument("--dropout", type=float, help="anyorder: dropout (default 0.1)")
+    g.add_argument("--offset-scale", type=float, help="anyorder: prior models' mean offset scale (default 0.1)")
 
 
 def train_anyorder_from_args(args: argparse.Namespace) -> int:
@@ -275,7 +278,7 @@ def train_anyorder_from_args(args: argparse.Namespace) -> int:
         "data": a("data") or "bandai", "d_model": a("d_model"), "n_layers": a("n_layers"), "n_heads": a("n_heads"),
         "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"), "offset": a("offset"),
         "max_windows": a("max_windows"), "max_clips": a("max_clips"), "group_frames": a("group_frames"),
-        "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout")})
+        "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout"), "offset_scale": a("offset_scale")})
     base = {"batch_size": 16, "lr": 3e-4}
     flags = {"epochs": a("epochs"), "batch_size": a("batch_size"), "lr": a("lr"), "device": a("device"),
              "threads": a("threads"), "max_minutes": a("max_minutes")}
