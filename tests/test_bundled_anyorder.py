@@ -33,10 +33,10 @@ def test_anyorder_body_fills_benchmark_windows():
     w, mean, std = load_eval_sets("bandai", progress=False)
     sel = np.arange(0, len(w), 80)
     res = evaluate_infill(resolve_models(["anyorder-body", "interp"]), w.skeleton, w.rotations[sel],
-                          w.positions[sel], mean, std, lengths=(5, 15), progress=False)
-    for n in ("5", "15"):
-        a, i = res["anyorder-body"]["L2Q"][n], res["interp"]["L2Q"][n]
-        assert np.isfinite(a) and a < 2.0 * i  # a trained model, not noise (the full figures are in the README)
+                          w.positions[sel], mean, std, lengths=(15, 30), progress=False)
+    a, i = res["anyorder-body"]["L2Q"], res["interp"]["L2Q"]
+    # the trained model, not noise: level with Interp at 15 frames, better at 30 (README: 1.00x and 0.83x)
+    assert a["15"] < 1.1 * i["15"] and a["30"] < i["30"]
 
 
 @needs_data
