@@ -127,8 +127,10 @@ def evaluate_hands(model: str, task: HandsTask = HandsTask(), data: str = "manip
     if net.cfg.num_channels != sk.num_joints + 1:
         raise MotioncoreError(f"{model}: trained on {net.cfg.num_channels - 1} joints, {data} has {sk.num_joints}")
     w = lafan1_windows(clips, task.window, task.stride, body=body_joints(sk))
-    n = len(w) if not max_windows else min(max_windows, len(w))
-    rot, pos = w.rotations[:n], w.positions[:n]
+    sel = np.arange(len(w)) if not max_windows or max_windows >= len(w) else \
+        np.linspace(0, len(w) - 1, max_windows).round().astype(np.int64)  # evenly spread over the takes
+    n = len(sel)
+    rot, pos = w.rotations[sel], w.positions[sel]
     rj = int(meta["root_joint"])
     names = tuple(sk.names)
     keys = hand_keys(task, names, rj)
