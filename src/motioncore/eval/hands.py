@@ -177,7 +177,7 @@ def _flexion(q: np.ndarray) -> np.ndarray:
     ang = 2.0 * np.arctan2(np.linalg.norm(q[..., 1:], axis=-1), q[..., 0])
     axis = q[..., 1:].reshape(-1, 3).sum(0)
     sign = np.sign((q[..., 1:] * axis).sum(-1) + 1e-12)
-    return np.degrees(ang * sign)
+    return np.degrees(np.unwrap(ang * sign, axis=0))  # no jumps where a joint passes +-180 deg
 
 
 def plot_hands(res: dict, path: str | Path, joints: tuple[str, ...] = ("INDEX_PIP_FE", "MIDDLE_MCP", "THUMB_MCP_FE",
