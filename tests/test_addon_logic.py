@@ -499,15 +499,16 @@ def test_walk_path_job_and_plan_through_the_worker_thread(server, built_addon):
 
 
 @pytest.mark.timeout(60)
-def test_infill_on_a_server_without_it_reports_not_available(server, built_addon):
+def test_style_is_not_available_and_feature_infill_is_told_the_rotation_form(server, built_addon):
     P = built_addon.protocol   # the add-on sees the vendored copy's exception classes
     ops_src = (ADDON / "operators.py").read_text()
     ns: dict = {}
     exec(ops_src[ops_src.index("NOT_AVAILABLE ="):ops_src.index("def _plain")], ns)
     with built_addon.client.Client(server, timeout=30) as c:
-        for call in (lambda: c.infill(np.zeros((4, 8), np.float32), np.array([1, 0, 0, 1], bool)),
-                     lambda: c.style_adapt(np.zeros((4, 8), np.float32), np.zeros((3, 8), np.float32))):
-            with pytest.raises(P.ProtocolError) as e:
-                call()
-            msg = ns["describe_error"]("In-fill", e.value)
-            assert "not available on this server" in msg, msg
+        with pytest.raises(P.ProtocolError) as e:
+            c.style_adapt(np.zeros((4, 8), np.float32), np.zeros((3, 8), np.float32))
+        msg = ns["describe_error"]("Style", e.value)
+        assert "not available on this server" in msg, msg
+        with pytest.raises(P.InvalidRequest) as e:  # the bundled any-order model fills rotations, by joint name
+            c.infill(np.zeros((4, 8), np.float32), np.array([1, 0, 0, 1], bool))
+        assert "fills rotations" in str(e.value) and "'rotations'" in str(e.value)
