@@ -24,6 +24,20 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     return 1 if c["failed"] else 0
 
 
+def _cmd_batch_infill(args: argparse.Namespace) -> int:
+    from .batch_infill import run_batch_infill
+
+    report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
+                              temperature=args.temperature, seed=args.seed, progress=not args.quiet)
+    c = report["counts"]
+    print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
+          f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
+          f"{args.out}/report.json")
+    for e in report["errors"][:10]:
+        print(f"  failed [{e['stage']}] {e['file']}: {e['error']}", file=sys.stderr)
+    return 1 if c["failed"] else 0
+
+
 def _positive_int(v: str) -> int:
     n = int(v)
     if n < 1:
@@ -49,6 +63,23 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("--chunk", type=_positive_int, help="files per Ray task (default: about 4 tasks per worker, 4-64)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_retarget)
+
+    b = sub.add_parser("batch", help="headless batch jobs over folders of clips").add_subparsers(dest="action",
+                                                                                              required=True)
+    i = b.add_parser("infill", help="fill dropped or marked frames of many BVH clips (resumable)",
+                     description="Fill the frames listed in --gaps and/or frozen runs (--frozen N) of every BVH "
+                                 "under SRC with an any-order checkpoint; writes OUT/<base name>.bvh and "
+                                 "OUT/report.json. Existing outputs are skipped. Exit 1 when any file failed.")
+    i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
+    i.add_argument("--out", required=True, help="output folder")
+    i.add_argument("--model", default="anyorder-body", help="any-order checkpoint (default anyorder-body)")
+    i.add_argument("--gaps", help='JSON {"clip base name": [[start, end], ...]} (end exclusive)')
+    i.add_argument("--frozen", type=int, default=0,
+                   help="also refill runs of at least N frames identical to the frame before (dropped frames)")
+    i.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    i.add_argument("--seed", type=int, default=0)
+    i.add_argument("--quiet", action="store_true", help="no progress bar")
+    i.set_defaults(func=_cmd_batch_infill)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,176 @@
+"""Batch in-filling: fill dropped or marked frames in many BVH clips with an any-order checkpoint.
+
+``motioncore batch infill SRC --out DIR`` reads every BVH under SRC (folder or glob), finds the frames to
+fill, fills them with ``motioncore.infill.fill_clip`` and writes ``DIR/<base name>.bvh`` (temporary file
++ rename, so a killed run leaves no half file; a re-run skips finished outputs) plus ``DIR/report.json``
+(per file: status, frames filled, gaps, seconds, error and stage). Inputs are never modified; a bad file
+is recorded and the batch goes on; the exit code is 1 when any file failed.
+
+Frames to fill, per clip (both may be used together):
+
+- ``--gaps FILE.json``: ``{"<clip base name>": [[start, end], ...]}``, end exclusive, in the clip's frames;
+- ``--frozen N``: runs of at least N frames identical to the frame before them (every rotation and the
+  root, bit for bit; a capture that froze) are refilled, the frame before the run kept as the key.
+
+Clips must be on the checkpoint's skeleton (joints matched by name; ``motioncore retarget`` first
+otherwise) and at its frame rate (30 fps for the bundled models). See docs/batch.md.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .batch import BatchError, discover, output_path, write_report
+
+__all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
+
+STAGES = ("read", "gaps", "map", "fill", "write")
+
+
+def frozen_runs(rotations: np.ndarray, root: np.ndarray, min_len: int) -> list[tuple[int, int]]:
+    """[start, end) runs of at least ``min_len`` frames equal to the frame before them (bit for bit)."""
+    same = np.r_[False, (rotations[1:] == rotations[:-1]).all((1, 2)) & (root[1:] == root[:-1]).all(1)]
+    runs, t, T = [], 0, len(same)
+    while t < T:
+        if same[t]:
+            s = t
+            while t < T and same[t]:
+                t += 1
+            if t - s >= min_len:
+                runs.append((s, t))
+        else:
+            t += 1
+    return runs
+
+
+def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
+    """(T,) bool: True on the frames to fill. Raises ValueError naming a bad range."""
+    fill = np.zeros(T, bool)
+    for g in gaps:
+        if len(g) != 2 or not all(isinstance(v, int) for v in g):
+            raise ValueError(f"gap {g!r}: expected [start, end] (integers, end exclusive)")
+        s, e = g
+        if not 0 <= s < e <= T:
+            raise ValueError(f"gap [{s}, {e}] is outside the clip's {T} frames or empty")
+        fill[s:e] = True
+    return fill
+
+
+def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
+              temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:
+    """Fill one clip; a JSON-ready result dict (never raises for a bad file)."""
+    from .bvh import read_bvh, write_bvh
+    from .infill import fill_clip
+    from .models.registry import load_model
+
+    t0 = time.perf_counter()
+    out = output_path(path, out_dir)
+    res: dict[str, Any] = {"file": str(path), "output": str(out), "status": "failed", "stage": None, "error": None}
+    stage = "read"
+    try:
+        m = read_bvh(path)
+        stage = "map"
+        model, meta = _cached_model(model_name, load_model)
+        names = list(meta["skeleton"]["names"])
+        if list(m.skeleton.names) != names:
+            missing = [n for n in names if n not in m.skeleton.names][:5]
+            raise ValueError(f"the clip's joints differ from the model's ({len(m.skeleton.names)} vs {len(names)}; "
+                             f"missing e.g. {missing}): retarget it onto the model's skeleton first")
+        fps = float(meta.get("fps") or m.fps)
+        if abs(m.fps - fps) > 1e-3:
+            raise ValueError(f"the clip is at {m.fps:g} fps, the model at {fps:g}: resample it first")
+        stage = "gaps"
+        rj = int(meta["root_joint"])
+        todo = gap_mask(m.num_frames, gaps.get(Path(path).stem, []))
+        runs = frozen_runs(m.rotations, m.positions[:, rj], frozen) if frozen else []
+        for s, e in runs:
+            todo[s:e] = True
+        res["gaps"] = [[int(a), int(b)] for a, b in _runs(todo)]
+        res["frames_filled"] = int(todo.sum())
+        if not todo.any():
+            stage = "write"
+            write_bvh(out, m)  # nothing to fill: the clip as it is, so the output folder is complete
+            res.update(status="ok", stage=None, seconds=time.perf_counter() - t0)
+            return res
+        if todo.all():
+            raise ValueError("every frame is marked to fill: no key left")
+        stage = "fill"
+        f = fill_clip(model, meta, m.rotations, m.positions[:, rj], ~todo, temperature=temperature, seed=seed)
+        pos = m.positions.copy()
+        pos[:, rj] = f.root[0]
+        stage = "write"
+        from .motion import Motion
+
+        write_bvh(out, Motion(m.skeleton, f.rotations[0], pos, m.fps, m.name))
+        res.update(status="ok", stage=None)
+    except Exception as e:  # noqa: BLE001  (a bad file is reported, never fatal)
+        res.update(error=f"{type(e).__name__}: {e}", stage=stage)
+    res["seconds"] = time.perf_counter() - t0
+    return res
+
+
+_MODELS: dict[str, Any] = {}
+
+
+def _cached_model(name: str, load: Any) -> Any:
+    if name not in _MODELS:
+        _MODELS[name] = load(name)
+    return _MODELS[name]
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    d = np.diff(np.r_[0, mask.astype(np.int8), 0])
+    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
+
+
+def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_file: str | None = None,
+                     frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True) -> dict[str, Any]:
+    """Fill every clip under ``src``; writes and returns the report (see the module docstring)."""
+    from tqdm import tqdm
+
+    out = Path(out_dir)
+    if not gaps_file and not frozen:
+        raise BatchError("nothing to fill: give --gaps FILE.json and/or --frozen N")
+    gaps: dict[str, Any] = {}
+    if gaps_file:
+        try:
+            gaps = json.loads(Path(gaps_file).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise BatchError(f"--gaps {gaps_file}: {e}") from None
+        if not isinstance(gaps, dict) or not all(isinstance(v, list) for v in gaps.values()):
+            raise BatchError(f"--gaps {gaps_file}: expected {{\"clip name\": [[start, end], ...]}}")
+    files = discover(src, exclude=out)
+    if not files:
+        raise BatchError(f"no BVH files under {src!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    results: list[dict[str, Any]] = []
+    meta = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
+            "frozen": frozen, "temperature": temperature, "seed": seed, "started": datetime.now(UTC).isoformat()}
+    interrupted = False
+    try:
+        for f in tqdm(files, desc="infill", unit="clip", disable=not progress):
+            if output_path(f, out).exists():
+                results.append({"file": str(f), "status": "skipped", "seconds": 0.0})
+                continue
+            results.append(fill_file(str(f), str(out), model, gaps, frozen, temperature, seed))
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
+        report = {**meta, "finished": datetime.now(UTC).isoformat(), "interrupted": interrupted,
+                  "counts": {"total": len(files), **counts, "not_run": len(files) - len(results)},
+                  "wall_s": round(time.perf_counter() - t0, 3),
+                  "frames_filled": sum(r.get("frames_filled", 0) for r in results if r["status"] == "ok"),
+                  "files": results,
+                  "errors": [{"file": r["file"], "error": r["error"], "stage": r["stage"]}
+                             for r in results if r["status"] == "failed"]}
+        write_report(out, report)
+    return report
