@@ -75,3 +75,25 @@ def test_batch_fills_resumes_and_reports(tmp_path, capsys):
 
     with pytest.raises(BatchError, match="no BVH"):
         run_batch_infill(str(tmp_path / "empty*"), str(out), frozen=3, progress=False)
+
+
+@needs_data
+def test_a_long_clip_is_filled_gap_by_gap_in_local_windows():
+    from motioncore.data import load
+    from motioncore.infill import CONTEXT, fill_clip
+    from motioncore.models.registry import load_model
+
+    model, meta = load_model("anyorder-body")
+    m = next(c.motion for c in load("bandai", "test", fps=30, progress=False) if c.motion.num_frames >= 200)
+    q, root = m.rotations[:200], m.positions[:200, meta["root_joint"]]
+    known = np.ones(200, bool)
+    known[100:120] = False
+    long = fill_clip(model, meta, q, root, known)  # 200 frames > window: the gap alone, in [90, 130)
+    a, b = 100 - CONTEXT, 120 + CONTEXT
+    local = fill_clip(model, meta, q[a:b], root[a:b], known[a:b], window=None)
+    from motioncore.rotations import quat_angle
+
+    assert quat_angle(long.rotations[0, a:b], local.rotations[0]).max() < 1e-5  # same rotations (signs may differ)
+    np.testing.assert_array_equal(long.rotations[0, known], q[known])
+    whole = fill_clip(model, meta, q, root, known, window=None)  # one 200-frame window: another answer
+    assert quat_angle(whole.rotations[0, 100:120], long.rotations[0, 100:120]).max() > 1e-3

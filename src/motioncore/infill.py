@@ -50,14 +50,51 @@ def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
     raise ShapeError(f"known: expected ({T},) or ({T}, {J + 1}), got {known.shape}")
 
 
+CONTEXT = 10  # frames of keys kept on each side of a gap when a long clip is filled window by window
+
+
 def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
               order: str = "bisection", temperature: float = 0.0, n_samples: int = 1, seed: int = 0,
               k: int | None = None, check: Callable[[], None] | None = None,
-              fill: np.ndarray | None = None) -> Filled:
+              fill: np.ndarray | None = None, window: int | None = 80) -> Filled:
     """See the module docstring. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
-    (cancellation)."""
+    (cancellation). A clip longer than ``window`` frames is filled gap by gap, each gap in its own window
+    with up to CONTEXT frames on either side, moved like a training window: the model never sees a root
+    metres away from its training windows' (None: one window, whatever the length)."""
+    q = np.asarray(rotations, np.float64)
+    T = q.shape[0] if q.ndim == 3 else 0
+    if window is None or T <= window or q.ndim != 3:
+        return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill)
+    J = q.shape[1]
+    keys = _known_mask(known, T, J)
+    todo = ~keys if fill is None else _known_mask(fill, T, J)
+    frames = todo.any(1)
+    if not frames.any():
+        raise MotioncoreError("fill: nothing to fill")
+    d = np.diff(np.r_[0, frames.astype(np.int8), 0])
+    runs = list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1), strict=True))
+    r = np.asarray(root, np.float64)
+    out_q = np.repeat(q[None], n_samples, 0)
+    out_r = np.repeat(r[None], n_samples, 0)
+    for i, (s, e) in enumerate(runs):  # each gap in its own window; the keys around it are the originals
+        a, b = max(0, s - CONTEXT), min(T, e + CONTEXT)
+        sel = np.zeros((b - a, J + 1), bool)
+        sel[s - a:e - a] = todo[s:e]
+        w = _fill_window(model, meta, q[a:b], r[a:b], keys[a:b], order, temperature, n_samples, seed + 7919 * i, k,
+                         check, sel)
+        out_q[:, a:b] = np.where(sel[None, :, :J, None], w.rotations, out_q[:, a:b])
+        out_r[:, a:b] = np.where(sel[None, :, J:], w.root, out_r[:, a:b])
+    out_q = quat_continuity(np.where(~todo[None, :, :J, None], quat_normalize(q)[None], out_q), axis=1)
+    out_q = np.where(~todo[None, :, :J, None], q[None], out_q)  # untouched elements bit-identical
+    return Filled(out_q, out_r, keys, todo)
+
+
+def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, order: str,
+                 temperature: float, n_samples: int, seed: int, k: int | None, check: Callable[[], None] | None,
+                 fill: np.ndarray | None) -> Filled:
+    """fill_clip on one window (the whole clip as given)."""
     import torch
 
     from .eval.hands import interp_channels
