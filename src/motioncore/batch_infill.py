@@ -35,18 +35,10 @@ STAGES = ("read", "gaps", "map", "fill", "write")
 
 def frozen_runs(rotations: np.ndarray, root: np.ndarray, min_len: int) -> list[tuple[int, int]]:
     """[start, end) runs of at least ``min_len`` frames equal to the frame before them (bit for bit)."""
+    from .infill import mask_runs
+
     same = np.r_[False, (rotations[1:] == rotations[:-1]).all((1, 2)) & (root[1:] == root[:-1]).all(1)]
-    runs, t, T = [], 0, len(same)
-    while t < T:
-        if same[t]:
-            s = t
-            while t < T and same[t]:
-                t += 1
-            if t - s >= min_len:
-                runs.append((s, t))
-        else:
-            t += 1
-    return runs
+    return [(s, e) for s, e in mask_runs(same) if e - s >= min_len]
 
 
 def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
@@ -66,7 +58,7 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
               temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:
     """Fill one clip; a JSON-ready result dict (never raises for a bad file)."""
     from .bvh import read_bvh, write_bvh
-    from .infill import fill_clip
+    from .infill import fill_clip, mask_runs
     from .models.registry import load_model
 
     t0 = time.perf_counter()
@@ -91,7 +83,7 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         runs = frozen_runs(m.rotations, m.positions[:, rj], frozen) if frozen else []
         for s, e in runs:
             todo[s:e] = True
-        res["gaps"] = [[int(a), int(b)] for a, b in _runs(todo)]
+        res["gaps"] = [[a, b] for a, b in mask_runs(todo)]
         res["frames_filled"] = int(todo.sum())
         if not todo.any():
             stage = "write"
@@ -122,11 +114,6 @@ def _cached_model(name: str, load: Any) -> Any:
     if name not in _MODELS:
         _MODELS[name] = load(name)
     return _MODELS[name]
-
-
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    d = np.diff(np.r_[0, mask.astype(np.int8), 0])
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
 
 
 def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_file: str | None = None,

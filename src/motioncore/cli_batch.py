@@ -17,11 +17,16 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
           f"of {c['total']} in {t['wall_s']:.1f} s{rate}; report {args.out}/report.json")
+    return _print_errors(report)
+
+
+def _print_errors(report: dict) -> int:
+    """The first ten failures on stderr; the exit code (1 when any file failed)."""
     for e in report["errors"][:10]:
         print(f"  failed [{e['stage']}] {e['file']}: {e['error']}", file=sys.stderr)
     if len(report["errors"]) > 10:
         print(f"  ... and {len(report['errors']) - 10} more (see report.json)", file=sys.stderr)
-    return 1 if c["failed"] else 0
+    return 1 if report["counts"]["failed"] else 0
 
 
 def _cmd_batch_infill(args: argparse.Namespace) -> int:
@@ -33,9 +38,7 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")
-    for e in report["errors"][:10]:
-        print(f"  failed [{e['stage']}] {e['file']}: {e['error']}", file=sys.stderr)
-    return 1 if c["failed"] else 0
+    return _print_errors(report)
 
 
 def _positive_int(v: str) -> int:

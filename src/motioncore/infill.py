@@ -28,7 +28,7 @@ import numpy as np
 from .errors import MotioncoreError, ShapeError
 from .rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize
 
-__all__ = ["fill_clip", "Filled"]
+__all__ = ["fill_clip", "Filled", "mask_runs"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,12 @@ class Filled:
     root: np.ndarray  # (S, T, 3) local translation of the checkpoint's root joint
     known: np.ndarray  # (T, J + 1) the keys used
     filled: np.ndarray  # (T, J + 1) the elements filled
+
+
+def mask_runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) runs of True in a (T,) bool mask."""
+    d = np.diff(np.r_[0, np.asarray(mask, bool).astype(np.int8), 0])
+    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
 
 
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
@@ -73,8 +79,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     frames = todo.any(1)
     if not frames.any():
         raise MotioncoreError("fill: nothing to fill")
-    d = np.diff(np.r_[0, frames.astype(np.int8), 0])
-    runs = list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1), strict=True))
+    runs = mask_runs(frames)
     r = np.asarray(root, np.float64)
     out_q = np.repeat(q[None], n_samples, 0)
     out_r = np.repeat(r[None], n_samples, 0)
