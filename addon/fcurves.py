@@ -188,7 +188,9 @@ def bone_key_frames(action: Any, slot: Any, bones: Iterable[str]) -> dict[str, n
 
 
 def sample_rotations(action: Any, slot: Any, bones: Sequence[str], frames: Sequence[float] | np.ndarray) -> np.ndarray:
-    """(T, J, 4) WXYZ bone rotations evaluated from the action's f-curves (identity where unkeyed)."""
+    """(T, J, 4) WXYZ bone rotations evaluated from the action's f-curves (identity where unkeyed),
+    normalised as Blender does when it poses them: its f-curves interpolate the four channels apart, so
+    between keys the raw values are not a unit quaternion."""
     out = np.zeros((len(frames), len(bones), 4))
     out[..., 0] = 1.0
     for j, b in enumerate(bones):
@@ -196,6 +198,18 @@ def sample_rotations(action: Any, slot: Any, bones: Sequence[str], frames: Seque
             fc = find_fcurve(action, slot, bone_path(b), i)
             if fc is not None:
                 out[:, j, i] = [fc.evaluate(f) for f in frames]
+    n = np.linalg.norm(out, axis=-1, keepdims=True)
+    return np.where(n > 1e-12, out / np.maximum(n, 1e-12), np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def sample_location(action: Any, slot: Any, frames: Sequence[float] | np.ndarray, data_path: str = "location"
+                    ) -> np.ndarray:
+    """(T, 3) the action's object location channels evaluated at ``frames`` (0 where unkeyed)."""
+    out = np.zeros((len(frames), 3))
+    for i in range(3):
+        fc = find_fcurve(action, slot, data_path, i)
+        if fc is not None:
+            out[:, i] = [fc.evaluate(f) for f in frames]
     return out
 
 

@@ -179,9 +179,11 @@ class WalkPlan:
 
 
 def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones: list[str], scene_fps: float,
-              start: int, rig_preset: str | None = None) -> WalkPlan:
-    """Turn a path rollout reply into keys: map joints to bones, resample the model's fps to the scene's,
-    and convert the root trajectory from the model's Y-up units to Blender's Z-up metres (x, -z, y)."""
+              start: int, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None) -> WalkPlan:
+    """Turn a path rollout reply into keys: map joints to bones, carry each model rotation into its bone's
+    rest frame (``offsets``: bone -> `rigmap.rest_offset`; none: written as they are), resample the
+    model's fps to the scene's, and convert the root trajectory from the model's Y-up units to Blender's
+    Z-up metres (x, -z, y)."""
     joints = list(content["skeleton"]["joints"])
     rot, root = np.asarray(arrays["rotations"]), np.asarray(arrays["root"])   # (F, J, 4), (F, 3)
     if rot.shape[1:] != (len(joints), 4) or root.shape != (rot.shape[0], 3):
@@ -193,8 +195,33 @@ def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones:
     js = [j for j in joints if j in rmap.mapping]
     q = rot[idx][:, [joints.index(j) for j in js]].astype(np.float64)
     for n, j in enumerate(js):
-        if j in rmap.rest_offsets:
-            q[:, n] = rigmap.correct_rest(q[:, n], rmap.rest_offsets[j])
+        q[:, n] = rigmap.to_rig(q[:, n], (offsets or {}).get(rmap.mapping[j]))
     r = root[idx].astype(np.float64) / float(content.get("units_per_metre") or 100.0)
     return WalkPlan([rmap.mapping[j] for j in js], start + np.arange(idx.size, dtype=np.float64),
                     quat_continuity(q), np.stack([r[:, 0], -r[:, 2], r[:, 1]], axis=1), rmap.unmapped)
+
+
+def to_model_joints(rotations: np.ndarray, bones: Sequence[str], joints: Sequence[str], rig_preset: str | None = None,
+                    offsets: Mapping[str, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    """(T, B, 4) pose rotations of the rig's ``bones`` -> ((T, J', 4) model local rotations, the J' model
+    joint names) for the model joints the rig maps (presets, then names), each carried out of its
+    bone's rest frame (``offsets``: bone -> `rigmap.rest_offset`). Raises if nothing maps."""
+    rot = np.asarray(rotations, np.float64)
+    if rot.ndim != 3 or rot.shape[1:] != (len(bones), 4):
+        raise ValueError(f"rotations {rot.shape} do not match {len(bones)} bones")
+    rmap = rigmap.auto_map(list(bones), list(joints), rig_preset=rig_preset)
+    names = [j for j in joints if j in rmap.mapping]
+    if not names:
+        raise ValueError(f"no rig bone matches the model's joints ({', '.join(list(joints)[:4])}, ...): pick Rig Names")
+    col = {b: i for i, b in enumerate(bones)}
+    out = np.stack([rigmap.to_model(rot[:, col[rmap.mapping[j]]], (offsets or {}).get(rmap.mapping[j]))
+                    for j in names], axis=1)
+    return out, names
+
+
+def root_from_location(location: np.ndarray, units_per_metre: float = 100.0) -> np.ndarray:
+    """(T, 3) object locations (Blender Z-up metres) -> the model's Y-up units: (x, z, -y) * units."""
+    loc = np.asarray(location, np.float64)
+    if loc.ndim != 2 or loc.shape[1] != 3:
+        raise ValueError(f"location must be (T, 3), got {loc.shape}")
+    return np.stack([loc[:, 0], loc[:, 2], -loc[:, 1]], axis=1) * units_per_metre

@@ -6,18 +6,18 @@ then happens inside this UNDO operator, not in a timer callback). ``execute`` (s
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
 import bpy
 import numpy as np
 
-from . import fcurves, keys, rigmap
+from . import fcurves, keys, requests, rigmap
 from .jobs import JobResult, Worker, connection_path, run_sync
 from .props import preferences, scene, settings
 
 _WORKER: Worker | None = None
-NOT_AVAILABLE = ("unknown_type", "model_unavailable")
 
 
 def client_factory(context: bpy.types.Context) -> Callable[[], Any]:
@@ -48,20 +48,8 @@ def stop_worker() -> None:
         _WORKER = None
 
 
-def describe_error(label: str, err: BaseException) -> str:
-    """One line for ``self.report({'ERROR'}, ...)``; typed server errors keep their code."""
-    code = getattr(err, "code", None)
-    msg = getattr(err, "message", None) or str(err)
-    if code in NOT_AVAILABLE:
-        return f"{label}: not available on this server ({code}: {msg})"
-    if code is not None:
-        return f"{label}: server error {code}: {msg}"
-    return f"{label}: {type(err).__name__}: {msg}"
-
-
-def _plain(msg: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """A reply as plain data (arrays copied out of the receive buffers)."""
-    return dict(msg.content), {k: np.array(v) for k, v in msg.arrays.items()}
+describe_error = requests.describe_error
+_plain = requests.plain
 
 
 class _ServerOperator(bpy.types.Operator):
@@ -173,6 +161,12 @@ def _selected_bones(obj: Any) -> list[str]:
     return [pb.name for pb in obj.pose.bones if _is_selected(pb)] or [pb.name for pb in obj.pose.bones]
 
 
+def rest_offsets(obj: Any) -> dict[str, np.ndarray]:
+    """Bone name -> `rigmap.rest_offset` from each bone's rest rotation in armature space."""
+    return {b.name: rigmap.rest_offset(np.array(tuple(b.matrix_local.to_quaternion()), np.float64))
+            for b in obj.data.bones}
+
+
 def _preset(context: bpy.types.Context) -> str | None:
     p = settings(context).rig_preset
     return None if p == "AUTO" else p
@@ -213,30 +207,23 @@ class MOTIONCORE_OT_connect(_ServerOperator):
         return f"connected ({status})"
 
 
-class MOTIONCORE_OT_walk_path(_ServerOperator):
-    """Animate the active armature walking along the selected curve (path controller on the server)"""
+class _WalkBase(_ServerOperator):
+    """Shared by walk_path and style_adapt: a root path from the selected curve; the reply's rollout is
+    written from the current frame (Blender forbids subclassing a registered operator class)."""
 
-    bl_idname = "motioncore.walk_path"
-    bl_label = "Walk Along Path"
-    label = "Walk along path"
-
-    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+    def path(self, context: bpy.types.Context) -> tuple[Any, np.ndarray]:
         arm = _armature(context)
         curves = [o for o in context.selected_objects if o.type == "CURVE"]
         if not curves:
             raise ValueError("select a curve (the path) as well as the armature")
-        s = settings(context)
-        points = curve_points(curves[0]).astype(np.float32)
-        content = {k: v for k, v in (("model", s.path_model), ("gait", s.gait)) if v}
-        req = str(s.path_request)
-        self._state.update(armature=arm.name, start=scene(context).frame_current)
-        return lambda c: _plain(c.call(req, content, {"points": points}))
+        self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm))
+        return arm, curve_points(curves[0]).astype(np.float32)
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
         arm = bpy.data.objects[self._state["armature"]]
         plan = keys.walk_plan(content, arrays, [b.name for b in _pose_bones(arm)], _scene_fps(context),
-                              self._state["start"], _preset(context))
+                              self._state["start"], _preset(context), self._state["offsets"])
         for b in plan.bones:
             arm.pose.bones[b].rotation_mode = "QUATERNION"
         added = fcurves.write_rotations(arm, plan.bones, plan.frames, plan.rotations)
@@ -245,12 +232,64 @@ class MOTIONCORE_OT_walk_path(_ServerOperator):
         return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({added} keys){miss}"
 
 
-class _ClipOperator(_ServerOperator):
-    """Shared by infill / hands / style: the armature's quaternion bones over the fill range."""
+class MOTIONCORE_OT_walk_path(_WalkBase):
+    """Animate the active armature walking along the selected curve (path controller on the server)"""
 
-    model = ""   # the server's default model when empty
+    bl_idname = "motioncore.walk_path"
+    bl_label = "Walk Along Path"
+    label = "Walk along path"
 
-    def clip(self, context: bpy.types.Context) -> tuple[Any, list[str], np.ndarray, np.ndarray]:
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        _, points = self.path(context)
+        s = settings(context)
+        content = {k: v for k, v in (("model", s.path_model), ("gait", s.gait)) if v}
+        req = str(s.path_request)
+        return lambda c: _plain(c.call(req, content, {"points": points}))
+
+
+def _scene_range_and_preview(context: bpy.types.Context) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    sc = scene(context)
+    return (sc.frame_start, sc.frame_end), ((sc.frame_preview_start, sc.frame_preview_end)
+                                            if sc.use_preview_range else None)
+
+
+ORDERS = [("bisection", "Bisection", "Halve the gaps: far keys first (the default)"),
+          ("sequential", "Sequential", "Frame by frame, left to right"),
+          ("random", "Random", "A random order"),
+          ("entropy", "Most certain first", "Lowest-entropy element first (slowest)")]
+_REPLIES: dict[str, Any] = {}   # request fingerprint -> reply: picking another variation asks nothing
+_REPLIES_KEPT = 4
+
+
+def fingerprint(*parts: Any) -> str:
+    h = hashlib.sha1()
+    for p in parts:
+        h.update(np.ascontiguousarray(p).tobytes() if isinstance(p, np.ndarray) else repr(p).encode())
+    return h.hexdigest()
+
+
+class _InfillBase(_ServerOperator):
+    """Shared by the two in-fill operators (Blender forbids subclassing a registered operator class).
+
+    The options are operator properties, so after a run the Adjust Last Operation panel (F9) shows
+    them: change ``Show Variation`` to preview each of the ``Variations`` and keep the one you like
+    (one undo step each; the samples are cached, so switching asks the server nothing)."""
+
+    label = "In-fill"
+    model = "anyorder-body"
+    variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
+                                      description="Samples to draw (temperature > 0 makes them differ)")
+    variation: bpy.props.IntProperty(name="Show Variation", default=1, min=1, max=8,  # type: ignore[valid-type]
+                                     description="Which sample to write")
+    temperature: bpy.props.FloatProperty(name="Temperature", default=0.0, min=0.0, max=2.0,  # type: ignore[valid-type]
+                                         description="0: the most likely motion; 1: the model's spread")
+    order: bpy.props.EnumProperty(name="Order", items=ORDERS, default="bisection")  # type: ignore[valid-type]
+    seed: bpy.props.IntProperty(name="Seed", default=0, min=0)  # type: ignore[valid-type]
+
+    def bones(self, arm: Any) -> list[str]:
+        return _quat_bones(arm)
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
         arm = _armature(context)
         action, slot = fcurves.assigned_action(arm)
         if action is None:
@@ -263,62 +302,38 @@ class _ClipOperator(_ServerOperator):
         if rng is None:
             raise ValueError("key the selected bones on at least two frames inside the frame range")
         frames = np.arange(rng[0], rng[1] + 1, dtype=np.float64)
-        motion = fcurves.sample_rotations(action, slot, bones, frames)
-        known = keys.constraints(keyed, bones, rng[0], rng[1])
-        self._state.update(armature=arm.name, bones=bones, frames=frames)
-        return arm, bones, motion, known
-
-    def bones(self, arm: Any) -> list[str]:
-        return _quat_bones(arm)
-
-    def write_back(self, value: Any) -> str:
-        _, arrays = value
-        bones, frames = self._state["bones"], self._state["frames"]
-        out = arrays.get("motion")
-        if out is None or out.shape != (frames.size, 4 * len(bones)):
-            raise ValueError(f"the server's motion has shape {None if out is None else out.shape}, "
-                             f"expected {(frames.size, 4 * len(bones))}")
-        q = keys.quat_continuity(out.reshape(frames.size, len(bones), 4))
-        added = fcurves.write_rotations(bpy.data.objects[self._state["armature"]], bones, frames, q)
-        return f"filled {added} keys on {len(bones)} bones (your keys kept)"
+        offsets = rest_offsets(arm)
+        pose = fcurves.sample_rotations(action, slot, bones, frames)   # (T, B, 4) in the bones' rest frames
+        motion = np.stack([rigmap.to_model(pose[:, j], offsets.get(b)) for j, b in enumerate(bones)], axis=1)
+        known = keys.constraints(keyed, bones, rng[0], rng[1])        # partial keys are constraints too
+        opts = (self.model, _preset(context), int(self.variations), float(self.temperature), str(self.order),
+                int(self.seed))
+        key = fingerprint(arm.name, bones, frames, motion, np.asarray(known), *opts)
+        self._state.update(armature=arm.name, bones=bones, frames=frames, offsets=offsets, key=key)
+        if key in _REPLIES:
+            cached = _REPLIES[key]
+            return lambda c: cached
+        return requests.infill_job(motion, known, bones, self.model or None, _preset(context),
+                                   temperature=opts[3], samples=opts[2], order=opts[4], seed=opts[5])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
-        return self.write_back(value)
-
-
-def _scene_range_and_preview(context: bpy.types.Context) -> tuple[tuple[int, int], tuple[int, int] | None]:
-    sc = scene(context)
-    return (sc.frame_start, sc.frame_end), ((sc.frame_preview_start, sc.frame_preview_end)
-                                            if sc.use_preview_range else None)
-
-
-class _InfillBase(_ClipOperator):
-    """Shared by the two in-fill operators (Blender forbids subclassing a registered operator class)."""
-
-    label = "In-fill"
-    model = "anyorder-body"
-
-    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
-        _, bones, motion, known = self.clip(context)
-        T = motion.shape[0]
-        rot = motion.reshape(T, len(bones), 4).astype(np.float32)
-        keyed = np.asarray(known, bool)  # (T, bones): partial keys are constraints too
-        # the rig's root translation is not sent: it is "known" (zero) on fully keyed frames only
-        mask = np.concatenate([keyed, keyed.all(axis=1, keepdims=True)], axis=1)
-        root, model = np.zeros((T, 3), np.float32), self.model or None
-        return lambda c: _plain(c.call("infill", {"model": model, "joints": bones},
-                                       {"rotations": rot, "root": root, "known": mask}))
-
-    def write_back(self, value: Any) -> str:
         _, arrays = value
         bones, frames = self._state["bones"], self._state["frames"]
         out = arrays.get("rotations")
-        if out is None or out.shape[1:] != (frames.size, len(bones), 4):
+        if out is None or out.ndim != 4 or out.shape[1:] != (frames.size, len(bones), 4):
             raise ValueError(f"the server's rotations have shape {None if out is None else out.shape}, "
                              f"expected (S, {frames.size}, {len(bones)}, 4)")
-        q = keys.quat_continuity(np.asarray(out[0], np.float64))
-        added = fcurves.write_rotations(bpy.data.objects[self._state["armature"]], bones, frames, q)
-        return f"filled {added} keys on {len(bones)} bones (your keys kept)"
+        _REPLIES[self._state["key"]] = value
+        while len(_REPLIES) > _REPLIES_KEPT:
+            del _REPLIES[next(iter(_REPLIES))]
+        offsets = self._state["offsets"]
+        pick = min(max(int(self.variation), 1), out.shape[0]) - 1
+        q = np.stack([rigmap.to_rig(np.asarray(out[pick, :, j], np.float64), offsets.get(b))
+                      for j, b in enumerate(bones)], axis=1)
+        added = fcurves.write_rotations(bpy.data.objects[self._state["armature"]], bones, frames,
+                                        keys.quat_continuity(q))
+        more = f"; variation {pick + 1} of {out.shape[0]} (F9 to pick another)" if out.shape[0] > 1 else ""
+        return f"filled {added} keys on {len(bones)} bones (your keys kept){more}"
 
 
 class MOTIONCORE_OT_infill(_InfillBase):
@@ -344,25 +359,29 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         return [b for b in _quat_bones(arm) if rigmap.normalise(b) in names]
 
 
-class MOTIONCORE_OT_style_adapt(_ClipOperator):
-    """Restyle the keyed range after an example action (one-shot style adaptation)"""
+class MOTIONCORE_OT_style_adapt(_WalkBase):
+    """Walk the active armature along the selected curve in the style of the Style Example action
+    (one-shot adaptation: the server reads a style code from the example; no training)"""
 
     bl_idname = "motioncore.style_adapt"
-    bl_label = "Adapt Style"
-    label = "Style adapt"
+    bl_label = "Walk in Example's Style"
+    label = "Style from example"
 
     def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        arm, points = self.path(context)
         s = settings(context)
-        if s.style_action is None:
-            raise ValueError("choose a Style Example action")
-        _, bones, motion, _ = self.clip(context)
         ex = s.style_action
-        lo, hi = (int(v) for v in ex.frame_range)
-        example = fcurves.sample_rotations(ex, None, bones, np.arange(lo, hi + 1, dtype=np.float64))
-        T, S = motion.shape[0], example.shape[0]
-        m, e = motion.reshape(T, -1).astype(np.float32), example.reshape(S, -1).astype(np.float32)
-        strength = float(s.style_strength)
-        return lambda c: _plain(c.style_adapt(m, e, strength=strength))
+        if ex is None:
+            raise ValueError("choose a Style Example action (a clip of the style to copy, 3 s or longer)")
+        lo, hi = (int(round(v)) for v in ex.frame_range)
+        frames = np.arange(lo, hi + 1, dtype=np.float64)
+        bones = _quat_bones(arm)
+        if not bones:
+            raise ValueError("no bones in quaternion rotation mode")
+        rot = fcurves.sample_rotations(ex, None, bones, frames)   # (T, B, 4) in the rig's bone frames
+        loc = fcurves.sample_location(ex, None, frames)           # (T, 3) object location, Z-up metres
+        return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
+                                  _preset(context), self._state["offsets"], s.gait or None)
 
 
 class MOTIONCORE_OT_retarget(_ServerOperator):

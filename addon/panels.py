@@ -29,14 +29,13 @@ class MOTIONCORE_PT_main(bpy.types.Panel):
         box.prop(s, "gait")
         box.prop(s, "rig_preset")
         box.operator("motioncore.walk_path", icon="CURVE_PATH")
+        box.prop(s, "style_action")
+        box.operator("motioncore.style_adapt", icon="BRUSH_DATA")
 
         box = layout.box()
-        box.label(text="Fill, style and retarget")
+        box.label(text="Fill and retarget")
         box.operator("motioncore.infill", icon="KEYFRAME")
         box.operator("motioncore.hands_infill", icon="VIEW_PAN")
-        box.prop(s, "style_action")
-        box.prop(s, "style_strength")
-        box.operator("motioncore.style_adapt", icon="BRUSH_DATA")
         box.operator("motioncore.retarget", icon="ARMATURE_DATA")
 
 

@@ -42,7 +42,7 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
     gait: StringProperty(name="Gait", default="walk", description="Gait name, e.g. walk, run (biped) or trot (dog)")  # type: ignore[valid-type]
     rig_preset: EnumProperty(name="Rig Names", items=_PRESET_ITEMS, default="AUTO")  # type: ignore[valid-type]
     style_action: PointerProperty(name="Style Example", type=bpy.types.Action)  # type: ignore[valid-type]
-    style_strength: FloatProperty(name="Strength", default=1.0, min=0.0, max=1.0)  # type: ignore[valid-type]
+    style_model: StringProperty(name="Style Model", default="", description="Style model (empty: the server's default)")  # type: ignore[valid-type]
     status: StringProperty(name="Status", default="Not connected")  # type: ignore[valid-type]
 
 

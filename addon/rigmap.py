@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -125,7 +125,6 @@ class RigMap:
     unmapped: list[str]                                   # model joints with no rig bone, in model order
     rig_preset: str | None = None
     model_preset: str | None = None
-    rest_offsets: dict[str, np.ndarray] = field(default_factory=dict)   # model joint -> WXYZ (see correct_rest)
 
     def bones(self, joints: Sequence[str]) -> list[str | None]:
         """The rig bone for each model joint (None where unmapped)."""
@@ -186,9 +185,36 @@ def correct_rest(q: np.ndarray, offset: np.ndarray) -> np.ndarray:
     model joint's by the unit rotation ``offset`` (4,) (model rest frame -> rig rest frame, WXYZ):
     ``offset^-1 * q * offset``. The identity offset returns ``q`` unchanged; the result has the same
     rotation angle as ``q`` about the axis carried into the rig bone's frame. This is the roll /
-    rest-pose correction hook: :attr:`RigMap.rest_offsets` holds one offset per joint (none = identity);
-    computing offsets from bone rest matrices is left to the Blender side (needs real bpy tests)."""
+    rest-pose correction: :func:`rest_offset` gives each bone's offset from its rest matrix."""
     off = np.asarray(offset, np.float64)
     if off.shape != (4,) or not np.isclose(np.linalg.norm(off), 1.0, atol=1e-6):
         raise ValueError(f"offset must be a unit WXYZ quaternion of shape (4,), got {off.shape}")
     return quat_mul(quat_mul(quat_conj(off), q), off)
+
+
+# Model skeletons are Y-up with every joint's rest frame on the world axes (BVH); Blender is Z-up and a
+# bone's rest frame has Y along the bone, rolled about it. Y-up -> Z-up is +90 degrees about X.
+Y_UP_TO_Z_UP = np.array([np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0])
+
+
+def rest_offset(bone_rest: np.ndarray) -> np.ndarray:
+    """The offset (WXYZ) of a bone whose rest rotation in armature space is ``bone_rest`` (WXYZ, from
+    ``bone.matrix_local``): C = A^-1 M, with A the model's Y-up -> Blender's Z-up rotation.
+
+    With the rig's rest pose shaped like the model's, a model local rotation q_j and the bone's pose
+    rotation p_b are related by p = C^-1 q C (``correct_rest(q, C)``) and q = C p C^-1
+    (``correct_rest(p, quat_conj(C))``): the posed bone's armature-space rotation is then A G_j A^-1 M,
+    the model joint's global rotation G_j carried into Blender's axes and applied to the bone's rest
+    frame, whatever its roll or direction."""
+    m = np.asarray(bone_rest, np.float64)
+    return quat_mul(quat_conj(Y_UP_TO_Z_UP), m / np.linalg.norm(m))
+
+
+def to_rig(q: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
+    """Model local rotations (..., 4) -> the bone's pose rotations (``offset`` None: unchanged)."""
+    return np.asarray(q, np.float64) if offset is None else correct_rest(q, offset)
+
+
+def to_model(p: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
+    """The bone's pose rotations (..., 4) -> model local rotations (the inverse of :func:`to_rig`)."""
+    return np.asarray(p, np.float64) if offset is None else correct_rest(p, quat_conj(offset))

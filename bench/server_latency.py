@@ -152,7 +152,7 @@ def rollouts(conn: Path, procs: int, seconds: float) -> tuple[list[float], dict]
         out, _ = p.communicate(timeout=seconds + 60)
         lat += json.loads(out)
     with Client(conn) as c:
-        h = c.health()
+        h = c.health(stats=True)
     return lat, h
 
 

@@ -24,6 +24,7 @@ def main() -> None:
     tensors, meta = load_tensors(a.checkpoint)
     meta.pop("format", None)
     meta.pop("history", None)  # the curve stays in the run folder; keep the package small
+    meta.pop("stage_key", None)  # (learnet runs) the resume key lists every clip: the run folder keeps it
     meta["bundled_name"] = a.name
     if a.metrics:
         meta["metrics"] = json.loads(Path(a.metrics).read_text())

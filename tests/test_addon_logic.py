@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import server_process
+from conftest import needs_data, server_process
 
 ROOT = Path(__file__).resolve().parents[1]
 ADDON = ROOT / "addon"
@@ -44,6 +44,7 @@ keys = _addon_module("keys")
 rigmap = _addon_module("rigmap")
 jobs = _addon_module("jobs")
 fcurves = _addon_module("fcurves")
+requests = _addon_module("requests")
 
 
 def _build_module() -> types.ModuleType:
@@ -169,6 +170,39 @@ def test_unknown_names_stay_unmapped():
 def _axis_angle(axis, angle):
     axis = np.asarray(axis, float) / np.linalg.norm(axis)
     return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+
+
+def _qn(q):
+    q = np.asarray(q, float)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def _same_rotation(a, b, atol=1e-9):
+    return np.allclose(np.abs(np.sum(_qn(a) * _qn(b), axis=-1)), 1.0, atol=atol)
+
+
+def test_rest_offsets_pose_rolled_bones_like_the_model_and_read_them_back():
+    """Blender's pose rule, G_b = G_parent M_parent^-1 M_b p_b (armature space, rotations), on a chain of
+    bones with random rest rotations (direction and roll): with p = to_rig(q, rest_offset(M)) every
+    bone's G_b is the model joint's global rotation carried into Z-up, A G_j A^-1, applied to its rest
+    frame M_b; to_model inverts to_rig."""
+    rng = np.random.default_rng(3)
+    parents = [-1, 0, 1, 2, 1, 4]
+    M = _qn(rng.normal(size=(6, 4)))                       # bone rest rotations (armature space)
+    q = _qn(rng.normal(size=(6, 4)) * [1, .4, .4, .4] + [2, 0, 0, 0])   # model local rotations
+    A = rigmap.Y_UP_TO_Z_UP
+    mul, conj = rigmap.quat_mul, rigmap.quat_conj
+    G_model, G_bone = [None] * 6, [None] * 6
+    for j, par in enumerate(parents):
+        p = rigmap.to_rig(q[j], rigmap.rest_offset(M[j]))
+        G_model[j] = q[j] if par < 0 else mul(G_model[par], q[j])
+        local_rest = M[j] if par < 0 else mul(conj(M[par]), M[j])
+        G_bone[j] = mul(local_rest, p) if par < 0 else mul(G_bone[par], mul(local_rest, p))
+        assert _same_rotation(G_bone[j], mul(mul(mul(A, G_model[j]), conj(A)), M[j])), j
+        assert _same_rotation(rigmap.to_model(p, rigmap.rest_offset(M[j])), q[j])
+    # the identity rest of a Y-up model bone laid along Blender's axes: +90 about X, nothing else
+    assert _same_rotation(rigmap.rest_offset(A), [1, 0, 0, 0])
+    assert np.allclose(rigmap.to_rig(q, None), q) and np.allclose(rigmap.to_model(q, None), q)
 
 
 def test_correct_rest_is_conjugation_by_the_offset():
@@ -417,18 +451,13 @@ def test_operator_ids_and_classes_tuple():
 
 def test_not_available_errors_are_reported_from_the_typed_server_error():
     from motioncore import protocol as P
-    ops_src = (ADDON / "operators.py").read_text()
-    # describe_error is defined in operators.py (needs bpy to import): run its source on its own
-    ns: dict = {}
-    start = ops_src.index("NOT_AVAILABLE =")
-    exec(ops_src[start:ops_src.index("\n", start)], ns)
-    fn_src = ops_src[ops_src.index("def describe_error"):ops_src.index("def _plain")]
-    exec(fn_src, ns)
-    msg = ns["describe_error"]("In-fill", P.error_from_content({"code": "unknown_type", "message": "no handler"}))
+    describe = requests.describe_error
+    msg = describe("In-fill", P.error_from_content({"code": "unknown_type", "message": "no handler"}))
     assert msg == "In-fill: not available on this server (unknown_type: no handler)"
-    msg = ns["describe_error"]("Hands", P.ModelUnavailable("no model 'hands'"))
+    msg = describe("Hands", P.ModelUnavailable("no model 'hands'"))
     assert "not available on this server" in msg and "model_unavailable" in msg
-    assert ns["describe_error"]("X", P.Busy("full")) == "X: server error busy: full"
+    assert describe("X", P.Busy("full")) == "X: server error busy: full"
+    assert describe("X", ValueError("bad")) == "X: ValueError: bad"
 
 
 STUBS = Path(os.environ.get("MOTIONCORE_STUBS", Path.home() / ".cache" / "motioncore" / "bpy-stubs"))
@@ -528,16 +557,71 @@ def test_walk_path_job_and_plan_through_the_worker_thread(server, built_addon):
 
 
 @pytest.mark.timeout(60)
-def test_style_is_not_available_and_feature_infill_is_told_the_rotation_form(server, built_addon):
+def test_feature_infill_is_told_the_rotation_form(server, built_addon):
     P = built_addon.protocol   # the add-on sees the vendored copy's exception classes
-    ops_src = (ADDON / "operators.py").read_text()
-    ns: dict = {}
-    exec(ops_src[ops_src.index("NOT_AVAILABLE ="):ops_src.index("def _plain")], ns)
     with built_addon.client.Client(server, timeout=30) as c:
-        with pytest.raises(P.ProtocolError) as e:
-            c.style_adapt(np.zeros((4, 8), np.float32), np.zeros((3, 8), np.float32))
-        msg = ns["describe_error"]("Style", e.value)
-        assert "not available on this server" in msg, msg
         with pytest.raises(P.InvalidRequest) as e:  # the bundled any-order model fills rotations, by joint name
             c.infill(np.zeros((4, 8), np.float32), np.array([1, 0, 0, 1], bool))
         assert "fills rotations" in str(e.value) and "'rotations'" in str(e.value)
+
+
+def _mixamo_rig_clip(style: str, frames: int, seed: int = 0):
+    """A Bandai test walk as a Mixamo-named rig whose bones have random rest rotations: (model local
+    rotations (T, J, 4), Bandai joint names, rig bone names, pose rotations (T, J, 4), bone offsets, clip)."""
+    from motioncore.data import load
+
+    clip = next(c for c in load("bandai2") if c.labels.get("style") == style and c.labels.get("content") == "walk"
+                and c.split == "test")
+    joints = list(clip.motion.skeleton.names)
+    rmap = rigmap.auto_map([f"mixamorig:{b}" for b in rigmap.PRESETS["MIXAMO"].values()], joints)
+    bones = [rmap.mapping[j] for j in joints if j in rmap.mapping]
+    names = requests.joint_names(bones, joints, None)      # what the operators send for these bones
+    bones, js = [b for b, n in zip(bones, names) if n in joints], [n for n in names if n in joints]
+    rng = np.random.default_rng(seed)
+    offsets = {b: rigmap.rest_offset(_qn(rng.normal(size=4))) for b in bones}
+    q = clip.motion.rotations[:frames][:, [joints.index(j) for j in js]]
+    pose = np.stack([rigmap.to_rig(q[:, n], offsets[b]) for n, b in enumerate(bones)], axis=1)
+    return q, js, bones, pose, offsets, clip
+
+
+@needs_data
+@pytest.mark.timeout(120)
+def test_infill_job_maps_a_rolled_mixamo_rig_to_the_model(server, built_addon):
+    """The in-fill operator's job for a Mixamo rig with rolled bones equals a request in the model's own
+    joint names: bones map through the presets and rotations leave the bones' rest frames."""
+    q, js, bones, pose, offsets, _ = _mixamo_rig_clip("normal", 31)
+    req = _addon_module("requests")
+    known = np.zeros((31, len(bones)), bool)
+    known[[0, 30]] = True
+    model_rot = np.stack([rigmap.to_model(pose[:, n], offsets[b]) for n, b in enumerate(bones)], axis=1)
+    assert np.allclose(model_rot, q, atol=1e-9) or _same_rotation(model_rot, q, 1e-9)
+    with built_addon.client.Client(server, timeout=60) as c:
+        content, arrays = req.infill_job(model_rot, known, bones, "anyorder-body")(c)
+        direct_names = c.call("infill", {"model": "anyorder-body", "joints": js}, {
+            "rotations": q.astype(np.float32), "root": np.zeros((31, 3), np.float32),
+            "known": np.concatenate([known, known.all(1, keepdims=True)], 1)})
+    assert arrays["rotations"].shape == (1, 31, len(bones), 4)   # the request's columns, in its order
+    assert content["unmapped"] == [] and "joint_Root" in content["rest_joints"]
+    assert content["rest_joints"] == [j for j in content["skeleton"]["joints"] if j not in js]
+    np.testing.assert_allclose(arrays["rotations"], direct_names.arrays["rotations"], atol=1e-6)
+    np.testing.assert_allclose(arrays["rotations"][0, [0, 30]], q[[0, 30]].astype(np.float32), atol=1e-7)
+
+
+@needs_data
+@pytest.mark.timeout(120)
+def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon):
+    """Style from example for a Mixamo rig with rolled bones: the job's style code equals the one from
+    the clip in the model's own joints, with the rig's object location as the ground root."""
+    q, js, bones, pose, offsets, clip = _mixamo_rig_clip("elderly", 150)
+    req = _addon_module("requests")
+    hips = clip.motion.positions[:150, 1]
+    location = np.stack([hips[:, 0], -hips[:, 2], np.zeros(150)], 1) / 100.0   # Blender Z-up metres
+    points = np.array([[0.0, 0.0], [0.0, 2.0]], np.float32)
+    with built_addon.client.Client(server, timeout=60) as c:
+        content, arrays = req.style_job(points, pose, bones, location, 30.0, None, None, offsets)(c)
+        ground = np.stack([hips[:, 0], np.zeros(150), hips[:, 2]], 1)
+        ref = c.style_adapt(points, rotations=q, root=ground, joints=js, root_space="ground")
+        near = c.style_adapt(points, rotations=q, root=hips, joints=js)   # the true hips height
+    assert content["model"] == "learnet-biped" and content["style_from"] == "exemplar"
+    np.testing.assert_allclose(arrays["z"], ref.arrays["z"], atol=1e-4)
+    assert np.abs(arrays["z"] - near.arrays["z"]).max() < 0.25 * np.abs(near.arrays["z"]).max()

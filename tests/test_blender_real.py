@@ -3,8 +3,10 @@ venv under ``~/.cache/motioncore/blender/`` (created on first use: ~15 s and ~40
 
 Per version, in a subprocess (tests/blender/drive.py): install the extension zip built by
 scripts/build_addon.py with ``bpy.ops.extensions.package_install_files`` and enable it; bulk key writing
-against a ``keyframe_insert`` loop; Walk-along-path against a live server, then one undo; In-fill with
-the server down (a clear error, nothing written).
+against a ``keyframe_insert`` loop; Walk-along-path against a live server, then one undo, and on a rig
+with tilted and rolled bones (world rotations checked); In-fill against the live server (keys on every
+frame of the gap equal to the server's answer, user keys unchanged, one undo); Style from example; and
+In-fill with the server down (a clear error, nothing written).
 
 Skip with ``MOTIONCORE_SKIP_BLENDER=1`` on a machine that cannot fetch the wheels.
 """
@@ -81,6 +83,16 @@ def test_extension_in_real_blender(version, addon_zip, server, tmp_path):
     # a live server: the walk writes keys; one undo reverts all of them
     w = res["walk"]
     assert w["result"] == ["FINISHED"] and w["keys"] > 1000 and w["keys_after_undo"] == 0
+    # tilted, rolled bones: each posed bone turns as its model joint does (world rotations)
+    assert w["world"]["result"] == ["FINISHED"] and w["world"]["max_angle_deg"] < 0.05, w["world"]
+    # In-fill against the live server: every frame of the gap keyed with the server's answer, the
+    # user's keys unchanged, one undo back to just the user's keys
+    f = res["infill"]
+    assert f["result"] == ["FINISHED"] and f["every_frame"] and f["max_diff"] < 1e-5, f
+    assert f["user_keys_kept"] and f["keys"] == 12 * 4 * 31 and f["after_undo_same_as_user"]
+    # Style from example: walks the curve in the example's style; one undo reverts it
+    st = res["style"]
+    assert st.get("result") == ["FINISHED"] and st["keys"] > 1000 and st["keys_after_undo"] == 0, st
     # a server that is down: an error naming the problem, in seconds, nothing written
     d = res["down"]
     assert "timeout" in d.get("error", "") and "running" in d["error"] and d["unchanged"] and d["s"] < 20

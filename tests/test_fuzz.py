@@ -234,7 +234,7 @@ def test_fuzz_ten_thousand_messages(tmp_path):
         growth_mb = (res["end_kb"] - res["after_warmup_kb"]) / 1024
         with Client(conn, timeout=10) as c:
             assert c.pfnn_rollout(X, 0.0).arrays["y"].shape == (1, 311)
-            h = c.health()
+            h = c.health(stats=True)
         print(f"\nfuzz: {N} messages in {res['seconds']:.1f} s; RSS {start_kb / 1024:.1f} MB at start, "
               f"{res['after_warmup_kb'] / 1024:.1f} MB after warm-up, {res['end_kb'] / 1024:.1f} MB at end "
               f"(growth {growth_mb:+.1f} MB)\nrejected by code: {h['rejected']}\nreplies: {res['reply_codes']}")

@@ -159,8 +159,13 @@ def test_hello_health_models(client, srv):
     assert h["limits"]["max_message_bytes"] == P.Limits().max_message_bytes
     assert set(h["types"]) == set(HANDLERS) | set(DEBUG_HANDLERS)
     assert {"motioncore", "torch", "numpy", "pyzmq", "libzmq"} <= set(h["versions"]) and h["models"] == ["debug.mlp"]
-    health = client.health()
+    lean = client.health()
+    assert set(lean) == {"status", "uptime_s", "inflight"} and lean["status"] == "ok" and lean["inflight"] == 0
+    health = client.health(stats=True)
     assert health["status"] == "ok" and health["workers"] == 2 and health["queue_capacity"] == 64
+    assert {"received", "replied", "rejected", "send_failures", "batches"} <= set(health)
+    with pytest.raises(P.InvalidRequest, match="'stats' must be bool"):
+        client.call("health", {"stats": "yes"})
     (m,) = client.models()
     assert m["name"] == "debug.mlp" and m["tasks"] == ["pfnn.rollout"] and m["inputs"]["x"] == [342]
 
@@ -189,6 +194,9 @@ def test_rollout_results_and_multi_frame_progress(client):
     assert seen and seen[-1] == {"done": 20, "total": 20}
 
 
+PATH = np.float32([[0, 0], [0, 2], [1, 3]])
+
+
 def test_model_requests_without_a_model_are_model_unavailable(tmp_path):
     T, J = 8, 3
     sk = {"joints": ["hips", "spine", "head"], "parents": [-1, 0, 1]}
@@ -197,15 +205,18 @@ def test_model_requests_without_a_model_are_model_unavailable(tmp_path):
         assert c.hello()["models"] == [] and c.models() == []
         calls = [lambda: c.pfnn_rollout(X, 0.0), lambda: c.mann_rollout(X, frames=3),
                  lambda: c.infill(np.zeros((T, 6)), np.arange(T) % 4 == 0),
-                 lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 6)), strength=0.5)]
+                 lambda: c.style_adapt(PATH, rotations=quat, root=np.zeros((T, 3)))]
         for call in calls:
             with pytest.raises(P.ModelUnavailable, match="no model serving"):
                 call()
         # ...but their inputs are validated first, per docs/protocol.md
         bad = [lambda: c.infill(np.zeros((T, 6)), np.zeros(T, bool)),
                lambda: c.infill(np.zeros((T, 6)), np.ones(T - 1, bool)),
-               lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 5))),
-               lambda: c.style_adapt(np.zeros((T, 6)), np.zeros((4, 6)), strength=2.0),
+               lambda: c.style_adapt(PATH, rotations=quat, root=np.zeros((T - 1, 3))),
+               lambda: c.style_adapt(PATH, rotations=quat * 2, root=np.zeros((T, 3))),
+               lambda: c.style_adapt(PATH),                                          # no exemplar, no z
+               lambda: c.style_adapt(PATH, rotations=quat, root=np.zeros((T, 3)), z=np.zeros(4)),
+               lambda: c.style_adapt(PATH[:1], z=np.zeros(4)),
                lambda: c.retarget(quat * 2, np.zeros((T, 3)), sk, sk),
                lambda: c.retarget(quat, np.zeros((T, 3)), sk, sk),   # no offsets
                lambda: c.retarget(quat, np.zeros((T, 3)), {"joints": ["a"], "parents": [0]}, sk),
@@ -294,7 +305,7 @@ def test_progress_precedes_final_and_health_answers_during_a_long_job(srv, clien
         long = raw.send("debug.sleep", {"seconds": 30, "steps": 3000})
         assert raw.recv().type == "progress"            # it is running on a worker
         t0 = time.perf_counter()
-        h = client.health()
+        h = client.health(stats=True)
         assert time.perf_counter() - t0 < 1.0 and h["running"] >= 1
         assert client.cancel(long) == {"id": long, "cancelled": True, "state": "running"}
         _, final = raw.until_final(long)
@@ -309,10 +320,10 @@ def test_busy_when_queue_full_and_cancel_queued(tmp_path):
         raw = Raw(s.connection_file)
         try:
             # wait (by polling health, not sleeping) until `a` runs, then fill the one queue slot
-            while c.health()["running"] < 1:
+            while c.health(stats=True)["running"] < 1:
                 pass
             b = raw.send("debug.sleep", {"seconds": 30})
-            while c.health()["queued"] < 1:
+            while c.health(stats=True)["queued"] < 1:
                 pass
             t0 = time.perf_counter()
             with pytest.raises(P.Busy):
@@ -326,7 +337,7 @@ def test_busy_when_queue_full_and_cancel_queued(tmp_path):
         with pytest.raises(P.Cancelled):
             c.result(a)
         assert c.cancel(a) == {"id": a, "cancelled": False, "state": "unknown"}
-        st = c.health()
+        st = c.health(stats=True)
         assert st["rejected"]["busy"] == 1 and st["inflight"] == 0
 
 
@@ -397,7 +408,7 @@ def test_registry_loads_lazily_through_a_registered_loader(tmp_path):
 # ------------------------------------------------------------------- slow and vanished clients
 
 def test_vanished_and_slow_clients_do_not_block_others(srv, client):
-    before = client.health()["send_failures"]
+    before = client.health(stats=True)["send_failures"]
     gone = Raw(srv.connection_file)
     gone.send("debug.sleep", {"seconds": 0.4, "steps": 4})
     assert gone.recv().type == "progress"          # the job runs...
@@ -413,7 +424,7 @@ def test_vanished_and_slow_clients_do_not_block_others(srv, client):
         assert time.perf_counter() - t0 < 5
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:         # poll until both failures were counted
-            f = client.health()["send_failures"]
+            f = client.health(stats=True)["send_failures"]
             if f["unroutable"] > before["unroutable"] and f["full"] > before["full"]:
                 break
         assert f["unroutable"] > before["unroutable"] and f["full"] > before["full"], f
@@ -426,10 +437,10 @@ def test_wrong_key_and_oversize_requests(tmp_path):
     with thread_server(tmp_path, limits=P.Limits(max_message_bytes=1 << 16, max_buffer_bytes=1 << 15)) as s:
         with Client(s.connection_file) as c:
             c.hello()
-            received = c.health()["received"]
+            received = c.health(stats=True)["received"]
             with pytest.raises(P.TooLarge):
                 c.call("debug.echo", {}, {"z": np.zeros(1 << 16, np.uint8)})   # refused before sending
-            assert c.health()["received"] == received + 1                     # only the health itself
+            assert c.health(stats=True)["received"] == received + 1                     # only the health itself
         raw = Raw(s.connection_file, key="not the key")
         try:
             raw.send("health")
@@ -448,10 +459,10 @@ def test_sigterm_answers_pending_requests_and_removes_the_connection_file(tmp_pa
     try:
         with Client(conn) as c:
             running = c.submit("debug.sleep", {"seconds": 60, "steps": 6000})
-            while c.health()["running"] < 1:
+            while c.health(stats=True)["running"] < 1:
                 pass
             queued = c.submit("debug.sleep", {"seconds": 60})
-            while c.health()["queued"] < 1:
+            while c.health(stats=True)["queued"] < 1:
                 pass
             p.send_signal(signal.SIGTERM)
             for rid in (queued, running):
@@ -554,7 +565,7 @@ def test_load_eight_processes_two_hundred_mixed_requests_each(tmp_path):
         res = run_load(conn)
         wall = time.perf_counter() - t0
         with Client(conn) as c:
-            h = c.health()
+            h = c.health(stats=True)
     finally:
         assert stop(p) == 0
     for o in res["outs"]:

@@ -108,8 +108,14 @@ def test_joints_are_mapped_by_name_and_fill_limits_the_frames(served):
     out = r.arrays["rotations"][0]
     np.testing.assert_array_equal(out[~fill], q[~fill])  # neither known nor to fill: as sent
     assert not np.array_equal(out[fill], q[fill])
-    with pytest.raises(P.InvalidRequest, match="whole frames"):  # a grouped model cannot fill a missing joint
-        c.call("infill", {"model": "tiny-body", "joints": names[1:]},
-               {"rotations": q[:, 1:], "root": root, "known": known})
+    # a joint the rig lacks: a grouped (whole-frame) model holds it at rest on the keyed frames
+    r = c.call("infill", {"model": "tiny-body", "joints": names[1:]}, {"rotations": q[:, 1:], "root": root, "known": known})
+    assert r.content["rest_joints"] == [names[0]] and r.content["filled_joints"] == []
+    assert r.arrays["rotations"].shape == (1, T, len(names) - 1, 4)
+    np.testing.assert_array_equal(r.arrays["rotations"][0][known], q[:, 1:][known])
+    partial = np.repeat(known[:, None], len(names) + 1, 1)
+    partial[0, 2] = False
+    with pytest.raises(P.InvalidRequest, match="whole frames"):  # ...but cannot take a partly keyed frame
+        c.call("infill", {"model": "tiny-body"}, {"rotations": q, "root": root, "known": partial})
     with pytest.raises(P.InvalidRequest, match="fill"):
         c.call("infill", {"model": "tiny-body"}, {"rotations": q, "root": root, "known": known, "fill": known})

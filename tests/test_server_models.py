@@ -132,3 +132,64 @@ def test_retarget_cmu_onto_bandai_matches_the_library(server):
     bad["offsets"][0] = [0.0, 0.0]  # two numbers
     with pytest.raises(P.InvalidRequest, match="offsets"):
         c.retarget(src.rotations, src.positions[:, 0], wire(src.skeleton), bad)
+
+
+def _bandai_walk(style: str):
+    from motioncore.data import load
+
+    return next(c for c in load("bandai2") if c.labels.get("style") == style and c.labels.get("content") == "walk"
+                and c.split == "test")
+
+
+@needs_data
+def test_style_adapt_walks_the_path_in_the_exemplars_style(server):
+    """learnet-biped: an exemplar clip in the rotation form -> z and a rollout equal to the in-process
+    StyleAdapter's; the returned z reproduces it; two styles give two codes and two walks."""
+    from motioncore.style import StyleAdapter
+
+    p, c = server
+    frames = 60
+    ms = {m["name"]: m for m in c.models()}
+    assert ms["learnet-biped"]["tasks"] == ["style.adapt"] and ms["learnet-biped"]["kind"] == "learnet-pfnn"
+    ad = StyleAdapter.load("learnet-biped")
+    walks = {}
+    for style in ("elderly", "youthful"):
+        ex = _bandai_walk(style).motion
+        root = ex.positions[:, ad._base.body.root]
+        r = c.style_adapt(STRAIGHT, rotations=ex.rotations, root=root, joints=list(ex.skeleton.names), frames=frames)
+        z = ad.code(ad.motion(ex.rotations.astype(np.float32), root.astype(np.float32))[0])
+        ref = ad.controller(z).rollout(RootPath(STRAIGHT.astype(np.float64)), frames=frames)
+        assert r.content["style_from"] == "exemplar" and r.arrays["z"].shape == (32,) and not r.content["missing_joints"]
+        np.testing.assert_allclose(r.arrays["z"], z, atol=1e-5)
+        np.testing.assert_allclose(r.arrays["rotations"], ref.rotations[0], atol=1e-4)
+        again = c.style_adapt(STRAIGHT, z=r.arrays["z"], frames=frames)           # the code instead of the clip
+        assert again.content["style_from"] == "z"
+        np.testing.assert_allclose(again.arrays["rotations"], r.arrays["rotations"], atol=1e-6)
+        walks[style] = r.arrays
+    assert np.abs(walks["elderly"]["z"] - walks["youthful"]["z"]).max() > 0.1
+    assert np.abs(walks["elderly"]["translations"] - walks["youthful"]["translations"]).max() > 1.0   # cm
+
+
+@needs_data
+def test_style_adapt_names_what_is_wrong_with_the_exemplar(server):
+    p, c = server
+    ex = _bandai_walk("elderly").motion
+    root = ex.positions[:, 1]
+    with pytest.raises(P.InvalidRequest, match=r"at least \d+\.\d s of motion"):
+        c.style_adapt(STRAIGHT, rotations=ex.rotations[:40], root=root[:40])
+    names = list(ex.skeleton.names)
+    with pytest.raises(P.InvalidRequest, match="'Foot_R', 'Toes_R'.*missing"):
+        c.style_adapt(STRAIGHT, rotations=ex.rotations[:, :-6], root=root, joints=names[:-6])
+    r = c.style_adapt(STRAIGHT, rotations=ex.rotations[:, :-1], root=root, joints=names[:-1], frames=10)
+    assert r.content["missing_joints"] == ["Toes_R"]                     # a few: left at the rest pose
+    # an exemplar keyed at 60 fps is resampled to the model's 30: the same code as the 30 fps clip
+    from motioncore.kinematics import resample
+    from motioncore.motion import Motion
+
+    m60 = resample(Motion(ex.skeleton, ex.rotations, ex.positions, ex.fps), 60.0)
+    z30 = c.style_adapt(STRAIGHT, rotations=ex.rotations, root=root, frames=10).arrays["z"]
+    z60 = c.style_adapt(STRAIGHT, rotations=m60.rotations, root=m60.positions[:, 1], fps=60.0, frames=10).arrays["z"]
+    assert np.abs(z60 - z30).max() < 0.05 * np.abs(z30).max()
+    with pytest.raises(P.InvalidRequest, match=r"'z' must have shape \(32,\)"):
+        c.style_adapt(STRAIGHT, z=np.zeros(5, np.float32))
+    assert p.poll() is None and c.health()["status"] == "ok"

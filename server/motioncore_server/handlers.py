@@ -59,6 +59,7 @@ class ServerInfo:
     stats: Callable[[], dict[str, Any]]              # live counters for `health`
     cancel: Callable[[str], dict[str, Any]]          # cancel an in-flight request by id
     types: Callable[[], list[str]] = list
+    inflight: Callable[[], int] = int                # requests queued or running (0 without a server)
     started: float = field(default_factory=time.time)
 
 
@@ -132,7 +133,11 @@ def hello(req: Message, ctx: Context) -> Result:
 
 
 def health(req: Message, ctx: Context) -> Result:
-    return Result({"status": "ok", "uptime_s": round(time.time() - ctx.server.started, 3), **ctx.server.stats()})
+    """Liveness in three fields (the cheap probe a client polls); ``stats: true`` adds the counters."""
+    out = {"status": "ok", "uptime_s": round(time.time() - ctx.server.started, 3), "inflight": ctx.server.inflight()}
+    if req.content and check_field(req.content, "stats", bool, default=False):
+        out.update(ctx.server.stats())
+    return Result(out)
 
 
 def models(req: Message, ctx: Context) -> Result:
@@ -181,12 +186,10 @@ def _run(model: ServedModel, req: Message, inputs: dict[str, np.ndarray], ctx: C
     return Result(dict(content), dict(arrays))
 
 
-def path_rollout(req: Message, ctx: Context) -> Result:
-    """The path form of pfnn.rollout / mann.rollout: a root path (metres) -> an animation (run by a
-    controller checkpoint; see docs/protocol.md)."""
+def _check_path(req: Message) -> None:
+    """The path form's arrays and fields (docs/protocol.md, pfnn.rollout path form)."""
     c = req.content
     check_field(c, "frames", int, default=None, lo=1, hi=MAX_ROLLOUT_FRAMES)
-    _only(req.arrays, PATH_ARRAYS)
     pts = check_array(req.arrays, "points", shape=(None, 2), dtypes=FLOATS)
     n = pts.shape[0]
     if not 2 <= n <= MAX_PATH_POINTS:
@@ -203,13 +206,26 @@ def path_rollout(req: Message, ctx: Context) -> Result:
         if not (isinstance(gait, str) or (isinstance(gait, list) and len(gait) == n
                                           and all(isinstance(g, str) for g in gait))):
             raise InvalidRequest(f"field 'gait' must be a gait name or a list of {n} names (one per point)")
-    name = check_field(c, "model", str, default=None)
-    if name is None:   # the first available controller serving this type (debug models take features)
-        name = next((m["name"] for m in ctx.server.registry.describe() if m["available"]
-                     and m["kind"] in CONTROLLER_KINDS and req.type in m["tasks"]), None)
+
+
+def _default_model(req: Message, ctx: Context, ok: Callable[[dict], bool]) -> str:
+    """The request's ``model`` field, or the first available model serving its type that ``ok`` accepts."""
+    name = check_field(req.content, "model", str, default=None)
+    if name is None:
+        name = next((m["name"] for m in ctx.server.registry.describe() if m["available"] and ok(m)
+                     and req.type in m["tasks"]), None)
         if name is None:
-            raise ModelUnavailable(f"no path controller serving {req.type!r} is registered on this server "
+            raise ModelUnavailable(f"no model serving {req.type!r} this way is registered on this server "
                                    f"(known models: {ctx.server.registry.names() or 'none'})")
+    return name
+
+
+def path_rollout(req: Message, ctx: Context) -> Result:
+    """The path form of pfnn.rollout / mann.rollout: a root path (metres) -> an animation (run by a
+    controller checkpoint; see docs/protocol.md)."""
+    _only(req.arrays, PATH_ARRAYS)
+    _check_path(req)
+    name = _default_model(req, ctx, lambda m: m["kind"] in CONTROLLER_KINDS)  # debug models take features
     model = ctx.server.registry.get(req.type, name)
     inputs = {k: np.asarray(v, np.float64) for k, v in req.arrays.items()}
     return _run(model, req, inputs, ctx)
@@ -269,25 +285,33 @@ def infill(req: Message, ctx: Context) -> Result:
     return _run(model, req, {"motion": np.asarray(motion, np.float32), "known": known}, ctx)
 
 
+def _check_rotations(arrays: Mapping[str, np.ndarray], c: Mapping[str, Any], min_frames: int = 2
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The rotation form of a clip: rotations (T, J, 4) unit WXYZ, root (T, 3), optional ``joints`` names."""
+    rot = check_array(arrays, "rotations", shape=(None, None, 4), dtypes=FLOATS)
+    T, J = rot.shape[:2]
+    joints = check_field(c, "joints", list, default=None)
+    if joints is not None and (len(joints) != J or not all(isinstance(n, str) and 0 < len(n) <= 256 for n in joints)
+                               or len(set(joints)) != J):
+        raise InvalidRequest(f"field 'joints' must list {J} distinct joint names (one per column of 'rotations')")
+    if not min_frames <= T <= MAX_CLIP_FRAMES or not 1 <= J <= MAX_JOINTS:
+        raise InvalidRequest(f"array 'rotations' must have {min_frames}..{MAX_CLIP_FRAMES} frames and "
+                             f"1..{MAX_JOINTS} joints, got {(T, J)}")
+    norms = np.linalg.norm(np.asarray(rot, np.float64), axis=-1)
+    if np.abs(norms - 1.0).max() > 1e-3:
+        raise InvalidRequest("array 'rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
+    root = check_array(arrays, "root", shape=(T, 3), dtypes=FLOATS)
+    return rot, root
+
+
 def _infill_rotations(req: Message, ctx: Context) -> Result:
     c = req.content
     check_field(c, "temperature", (int, float), default=0.0, lo=0.0, hi=10.0)
     check_field(c, "order", str, default="bisection", choices=INFILL_ORDERS)
     check_field(c, "samples", int, default=1, lo=1, hi=MAX_SAMPLES)
     _only(req.arrays, {"rotations", "root", "known", "fill"})
-    rot = check_array(req.arrays, "rotations", shape=(None, None, 4), dtypes=FLOATS)
+    rot, root = _check_rotations(req.arrays, c)
     T, J = rot.shape[:2]
-    joints = check_field(c, "joints", list, default=None)
-    if joints is not None and (len(joints) != J or not all(isinstance(n, str) and 0 < len(n) <= 256 for n in joints)
-                               or len(set(joints)) != J):
-        raise InvalidRequest(f"field 'joints' must list {J} distinct joint names (one per column of 'rotations')")
-    if not 2 <= T <= MAX_CLIP_FRAMES or not 1 <= J <= MAX_JOINTS:
-        raise InvalidRequest(f"array 'rotations' must have 2..{MAX_CLIP_FRAMES} frames and 1..{MAX_JOINTS} joints, "
-                             f"got {(T, J)}")
-    norms = np.linalg.norm(np.asarray(rot, np.float64), axis=-1)
-    if np.abs(norms - 1.0).max() > 1e-3:
-        raise InvalidRequest("array 'rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
-    root = check_array(req.arrays, "root", shape=(T, 3), dtypes=FLOATS)
     known = check_array(req.arrays, "known", shape=None, dtypes=("bool",))
     if known.shape not in ((T,), (T, J + 1)):
         raise InvalidRequest(f"array 'known' must have shape ({T},) or ({T}, {J + 1}), got {tuple(known.shape)}")
@@ -306,17 +330,25 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
 
 
 def style_adapt(req: Message, ctx: Context) -> Result:
-    """motion (T, D) restyled after example (S, D) -> motion (T, D)."""
-    check_field(req.content, "strength", float, default=1.0, lo=0.0, hi=1.0)
-    _only(req.arrays, {"motion", "example"})
-    motion = check_array(req.arrays, "motion", shape=(None, None), dtypes=FLOATS)
-    example = check_array(req.arrays, "example", shape=(None, motion.shape[1]), dtypes=FLOATS)
-    for name, a in (("motion", motion), ("example", example)):
-        if not 1 <= a.shape[0] <= MAX_CLIP_FRAMES or not 1 <= a.shape[1] <= MAX_FEATURES:
-            raise InvalidRequest(f"array {name!r} must have 1..{MAX_CLIP_FRAMES} frames and 1..{MAX_FEATURES} "
-                                 f"features, got {tuple(a.shape)}")
-    model = _model(req, ctx)
-    return _run(model, req, _f32(motion=motion, example=example), ctx)
+    """An exemplar clip (rotation form: rotations (T, J, 4), root (T, 3), optional joint names) or a style
+    code z (Z,), plus a root path (the path form of pfnn.rollout) -> the path walked in the exemplar's
+    style: the rollout arrays plus z, to send again instead of the exemplar."""
+    c = req.content
+    _only(req.arrays, PATH_ARRAYS | {"rotations", "root", "z"})
+    if ("z" in req.arrays) == ("rotations" in req.arrays):
+        raise InvalidRequest("send either an exemplar clip (arrays 'rotations' and 'root') or a style code (array 'z')")
+    if "z" in req.arrays:
+        check_array(req.arrays, "z", shape=(None,), dtypes=FLOATS, max_size=MAX_FEATURES)
+        if "root" in req.arrays:
+            raise InvalidRequest("array 'root' belongs to an exemplar clip; with 'z' send no clip")
+    else:
+        _check_rotations(req.arrays, c, min_frames=2)
+        check_field(c, "fps", float, default=None, lo=1.0, hi=1000.0)
+        check_field(c, "root_space", str, default="joint", choices=("joint", "ground"))
+    _check_path(req)
+    name = _default_model(req, ctx, lambda m: True)
+    inputs = {k: np.asarray(v, np.float64) for k, v in req.arrays.items()}
+    return _run(ctx.server.registry.get(req.type, name), req, inputs, ctx)
 
 
 def _skeleton(content: Mapping[str, Any], field_name: str) -> int:

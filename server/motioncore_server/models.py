@@ -7,9 +7,12 @@ lazily at start-up.
 A controller serves whole requests through ``run`` only (no single-frame ``step``): a request carries a
 root path (docs/protocol.md, ``pfnn.rollout`` / ``mann.rollout`` path form), already validated by the
 handler into ``points`` (N, 2) and optional ``speed`` / ``facing`` (N,) and ``gait`` (N, C) arrays plus
-content fields ``gait`` (names), ``frames``. The rollout runs on the CPU: ``Controller.predict`` feeds the
-network CPU tensors, so a ``--device cuda`` server still runs controllers on the CPU (reported in
-``models``' entry as the model's ``device``).
+content fields ``gait`` (names), ``frames``. The network runs on the server's device (``--device``);
+the per-frame features and the pose decoding stay in numpy on the CPU.
+
+``learnet-pfnn`` checkpoints (``learnet-biped``) serve ``style.adapt``: an exemplar clip (rotation form)
+or a style code ``z``, plus the same path form; the path is walked by the learnet's PFNN with the
+exemplar's code baked in (`motioncore.style`).
 """
 from __future__ import annotations
 
@@ -99,9 +102,7 @@ def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], devi
     kind = str(meta.get("kind"))
     model = build(kind, dict(meta.get("config") or {}))
     load_state_into(model, tensors, str(meta.get("name") or meta.get("bundled_name") or kind))
-    if torch.device(device).type != "cpu":
-        log.info("controllers run on the CPU", extra={"fields": {"kind": kind, "device": str(device)}})
-    ctl = Controller.from_model(model.cpu().eval(), meta)
+    ctl = Controller.from_model(model.to(device).eval(), meta)  # features on the CPU, the network on device
     name = str(meta.get("name") or meta.get("bundled_name") or kind)
 
     def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
@@ -111,7 +112,7 @@ def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], devi
         return rollout_path(ctl, name, inputs, content, ctx)
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
-    info.update({"device": "cpu", "labels": list(ctl.labels)})
+    info.update({"device": str(device), "labels": list(ctl.labels)})
     return ServedModel(name, kind, CONTROLLER_TASKS[kind], info, step=None, run=run)
 
 
@@ -156,10 +157,20 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             out[:, J] = m[:, Jin]
             return out
 
-        q = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, J, 1))
-        q[:, mapped] = rot[:, src[mapped]]
         km = to_model(known, False)  # joints the request lacks are unknown ...
         fm = None if fill is None else to_model(fill, True)  # ... and filled
+        rest: list[str] = []
+        if model.cfg.group_frames and not mapped.all():
+            # a whole-frame checkpoint needs every joint on a keyed frame: joints the rig lacks are held
+            # at the rest pose (identity) on the frames where every joint it has is keyed
+            full = km[:, :J][:, mapped].all(axis=1) & km[:, J]
+            km[:, :J][:, ~mapped] = full[:, None]
+            if fm is not None:
+                fm[:, :J][:, ~mapped] = ~full[:, None]
+            rest = [n for n, m in zip(model_names, mapped, strict=True) if not m]
+
+        q = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, J, 1))
+        q[:, mapped] = rot[:, src[mapped]]
         S = int(content.get("samples") or 1)
         done = [0]
 
@@ -182,7 +193,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],
-                 "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m]},
+                 "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m and n not in rest],
+                 "rest_joints": rest},
                 {"rotations": rot_out, "root": out.root.astype(np.float32)})
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
@@ -192,3 +204,41 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
 
 
 register_loader("anyorder", ("infill",), load_anyorder)
+
+
+def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
+    """Registry loader for ``learnet-pfnn`` checkpoints: ``style.adapt`` (docs/protocol.md)."""
+    from motioncore.style import StyleAdapter
+
+    model = build("learnet-pfnn", dict(meta.get("config") or {}))
+    name = str(meta.get("name") or meta.get("bundled_name") or "learnet-pfnn")
+    load_state_into(model, tensors, name)
+    ad = StyleAdapter(model.to(device).eval(), meta)  # type: ignore[arg-type]
+    Z = ad.model.pfnn.cfg.style_dim
+
+    def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+        missing: list[str] = []
+        if "z" in inputs:
+            z, source = np.asarray(inputs["z"], np.float32).reshape(-1), "z"
+            if z.shape != (Z,):
+                raise InvalidRequest(f"array 'z' must have shape ({Z},) for model {name!r}, got {tuple(inputs['z'].shape)}")
+        else:
+            try:
+                motion, missing = ad.motion(inputs["rotations"], inputs["root"], content.get("joints"),
+                                            content.get("fps"), content.get("root_space") == "ground")
+                z = ad.code(motion)
+            except MotioncoreError as e:
+                raise InvalidRequest(str(e)) from None
+            source = "exemplar"
+        out, arrays = rollout_path(ad.controller(z), name, inputs, content, ctx)
+        out.update(style_from=source, missing_joints=missing)
+        arrays["z"] = np.asarray(z, np.float32)
+        return out, arrays
+
+    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence", "metrics")}
+    info.update({"device": str(device), "labels": list(ad.layout.labels), "z_dim": Z,
+                 "exemplar_min_s": round((ad.min_rows + 2 * ad.fps) / ad.fps, 2)})
+    return ServedModel(name, "learnet-pfnn", ("style.adapt",), info, step=None, run=run)
+
+
+register_loader("learnet-pfnn", ("style.adapt",), load_style)

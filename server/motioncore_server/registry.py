@@ -192,7 +192,7 @@ def debug_mlp(device: torch.device | str = "cpu", d_in: int = 342, d_hidden: int
 
     @torch.inference_mode()
     def step(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        h = torch.as_tensor(inputs["x"], device=dev, dtype=torch.float32)  # (B, d_in)
+        h = torch.as_tensor(np.array(inputs["x"], dtype=np.float32), device=dev)  # (B, d_in); a copy: wire arrays are read-only
         for i, w in enumerate(ws):
             h = h @ w if i == len(ws) - 1 else torch.relu(h @ w)
         phase = np.mod(inputs["phase"].astype(np.float32) + np.float32(0.1), np.float32(2 * np.pi))

@@ -224,7 +224,7 @@ class Client:
         while (left := deadline - time.monotonic()) > 0:
             if not sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
                 continue
-            frames = sock.recv_multipart(copy=False)
+            frames = sock.recv_multipart()   # bytes: cheaper than zmq.Frame objects for small frames
             try:
                 msg = self._codec.decode(frames)
             except P.SignatureError as e:
@@ -273,8 +273,10 @@ class Client:
         self.server = self.call("hello", timeout=min(self.timeout, HELLO_TIMEOUT)).content
         return self.server
 
-    def health(self, timeout: float | None = None) -> dict[str, Any]:
-        return self.call("health", timeout=timeout).content
+    def health(self, timeout: float | None = None, stats: bool = False) -> dict[str, Any]:
+        """``{status, uptime_s, inflight}``; ``stats=True`` adds the server's counters (queues, replies,
+        rejections by code, send failures, batches)."""
+        return self.call("health", {"stats": True} if stats else None, timeout=timeout).content
 
     def models(self) -> list[dict[str, Any]]:
         return self.call("models").content["models"]
@@ -306,11 +308,25 @@ class Client:
                          {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
                           "known": np.asarray(known, bool)}, **kw)
 
-    def style_adapt(self, motion: np.ndarray, example: np.ndarray, strength: float = 1.0,
+    def style_adapt(self, points: np.ndarray, *, rotations: np.ndarray | None = None, root: np.ndarray | None = None,
+                    joints: list[str] | None = None, fps: float | None = None, root_space: str | None = None,
+                    z: np.ndarray | None = None,
+                    speed: np.ndarray | None = None, gait: str | list[str] | None = None, frames: int | None = None,
                     model: str | None = None, **kw: Any) -> P.Message:
-        return self.call("style.adapt", _drop_none({"strength": strength, "model": model}),
-                         {"motion": np.asarray(motion, np.float32), "example": np.asarray(example, np.float32)},
-                         **kw)
+        """Walk the root path ``points`` (N, 2) in metres in the style of an exemplar clip (rotation form:
+        ``rotations`` (T, J, 4) WXYZ, ``root`` (T, 3) cm, optional ``joints`` names, ``fps`` and ``root_space``
+        "ground" when ``root`` is the ground projection) or of a style code
+        ``z`` from an earlier reply. Reply buffers: the rollout (as pfnn.rollout's path form) plus ``z``."""
+        arrays: dict[str, Any] = {"points": np.asarray(points, np.float32)}
+        if rotations is not None:
+            arrays.update(rotations=np.asarray(rotations, np.float32), root=np.asarray(root, np.float32))
+        if z is not None:
+            arrays["z"] = np.asarray(z, np.float32)
+        if speed is not None:
+            arrays["speed"] = np.asarray(speed, np.float32)
+        return self.call("style.adapt", _drop_none({"joints": joints, "fps": fps, "root_space": root_space, "gait": gait,
+                                                    "frames": frames, "model": model}),
+                         arrays, **kw)
 
     def retarget(self, rotations: np.ndarray, root: np.ndarray, source: Mapping, target: Mapping,
                  model: str | None = None, **kw: Any) -> P.Message:

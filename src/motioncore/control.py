@@ -210,6 +210,7 @@ class Controller:
         self.labels = self.layout.labels
         self.mode = self._check_mode(mode)
         self.dtype = next(model.parameters()).dtype
+        self.device = next(model.parameters()).device  # inputs go there, outputs come back to numpy
         self.bones = self._bones()
 
     # --- loading ---------------------------------------------------------------------------------------
@@ -441,7 +442,8 @@ class Controller:
             raise MotioncoreError(f"phase: expected ({len(x)},) in cycles, got {cycles.shape}")
         xn = np.clip(self.x_norm.transform(x), -INPUT_CLIP, INPUT_CLIP)
         with torch.no_grad():
-            y = self._net(torch.as_tensor(xn, dtype=self.dtype), cycles).to(torch.float64).numpy()
+            y = self._net(torch.as_tensor(xn, dtype=self.dtype, device=self.device), cycles)
+        y = y.cpu().to(torch.float64).numpy()
         return y if normalised else self.y_norm.inverse(y)
 
     def _advance(self, st: State, traj: Trajectory, out: Any, s0: np.ndarray) -> State:
@@ -506,7 +508,7 @@ class PFNNController(Controller):
     def _net(self, x: torch.Tensor, cycles: np.ndarray) -> torch.Tensor:
         if self.runtime is not None:
             return self.runtime(x, torch.as_tensor(cycles, dtype=torch.float64))
-        phase = torch.as_tensor(cycles, dtype=x.dtype)
+        phase = torch.as_tensor(cycles, dtype=x.dtype, device=x.device)
         if self.kind == "phase-mlp":
             return self.model(x, phase)
         return self.model(x, phase, mode=self.mode)
@@ -559,7 +561,7 @@ class MANNController(Controller):
         return mann_decode(self.layout, y, frame, self.fps)
 
     def _net(self, x: torch.Tensor, cycles: np.ndarray) -> torch.Tensor:
-        gate = x[:, torch.as_tensor(self.layout.gating, dtype=torch.long)]  # (B, 19) z-scored gating columns
+        gate = x[:, torch.as_tensor(self.layout.gating, dtype=torch.long, device=x.device)]  # (B, 19) gating columns
         return self.model(x, gate, mode=self.mode)
 
 

@@ -316,7 +316,8 @@ class Codec:
             descs.append(d)
             bufs.append(b)
         header = {"version": PROTOCOL_VERSION, "id": id or new_id(), "type": type, "parent_id": parent_id,
-                  "server_session": self.session, "content": dict(content or {}), "buffers": descs}
+                  "server_session": self.session, "content": content if isinstance(content, dict) else dict(content or {}),
+                  "buffers": descs}
         try:
             hb = _ENCODER.encode(header).encode()
         except ValueError as e:
@@ -332,34 +333,41 @@ class Codec:
 
     # -- decoding
     def decode(self, frames: Sequence[Any]) -> Message:
-        """Validate ``frames`` (steps 1-6, in order) and return the message. Raises a ProtocolError subclass."""
-        identity, sig, header, bufs = _split_frames([_view(f) for f in frames], self.limits)   # (1)
-        total = _check_sizes(header, bufs, self.limits)                                          # (2)
-        sig_b = sig.tobytes() if len(sig) == SIGNATURE_BYTES else b""                            # (3)
+        """Validate ``frames`` (steps 1-6, in order) and return the message. Raises a ProtocolError subclass.
+
+        Frames may be bytes (``recv_multipart()``, used as they are: the fast path for small messages),
+        zmq.Frame, bytearray or memoryview."""
+        fr = [f if type(f) is bytes else _view(f) for f in frames]
+        identity, sig, header, bufs = _split_frames(fr, self.limits)                            # (1)
+        total = _check_sizes(header, bufs, self.limits)                                         # (2)
+        sig_b = bytes(sig) if len(sig) == SIGNATURE_BYTES else b""                              # (3)
         if not hmac.compare_digest(sig_b, self.sign(header, bufs)):
             raise SignatureError("signature does not match (wrong key or altered message)")
         if not self.history.check_and_add(sig_b):
             raise ReplayError("message replayed (signature seen recently)")
-        h = _parse_header(header)                                                                # (4)
-        arrays = _arrays(h["buffers"], bufs, self.limits.max_ndim, h["id"])                      # (5), (6)
-        return Message(type=h["type"], id=h["id"], content=h["content"], arrays=arrays, parent_id=h["parent_id"],
-                       server_session=h["server_session"], identity=identity, nbytes=total)
+        h = _parse_header(header)                                                               # (4)
+        descs = h["buffers"]
+        arrays = _arrays(descs, bufs, self.limits.max_ndim, h["id"]) if descs or bufs else {}   # (5), (6)
+        return Message(h["type"], h["id"], h["content"], arrays, h["parent_id"], h["server_session"], identity, total)
 
 
-def _split_frames(views: list[memoryview], lim: Limits) -> tuple[list[bytes], memoryview, memoryview,
-                                                                 list[memoryview]]:
+def _split_frames(views: list[Any], lim: Limits) -> tuple[list[bytes], Any, Any, list[Any]]:
     """Step 1: (identity frames, signature, header, buffers), found around the delimiter."""
-    n_id = next((i for i, v in enumerate(views[:lim.max_identities + 1]) if v == DELIMITER), None)
+    n_id = None
+    for i in range(min(len(views), lim.max_identities + 1)):
+        if views[i] == DELIMITER:
+            n_id = i
+            break
     if n_id is None:
         raise FrameError(f"no {DELIMITER.decode()} delimiter within the first {lim.max_identities + 1} frames")
     n_after = len(views) - n_id - 1
     if not 2 <= n_after <= 2 + lim.max_buffers:
         raise FrameError(f"expected signature, header and at most {lim.max_buffers} buffers after the "
                          f"delimiter, got {n_after} frames")
-    return [v.tobytes() for v in views[:n_id]], views[n_id + 1], views[n_id + 2], views[n_id + 3:]
+    return [bytes(v) for v in views[:n_id]], views[n_id + 1], views[n_id + 2], views[n_id + 3:]
 
 
-def _check_sizes(header: memoryview, bufs: list[memoryview], lim: Limits) -> int:
+def _check_sizes(header: Any, bufs: list[Any], lim: Limits) -> int:
     """Step 2: header, each buffer and the total within the limits; returns the total."""
     if len(header) > lim.max_header_bytes:
         raise TooLarge(f"header is {len(header)} bytes, limit {lim.max_header_bytes}")
@@ -372,7 +380,7 @@ def _check_sizes(header: memoryview, bufs: list[memoryview], lim: Limits) -> int
     return total
 
 
-def _arrays(descs: list[dict], bufs: list[memoryview], max_ndim: int, msg_id: str) -> dict[str, np.ndarray]:
+def _arrays(descs: list[dict], bufs: list[Any], max_ndim: int, msg_id: str) -> dict[str, np.ndarray]:
     """Steps 5 (dtypes) and 6 (count, shapes, lengths by arithmetic), then read-only views of the frames."""
     dtypes = []
     for d in descs:
@@ -400,15 +408,19 @@ def _arrays(descs: list[dict], bufs: list[memoryview], max_ndim: int, msg_id: st
     return arrays
 
 
-def _parse_header(raw: memoryview) -> dict[str, Any]:
+def _parse_header(raw: Any) -> dict[str, Any]:
     try:
-        h = _DECODER.decode(raw.tobytes().decode("utf-8"))
+        text = bytes(raw).decode("utf-8")
+        start = len(text) - len(text.lstrip(" \t\n\r")) if text[:1] in " \t\n\r" else 0
+        h, end = _DECODER.raw_decode(text, start)   # what JSONDecoder.decode does, less its regex calls
+        if end != len(text) and text[end:].strip(" \t\n\r"):
+            raise ValueError(f"extra data at character {end}")
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise HeaderError(f"header is not UTF-8 JSON ({str(e)[:120]})") from None
-    if not isinstance(h, dict):
+    if type(h) is not dict:
         raise HeaderError(f"header must be a JSON object, got {type(h).__name__}")
     v = h.get("version")
-    if not isinstance(v, int) or isinstance(v, bool):
+    if type(v) is not int:
         raise HeaderError(f"header field 'version' must be an integer, got {v!r}"[:200])
     mid = h.get("id")
     pid = mid if isinstance(mid, str) and _ID_RE.match(mid) else None

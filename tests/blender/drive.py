@@ -8,7 +8,10 @@
    twin armature: the same curves;
 4. with a live server (CONNECTION_FILE): Walk-along-path through ``bpy.ops.motioncore.walk_path``, then
    one ``ed.undo`` reverts it;
-5. with a server that is down: ``bpy.ops.motioncore.infill`` reports an error and writes nothing.
+5. with a server that is down: ``bpy.ops.motioncore.infill`` reports an error and writes nothing;
+6. with the live server: the walk on a rig with tilted, rolled bones poses every bone as the model's
+   joint (world rotations compared); In-fill between two keyed poses (every frame of the gap keyed,
+   equal to the server's answer, the user's keys unchanged, one undo); Style from example.
 Writes a JSON of figures and booleans to OUT; pytest asserts on them. Background mode: timers never
 fire, so the operators run synchronously (``execute``).
 """
@@ -30,7 +33,9 @@ PARENT = {"Spine": "Hips", "Chest": "Spine", "Neck": "Chest", "Head": "Neck", "S
           "UpperLeg_L": "Hips", "UpperLeg_R": "Hips"}
 
 
-def armature(name: str):
+def armature(name: str, roll: float = 0.0):
+    """12 Bandai-named bones; ``roll`` != 0 tilts each bone off the vertical and rolls it (i * roll rad),
+    so its rest frame differs from the model joint's."""
     arm = bpy.data.armatures.new(name)
     obj = bpy.data.objects.new(name, arm)
     bpy.context.scene.collection.objects.link(obj)
@@ -40,9 +45,32 @@ def armature(name: str):
     for i, b in enumerate(BONES):
         eb = arm.edit_bones.new(b)
         eb.head = (0.1 * (i % 3), 0.0, 0.1 * i)
-        eb.tail = (0.1 * (i % 3), 0.0, 0.1 * i + 0.1)
+        eb.tail = (0.1 * (i % 3) + 0.05 * np.sin(roll * i), 0.05 * np.cos(roll * i) * (roll != 0), 0.1 * i + 0.1)
+        eb.roll = roll * i
     for b, p in PARENT.items():
         arm.edit_bones[b].parent = arm.edit_bones[p]
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for pb in obj.pose.bones:
+        pb.rotation_mode = "QUATERNION"
+    return obj
+
+
+def full_armature(name: str, joints: list[str], parents: list[int], roll: float):
+    """One bone per model joint, chained as the model's skeleton, each tilted and rolled differently."""
+    arm = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, arm)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    for i, b in enumerate(joints):
+        eb = arm.edit_bones.new(b)
+        eb.head = (0.05 * (i % 4), 0.02 * (i % 3), 0.08 * i)
+        eb.tail = (0.05 * (i % 4) + 0.03 * np.sin(roll * i), 0.02 * (i % 3) + 0.03, 0.08 * i + 0.06)
+        eb.roll = roll * i
+    for i, p in enumerate(parents):
+        if p >= 0:
+            arm.edit_bones[joints[i]].parent = arm.edit_bones[joints[p]]
     bpy.ops.object.mode_set(mode="OBJECT")
     for pb in obj.pose.bones:
         pb.rotation_mode = "QUATERNION"
@@ -177,8 +205,152 @@ def main() -> None:
                        "keys": sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values())}
         bpy.ops.ed.undo()
         res["walk"]["keys_after_undo"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values())
+        res["walk"]["world"] = walk_world_check(conn)
+        res["infill"] = live_infill(conn)
+        res["style"] = live_style(conn)
     with open(out_path, "w") as f:
         json.dump(res, f, indent=1)
+
+
+def _mods():
+    return (sys.modules["bl_ext.user_default.motioncore.requests"], sys.modules["bl_ext.user_default.motioncore.rigmap"],
+            sys.modules["bl_ext.user_default.motioncore.keys"], sys.modules["bl_ext.user_default.motioncore.vendor.client"])
+
+
+def _fk(local: np.ndarray, parents: list[int], mul) -> np.ndarray:
+    """(T, J, 4) global rotations from local ones."""
+    g = np.array(local, np.float64)
+    for j, p in enumerate(parents):
+        if p >= 0:
+            g[:, j] = mul(g[:, p], local[:, j])
+    return g
+
+
+def walk_world_check(conn: str) -> dict:
+    """Walk a rig whose bones are tilted and rolled: every posed bone's armature-space rotation must be
+    the model joint's global rotation carried into Z-up and applied to the bone's rest frame
+    (A G_j A^-1 M_b), i.e. the rig moves as the model does whatever its bone rolls."""
+    req, rigmap, keys, client = _mods()
+    sc = bpy.context.scene
+    sc.render.fps, sc.render.fps_base = 30, 1.0     # the model's rate: key k is model frame k
+    for o in list(bpy.context.selected_objects):
+        o.select_set(False)
+    rig = armature("Rolled", roll=0.7)
+    bpy.data.objects["Path"].select_set(True)
+    rig.select_set(True)
+    bpy.context.view_layer.objects.active = rig
+    sc.frame_current = 1
+    r = bpy.ops.motioncore.walk_path("EXEC_DEFAULT", True)
+    points = np.array([[0, 0], [0, 1.5], [0, 3.0]], np.float32)
+    with client.Client(conn, timeout=60) as c:
+        reply = c.call("pfnn.rollout", {"gait": "walk"}, {"points": points})
+    joints, parents = reply.content["skeleton"]["joints"], reply.content["skeleton"]["parents"]
+    G = _fk(np.asarray(reply.arrays["rotations"], np.float64), parents, rigmap.quat_mul)
+    A = rigmap.Y_UP_TO_Z_UP
+    worst = 0.0
+    for f in (1, 15, 40, 80):
+        sc.frame_set(f)
+        for b in BONES:
+            pb = rig.pose.bones[b]
+            got = np.array(tuple(pb.matrix.to_quaternion()))
+            M = np.array(tuple(rig.data.bones[b].matrix_local.to_quaternion()))
+            want = rigmap.quat_mul(rigmap.quat_mul(rigmap.quat_mul(A, G[f - 1, joints.index(b)]), rigmap.quat_conj(A)), M)
+            dot = abs(float(np.dot(got / np.linalg.norm(got), want / np.linalg.norm(want))))
+            worst = max(worst, float(np.degrees(2 * np.arccos(min(1.0, dot)))))
+    return {"result": sorted(r), "max_angle_deg": worst, "frames": int(reply.content["frames"])}
+
+
+def live_infill(conn: str) -> dict:
+    """In-fill between two keyed poses 30 frames apart on a rolled rig: keys on every frame of the gap,
+    equal to the server's answer (carried into the bones' rest frames), the user's keys unchanged, one
+    undo removes the fill."""
+    req, rigmap, keys, client = _mods()
+    for o in list(bpy.context.selected_objects):
+        o.select_set(False)
+    rig = armature("Filler", roll=0.4)
+    bpy.context.view_layer.objects.active = rig
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = 1, 100
+    user = user_keys(rig)
+    bpy.ops.ed.undo_push(message="before in-fill")
+    t = time.perf_counter()
+    r = bpy.ops.motioncore.infill("EXEC_DEFAULT", True)
+    out = {"result": sorted(r), "s": time.perf_counter() - t}
+    after = snapshot(rig)
+    frames = np.arange(1, 32, dtype=np.float64)
+    # the same request straight to the server, as the operator builds it
+    offsets = {b.name: rigmap.rest_offset(np.array(tuple(b.matrix_local.to_quaternion()))) for b in rig.data.bones}
+    act, slot = rig.animation_data.action, getattr(rig.animation_data, "action_slot", None)
+    fcm = sys.modules["bl_ext.user_default.motioncore.fcurves"]
+    sampled = fcm.sample_rotations(act, slot, BONES, frames)
+    model = np.stack([rigmap.to_model(sampled[:, j], offsets[b]) for j, b in enumerate(BONES)], axis=1)
+    known = np.zeros((31, len(BONES)), bool)
+    known[[0, 30]] = True
+    with client.Client(conn, timeout=60) as c:
+        _, arrays = req.infill_job(model, known, BONES, "anyorder-body")(c)
+    want = np.stack([rigmap.to_rig(arrays["rotations"][0, :, j].astype(np.float64), offsets[b])
+                     for j, b in enumerate(BONES)], axis=1)
+    want = keys.quat_continuity(want)
+    diff, every = 0.0, True
+    for j, b in enumerate(BONES):
+        for i in range(4):
+            co = np.array(after[f'pose.bones["{b}"].rotation_quaternion[{i}]'][0]).reshape(-1, 2)
+            every &= set(co[:, 0].tolist()) >= set(frames.tolist())
+            gen = {int(fr): v for fr, v in co if 1 < fr < 31}
+            diff = max(diff, max(abs(gen[int(fr)] - want[k, j, i]) for k, fr in enumerate(frames) if 1 < fr < 31))
+    out.update(every_frame=bool(every), max_diff=float(diff))
+    out["user_keys_kept"] = all([list(c) for c in zip(after[k][0][0::2], after[k][0][1::2], strict=True)
+                                 if c[0] in (1.0, 31.0)] == [v[0][0:2], v[0][2:4]] for k, v in user.items())
+    out["keys"] = sum(len(v[0]) // 2 for v in after.values())
+    bpy.ops.ed.undo()
+    out["after_undo_same_as_user"] = snapshot(bpy.data.objects["Filler"]) == user
+    return out
+
+
+def live_style(conn: str) -> dict:
+    """Style from example: an example action (a leg swing keyed on a full, rolled Bandai-named rig, plus
+    object location) -> the walk along the curve; one undo reverts it."""
+    req, rigmap, keys, client = _mods()
+    for o in list(bpy.context.selected_objects):
+        o.select_set(False)
+    with client.Client(conn, timeout=60) as c:
+        sk = next(m for m in c.models() if m["name"] == "learnet-biped")["skeleton"]
+    rig = full_armature("Stylist", sk["names"], sk["parents"], roll=0.3)   # every joint: the style needs them
+    ex = bpy.data.actions.new("Example")
+    rig.animation_data_create()
+    rig.animation_data.action = ex
+    offsets = {b.name: rigmap.rest_offset(np.array(tuple(b.matrix_local.to_quaternion()))) for b in rig.data.bones}
+    T = 120
+    t = np.arange(T) / 30.0
+    swing = 0.35 * np.sin(2 * np.pi * 1.0 * t)          # a walking swing of the legs, model space
+    names = list(sk["names"])
+    q = np.zeros((T, len(names), 4))
+    q[..., 0] = 1.0
+    for name, sgn in (("UpperLeg_L", 1), ("UpperLeg_R", -1)):
+        q[:, names.index(name)] = np.stack([np.cos(sgn * swing / 2), np.sin(sgn * swing / 2), 0 * t, 0 * t], 1)
+    for k in range(T):
+        for j, b in enumerate(names):
+            rig.pose.bones[b].rotation_quaternion = rigmap.to_rig(q[k, j], offsets[b])
+            rig.pose.bones[b].keyframe_insert("rotation_quaternion", frame=k + 1)
+        rig.location = (0.0, -1.2 * t[k], 0.0)        # walking towards model +z at 1.2 m/s
+        rig.keyframe_insert("location", frame=k + 1)
+    rig.animation_data.action = None
+    rig.location = (0, 0, 0)
+    bpy.context.scene.motioncore.style_action = ex
+    bpy.data.objects["Path"].select_set(True)
+    rig.select_set(True)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.ed.undo_push(message="before style")
+    t0 = time.perf_counter()
+    try:
+        r = sorted(bpy.ops.motioncore.style_adapt("EXEC_DEFAULT", True))
+    except RuntimeError as e:
+        return {"error": str(e)}
+    out = {"result": r, "s": time.perf_counter() - t0,
+           "keys": sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Stylist"]).values())}
+    bpy.ops.ed.undo()
+    out["keys_after_undo"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Stylist"]).values())
+    return out
 
 
 if __name__ == "__main__":

@@ -50,8 +50,9 @@ from ..errors import DataError, MotioncoreError
 from ..features.common import Layout, Normaliser, ground_joints, layout_normalisers
 from ..features.pfnn import GAITS, pfnn_dataset, pfnn_layout
 from ..kinematics import find_body_joints
-from ..models.learnet import StyleEncoder, StyleEncoderConfig
+from ..models.learnet import StyleEncoderConfig
 from ..models.pfnn import PFNN, PFNNConfig
+from ..style import LearnetPFNN
 from ..train.loop import TrainConfig, fit
 
 CONDITIONS = ("base", "learnet", "learnet_wrong_style", "finetuned")
@@ -184,25 +185,6 @@ def clip_rows(prep: Prepared, c: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- models
-class LearnetPFNN(nn.Module):
-    """A PFNN with style adapters plus the encoder that reads z from an exemplar clip."""
-
-    def __init__(self, pfnn_cfg: PFNNConfig, encoder_cfg: StyleEncoderConfig):
-        super().__init__()
-        if pfnn_cfg.style_dim != encoder_cfg.z_dim or pfnn_cfg.style_rank < 1:
-            raise ValueError(f"style_dim {pfnn_cfg.style_dim} must equal z_dim {encoder_cfg.z_dim}, style_rank >= 1")
-        self.pfnn = PFNN(pfnn_cfg)
-        self.encoder = StyleEncoder(encoder_cfg)
-
-    def forward(self, x: Tensor, phase: Tensor, z: Tensor | None = None) -> Tensor:
-        """x (B, D_in), phase (B,), z (B, Z) or None -> y (B, D_out)."""
-        return self.pfnn(x, phase, z)
-
-    def encode(self, exemplar: Tensor, lengths: Tensor | None = None) -> Tensor:
-        """exemplar (W, L, D_in) z-scored X rows -> z (W, Z)."""
-        return self.encoder(exemplar, lengths)
-
-
 def load_learnet(path: str | os.PathLike) -> tuple[LearnetPFNN, dict]:
     """(model in eval mode, metadata) of a ``learnet-pfnn`` checkpoint written by `main`."""
     tensors, meta = load_tensors(path)

@@ -29,6 +29,9 @@ def _kinds() -> dict[str, tuple[type, type]]:
         kinds["anyorder"] = (AnyOrderConfig, AnyOrderTransformer)
     except ImportError:  # pragma: no cover - optional while the model is under construction
         pass
+    from ..style import LearnetPFNN, LearnetPFNNConfig
+
+    kinds["learnet-pfnn"] = (LearnetPFNNConfig, LearnetPFNN)
     return kinds
 
 

@@ -1,0 +1,94 @@
+"""Server jobs built from plain data (no bpy): what the operators send, run on the worker thread.
+
+Each ``*_job`` function returns ``job(client) -> (content, arrays)``; operators build them in the main
+thread from what they read off the rig, and the worker runs them. Bones are mapped to the model's joints
+here, with the server's ``models`` listing (presets, then names: `rigmap.auto_map`), so the rig needs
+no renaming; rotations arrive already carried into the model's rest frames (`rigmap.to_model`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import keys, rigmap
+
+NOT_AVAILABLE = ("unknown_type", "model_unavailable")
+Job = Callable[[Any], tuple[dict[str, Any], dict[str, np.ndarray]]]
+
+
+def describe_error(label: str, err: BaseException) -> str:
+    """One line for ``self.report({'ERROR'}, ...)``; typed server errors keep their code."""
+    code = getattr(err, "code", None)
+    msg = getattr(err, "message", None) or str(err)
+    if code in NOT_AVAILABLE:
+        return f"{label}: not available on this server ({code}: {msg})"
+    if code is not None:
+        return f"{label}: server error {code}: {msg}"
+    return f"{label}: {type(err).__name__}: {msg}"
+
+
+def plain(msg: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A reply as plain data (arrays copied out of the receive buffers)."""
+    return dict(msg.content), {k: np.array(v) for k, v in msg.arrays.items()}
+
+
+def find_model(client: Any, task: str, name: str | None) -> dict[str, Any]:
+    """The ``models`` entry serving ``task`` (named ``name``, else the first); raises ValueError."""
+    served = [m for m in client.models() if task in m.get("tasks", ()) and m.get("available", True)]
+    pick = next((m for m in served if name is None or m["name"] == name), None)
+    if pick is None:
+        have = ", ".join(m["name"] for m in served) or "none"
+        raise ValueError(f"the server has no model {name or ''} for {task} (serving it: {have})".replace("  ", " "))
+    return pick
+
+
+def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: str | None) -> list[str]:
+    """One distinct name per bone for the request's ``joints``: the model joint the bone maps to, else
+    the bone's own name (prefixed ``rig:`` if that would collide with a mapped model joint)."""
+    rmap = rigmap.auto_map(list(bones), list(model_joints), rig_preset=rig_preset)
+    of_bone = {b: j for j, b in rmap.mapping.items()}
+    taken = set(of_bone.values())
+    return [of_bone.get(b) or (f"rig:{b}" if b in taken else b) for b in bones]
+
+
+def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], model: str | None,
+               rig_preset: str | None = None, *, temperature: float = 0.0, samples: int = 1,
+               order: str = "bisection", seed: int = 0) -> Job:
+    """In-fill: ``rotations`` (T, B, 4) model-space local rotations of the rig's ``bones`` (identity or
+    interpolated where unkeyed), ``known`` (T, B) keyed elements; root translation unknown except on
+    fully keyed frames (sent as zero: the rig's root motion is not filled)."""
+    rot = np.asarray(rotations, np.float32)
+    keyed = np.asarray(known, bool)
+    T = rot.shape[0]
+    mask = np.concatenate([keyed, keyed.all(axis=1, keepdims=True)], axis=1)
+    root = np.zeros((T, 3), np.float32)
+
+    def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        info = find_model(c, "infill", model)
+        names = joint_names(bones, info["skeleton"]["names"], rig_preset)
+        return plain(c.call("infill", {"model": info["name"], "joints": names, "temperature": float(temperature),
+                                       "samples": int(samples), "order": order, "seed": int(seed)},
+                            {"rotations": rot, "root": root, "known": mask}))
+    return job
+
+
+def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
+              model: str | None, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
+              gait: str | None = None) -> Job:
+    """Style from example: the example action's bone rotations (T, B, 4) and object locations (T, 3,
+    Blender metres) at ``fps``, and the path ``points`` (N, 2) in metres."""
+    rot = np.asarray(rotations, np.float64)
+
+    def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        info = find_model(c, "style.adapt", model)
+        ex, names = keys.to_model_joints(rot, bones, info["skeleton"]["names"], rig_preset, offsets)
+        root = keys.root_from_location(location, float(info.get("units_per_metre") or 100.0))
+        content = {"joints": names, "fps": float(fps), "root_space": "ground", "model": info["name"]}
+        if gait:
+            content["gait"] = gait
+        return plain(c.call("style.adapt", content, {"points": np.asarray(points, np.float32),
+                                                     "rotations": ex.astype(np.float32),
+                                                     "root": root.astype(np.float32)}))
+    return job

@@ -1,0 +1,187 @@
+"""One-shot style adaptation: a learnet PFNN reads a style code z from ONE exemplar clip, and walks paths
+in that style with its weights ``W_k + M1 diag(f(z)) M2`` (no fine-tuning).
+
+The model (kind ``learnet-pfnn``) is trained by `motioncore.experiments.learnet_style`; the bundled
+``learnet-biped`` is that run on Bandai dataset 2 with the style ``elderly`` held out (its README numbers,
+a negative result on the held-out style, are in the checkpoint's ``metrics``).
+
+Use::
+
+    ad = StyleAdapter.load("learnet-biped")
+    z = ad.code(exemplar_motion)        # (Z,) from the clip's central <= 4 s of PFNN input rows
+    ctl = ad.controller(z)              # a PFNNController with z baked in: ctl.rollout(path)
+
+Legend: T frames, N rows, D_in PFNN inputs, Z style code.
+"""
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .errors import MotioncoreError
+from .models.learnet import StyleEncoder, StyleEncoderConfig
+from .models.pfnn import PFNN, PFNNConfig
+from .motion import Motion
+
+
+@dataclass
+class LearnetPFNNConfig:
+    """The two halves of a ``learnet-pfnn`` checkpoint's config (as JSON objects or configs)."""
+
+    pfnn: Any
+    encoder: Any
+
+    def __post_init__(self) -> None:
+        if isinstance(self.pfnn, dict):
+            self.pfnn = PFNNConfig(**self.pfnn)
+        if isinstance(self.encoder, dict):
+            self.encoder = StyleEncoderConfig(**self.encoder)
+
+
+class LearnetPFNN(nn.Module):
+    """A PFNN with style adapters plus the encoder that reads z from an exemplar clip."""
+
+    def __init__(self, pfnn_cfg: PFNNConfig | LearnetPFNNConfig, encoder_cfg: StyleEncoderConfig | None = None):
+        super().__init__()
+        if isinstance(pfnn_cfg, LearnetPFNNConfig):
+            pfnn_cfg, encoder_cfg = pfnn_cfg.pfnn, pfnn_cfg.encoder
+        assert isinstance(pfnn_cfg, PFNNConfig) and isinstance(encoder_cfg, StyleEncoderConfig)
+        if pfnn_cfg.style_dim != encoder_cfg.z_dim or pfnn_cfg.style_rank < 1:
+            raise ValueError(f"style_dim {pfnn_cfg.style_dim} must equal z_dim {encoder_cfg.z_dim}, style_rank >= 1")
+        self.pfnn = PFNN(pfnn_cfg)
+        self.encoder = StyleEncoder(encoder_cfg)
+
+    def forward(self, x: Tensor, phase: Tensor, z: Tensor | None = None) -> Tensor:
+        """x (B, D_in), phase (B,), z (B, Z) or None -> y (B, D_out)."""
+        return self.pfnn(x, phase, z)
+
+    def encode(self, exemplar: Tensor, lengths: Tensor | None = None) -> Tensor:
+        """exemplar (W, L, D_in) z-scored X rows -> z (W, Z)."""
+        return self.encoder(exemplar, lengths)
+
+
+class StyledPFNN(nn.Module):
+    """The learnet's PFNN with one style code fixed: ``forward(x, phase, mode)`` like a plain PFNN, so a
+    `PFNNController` rolls it out unchanged."""
+
+    def __init__(self, pfnn: PFNN, z: Tensor):
+        super().__init__()
+        self.pfnn, self.cfg = pfnn, pfnn.cfg
+        self.register_buffer("z", z.reshape(1, -1))
+
+    def forward(self, x: Tensor, phase: Tensor, mode: str = "outputs") -> Tensor:
+        return self.pfnn(x, phase, self.z.to(x.dtype).expand(x.shape[0], -1), mode)
+
+
+class StyleAdapter:
+    """A loaded ``learnet-pfnn`` checkpoint: exemplar clip -> style code -> path controller."""
+
+    def __init__(self, model: LearnetPFNN, meta: dict[str, Any]):
+        from .control import Controller
+
+        self.model, self.meta = model.eval(), meta
+        plain = {**meta, "kind": "pfnn", "config": meta["config"]["pfnn"]}
+        self._base = Controller.from_model(model.pfnn, plain)  # layout, normalisers, skeleton checks
+        self.skeleton, self.fps, self.layout = self._base.skeleton, self._base.fps, self._base.layout
+        exp = meta.get("experiment") or {}
+        self.window_rows = int(round(float(exp.get("window_max_s", 4.0)) * self.fps))
+        self.min_rows = int(round(float(exp.get("window_min_s", 2.0)) * self.fps)) // 2
+
+    @staticmethod
+    def load(name_or_path: str | os.PathLike, device: str | torch.device = "cpu") -> StyleAdapter:
+        from .models.registry import load_model
+
+        model, meta = load_model(name_or_path, device)
+        if meta.get("kind") != "learnet-pfnn":
+            raise MotioncoreError(f"{name_or_path}: kind {meta.get('kind')!r} is not a style model (learnet-pfnn)")
+        return StyleAdapter(model, meta)  # type: ignore[arg-type]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def exemplar_rows(self, motion: Motion) -> np.ndarray:
+        """(N, D_in) raw PFNN input rows of an exemplar clip on the model's skeleton (phase from the
+        feet, gait from speed, as in training). Raises MotioncoreError naming the problem."""
+        from .features.common import clip_features
+        from .features.pfnn import gait_labels, pfnn_clip
+
+        if not motion.skeleton.same_topology(self.skeleton):
+            raise MotioncoreError(f"exemplar: needs the model's {self.skeleton.num_joints}-joint skeleton "
+                                  f"({', '.join(self.skeleton.names[:4])}, ...), got {motion.skeleton.num_joints} joints")
+        if abs(motion.fps - self.fps) > 1e-6:
+            raise MotioncoreError(f"exemplar: {motion.fps:g} fps; the model runs at {self.fps:g} fps "
+                                  "(kinematics.resample it)")
+        body = self._base.body
+        cf = clip_features(motion, body)
+        gid = gait_labels(cf.frames, self.fps, None, self.layout.labels)
+        rows = pfnn_clip(self.layout, motion, gid, body, cf)
+        n = 0 if not rows else len(rows["X"])
+        if n < self.min_rows:
+            need = (self.min_rows + 2 * int(self.fps)) / self.fps
+            raise MotioncoreError(f"exemplar: {motion.num_frames} frames ({motion.num_frames / self.fps:.1f} s) give "
+                                  f"{n} rows; at least {need:.1f} s of motion is needed")
+        return rows["X"]
+
+    def motion(self, rotations: np.ndarray, root: np.ndarray, joints: list[str] | None = None,
+               fps: float | None = None, ground: bool = False) -> tuple[Motion, list[str]]:
+        """(the exemplar as a Motion on the model's skeleton at the model's fps, the model joints it
+        lacked) from the rotation form: ``rotations`` (T, J, 4) local WXYZ in the columns named by
+        ``joints`` (default: the model's joint order), ``root`` (T, 3) the translation of the root joint
+        (`BodyJoints.root`, Bandai's Hips) in cm, sampled at ``fps`` (default: the model's; resampled).
+        ``ground``: ``root`` is the root joint's ground projection (a rig's object location): the root
+        joint's rest height is added. Joints the request lacks stay at their rest pose; more than a
+        quarter missing raises, naming them. Extra joints are ignored."""
+        from .kinematics import resample
+
+        names = list(self.skeleton.names)
+        joints = names if joints is None else list(joints)
+        if len(joints) != rotations.shape[1]:
+            raise MotioncoreError(f"joints: {len(joints)} names for {rotations.shape[1]} columns of rotations")
+        col = {n: i for i, n in enumerate(joints)}
+        missing = [n for n in names if n not in col]
+        if len(missing) > len(names) // 4:
+            raise MotioncoreError(f"exemplar: the model's joints {missing} are missing (map the rig's bones to "
+                                  f"the {len(names)}-joint skeleton: {', '.join(names)})")
+        T = rotations.shape[0]
+        rot = np.zeros((T, len(names), 4))
+        rot[..., 0] = 1.0
+        have = [j for j, n in enumerate(names) if n in col]
+        rot[:, have] = np.asarray(rotations, np.float64)[:, [col[names[j]] for j in have]]
+        pos = np.repeat(self.skeleton.offsets[None], T, 0).astype(np.float64)
+        r = self._base.body.root
+        pos[:, r] = root
+        if ground:
+            chain, k = [], r
+            while k >= 0:
+                chain.append(k)
+                k = int(self.skeleton.parents[k])
+            pos[:, r, 1] += float(self.skeleton.offsets[chain, 1].sum())
+        m = Motion(self.skeleton, rot, pos, self.fps if fps is None else float(fps), "exemplar")
+        return (m if fps is None else resample(m, self.fps)), missing
+
+    @torch.no_grad()
+    def code(self, motion: Motion) -> np.ndarray:
+        """(Z,) style code from the exemplar's central <= window rows (z-scored as in training)."""
+        x = self.exemplar_rows(motion)
+        n = min(len(x), self.window_rows)
+        s = (len(x) - n) // 2
+        xn = torch.as_tensor(self._base.x_norm.transform(x[s:s + n]), dtype=torch.float32, device=self.device)
+        return self.model.encode(xn[None]).reshape(-1).cpu().numpy()  # (1, L, D) -> (Z,)
+
+    def controller(self, z: np.ndarray | None) -> Any:
+        """A PFNNController walking in style z ((Z,); None: the adapters off, the unadapted network)."""
+        if z is None:
+            return self._base
+        zt = torch.as_tensor(np.asarray(z, np.float32).reshape(1, -1), device=self.device)
+        if zt.shape[1] != self.model.pfnn.cfg.style_dim:
+            raise MotioncoreError(f"z: expected {self.model.pfnn.cfg.style_dim} values, got {zt.shape[1]}")
+        ctl = copy.copy(self._base)
+        ctl.model = StyledPFNN(self.model.pfnn, zt).eval()
+        return ctl
