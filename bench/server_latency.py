@@ -39,6 +39,19 @@ ECHO = textwrap.dedent("""
         s.send_multipart([frames[0], *reply])
 """)
 
+# The protocol's floor: the same signed JSON messages, decoded and answered by a bare loop (no poller,
+# no handler table, no workers). What a server built on motioncore.protocol cannot go below.
+PROTO_ECHO = textwrap.dedent("""
+    import sys, zmq
+    from motioncore import protocol as P
+    codec = P.Codec(sys.argv[1], P.Limits(), session="0" * 32)
+    ctx = zmq.Context(); s = ctx.socket(zmq.ROUTER); port = s.bind_to_random_port("tcp://127.0.0.1")
+    print(port, flush=True)
+    while True:
+        m = codec.decode(s.recv_multipart())
+        s.send_multipart([*m.identity, *codec.reply(m, "result", {"status": "ok", "uptime_s": 0.0, "inflight": 0})])
+""")
+
 ROLLOUT_CLIENT = textwrap.dedent("""
     import json, sys, time, numpy as np
     from motioncore.client import Client
@@ -102,6 +115,9 @@ def latency(conn: Path, n: int, blocks: int) -> dict[str, list[float]]:
     req_bytes = [bytes(f) for f in req]
     client = Client(conn)
     client.hello()
+    floor_p = subprocess.Popen([sys.executable, "-c", PROTO_ECHO, info["key"]], stdout=subprocess.PIPE, text=True)
+    floor = ctx.socket(zmq.DEALER)
+    floor.connect(f"tcp://127.0.0.1:{int(floor_p.stdout.readline())}")
 
     def t_echo() -> float:
         t = time.perf_counter_ns()
@@ -115,27 +131,35 @@ def latency(conn: Path, n: int, blocks: int) -> dict[str, list[float]]:
         codec.decode(srv.recv_multipart(copy=False))
         return (time.perf_counter_ns() - t) / 1e3
 
+    def t_floor() -> float:    # the protocol by hand against the bare protocol loop
+        t = time.perf_counter_ns()
+        floor.send_multipart(codec.encode("health"))
+        codec.decode(floor.recv_multipart())
+        return (time.perf_counter_ns() - t) / 1e3
+
     def t_client() -> float:   # motioncore.client.Client.health()
         t = time.perf_counter_ns()
         client.health()
         return (time.perf_counter_ns() - t) / 1e3
 
-    out: dict[str, list[float]] = {"echo": [], "server": [], "client": []}
+    out: dict[str, list[float]] = {"echo": [], "floor": [], "server": [], "client": []}
     try:
-        for f in (t_echo, t_server, t_client):   # warm-up
+        for f in (t_echo, t_floor, t_server, t_client):   # warm-up
             for _ in range(200):
                 f()
         for _ in range(blocks):
-            for name, f in (("echo", t_echo), ("server", t_server), ("client", t_client)):
+            for name, f in (("echo", t_echo), ("floor", t_floor), ("server", t_server), ("client", t_client)):
                 out[name] += [f() for _ in range(n // blocks)]
     finally:
         client.close()
         srv.close(linger=0)
         echo.close(linger=0)
+        floor.close(linger=0)
         ctx.term()
-        echo_p.kill()
-        echo_p.wait()
-        echo_p.stdout.close()
+        for pp in (echo_p, floor_p):
+            pp.kill()
+            pp.wait()
+            pp.stdout.close()
     return out
 
 
@@ -175,6 +199,7 @@ def main() -> None:
             stop(p)
         e50, e99 = pct(lat["echo"])
         for name, label in (("echo", "bare pyzmq ROUTER/DEALER echo, same sizes"),
+                            ("floor", "protocol floor: signed JSON decoded and answered by a bare loop"),
                             ("server", "`health` via motioncore server (protocol by hand)"),
                             ("client", "`health` via `motioncore.client.Client`")):
             p50, p99 = pct(lat[name])

@@ -7,6 +7,8 @@ Cases (bundled checkpoints, CPU, one torch thread on both sides):
   anyorder-body in-fill: ``infill`` rotation form, a 30-frame gap between 10 context frames and a target
     frame of a Bandai test clip (temperature 0, bisection), against ``motioncore.infill.fill_clip``
     in this process (needs the mocap; skipped without it).
+  learnet-biped style.adapt: a Bandai elderly walk as the exemplar (rotation form) and 120 frames along
+    the path, against ``StyleAdapter`` code + controller + rollout in this process (needs the mocap).
 The server runs as a subprocess (``--workers 1 --threads 1``); calls alternate (in-process, server, ...)
 in blocks so this VM's drifts hit both alike. Prints a Markdown table; never asserts timings.
 
@@ -82,6 +84,7 @@ def main() -> None:
                     rows.append((f"pfnn-biped rollout, {frames} frame{'s' if frames > 1 else ''}", len(a),
                                  statistics.median(a), statistics.median(b), frames))
                 rows += _infill_rows(c, args)
+                rows += _style_rows(c, args, pts)
         finally:
             p.terminate()
             p.wait(15)
@@ -115,6 +118,28 @@ def _infill_rows(c: Client, args) -> list:
     n = max(5, args.n // 10)
     a, b = _blocks(loc, rem, n, args.blocks)
     return [("anyorder-body in-fill, 30-frame gap", len(a), statistics.median(a), statistics.median(b), 30)]
+
+
+def _style_rows(c: Client, args, pts: np.ndarray) -> list:
+    from motioncore.data.cache import data_root
+
+    if not data_root().is_dir():
+        print("the mocap is missing: no style row")
+        return []
+    from motioncore.data import load
+    from motioncore.paths import Path as RootPath
+    from motioncore.style import StyleAdapter
+
+    ad = StyleAdapter.load("learnet-biped")
+    ex = next(x for x in load("bandai2", progress=False) if x.labels.get("style") == "elderly"
+              and x.labels.get("content") == "walk" and x.split == "test").motion
+    rot, root = ex.rotations.astype(np.float32), ex.positions[:, ad._base.body.root].astype(np.float32)
+    path = RootPath(pts)
+    loc = lambda: ad.controller(ad.code(ad.motion(rot, root)[0])).rollout([path], 120)  # noqa: E731
+    rem = lambda: c.style_adapt(pts.astype(np.float32), rotations=rot, root=root, frames=120)  # noqa: E731
+    a, b = _blocks(loc, rem, max(5, args.n // 20), args.blocks)
+    return [(f"learnet-biped style.adapt: {ex.num_frames}-frame exemplar + 120-frame walk", len(a),
+             statistics.median(a), statistics.median(b), 120)]
 
 
 if __name__ == "__main__":
