@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bpy
 
-from . import operators, panels, props
+from . import operators, panels, props, requests
 
 classes = (*props.classes, *operators.classes, *panels.classes)
 
@@ -21,6 +21,7 @@ def register() -> None:
 
 def unregister() -> None:
     operators.stop_worker()
+    requests.stop_started()   # a server Connect started goes with the add-on
     props.unregister_props()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

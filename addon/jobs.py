@@ -25,6 +25,32 @@ Job = Callable[[Any], Any]            # receives the client, returns a result (r
 ClientFactory = Callable[[], Any]     # builds a client (called on the worker thread)
 
 
+class Control:
+    """What the UI thread and a running job share: the server's progress and a cancel request."""
+
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+        self.done, self.total, self.message = 0, 0, ""
+
+    def set_progress(self, content: dict[str, Any]) -> None:
+        """The ``progress`` callback of `Client.result`: ``{done, total, message?}``."""
+        self.done, self.total = int(content.get("done", 0)), int(content.get("total", 0))
+        self.message = str(content.get("message") or "")
+
+    def text(self) -> str:
+        if not self.total:
+            return "waiting for the server..."
+        return f"{self.done}/{self.total}" + (f" {self.message}" if self.message else "")
+
+
+_current = threading.local()
+
+
+def current() -> Control | None:
+    """The Control of the job running on this thread (None outside a worker or run_sync job)."""
+    return getattr(_current, "control", None)
+
+
 @dataclass(frozen=True)
 class JobResult:
     job_id: int
@@ -76,6 +102,7 @@ class Worker:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._waiters: dict[int, Callable[[], None]] = {}
+        self._controls: dict[int, Control] = {}
         self._thread = threading.Thread(target=self._run, name="motioncore-worker", daemon=True)
         self._thread.start()
 
@@ -83,13 +110,29 @@ class Worker:
         if not self._thread.is_alive():
             raise RuntimeError("the motioncore worker thread has stopped")
         jid = next(self._ids)
+        with self._lock:
+            self._controls[jid] = Control()
         self._jobs.put((jid, job))
         return jid
+
+    def control(self, job_id: int) -> Control | None:
+        """The job's progress and cancel switch (until its result is handed out)."""
+        with self._lock:
+            return self._controls.get(job_id)
+
+    def cancel(self, job_id: int) -> None:
+        """Ask the job to cancel its request on the server (its result then is a Cancelled error)."""
+        ctl = self.control(job_id)
+        if ctl is not None:
+            ctl.cancelled.set()
 
     def poll(self, job_id: int) -> JobResult | None:
         """The job's result once finished (removed from the worker), else None."""
         with self._lock:
-            return self._results.pop(job_id, None)
+            res = self._results.pop(job_id, None)
+            if res is not None:
+                self._controls.pop(job_id, None)
+            return res
 
     def wait(self, job_id: int, timeout: float) -> JobResult | None:
         """Block up to ``timeout`` seconds for a result (for scripts and tests; operators poll)."""
@@ -102,7 +145,10 @@ class Worker:
         done.wait(timeout)
         with self._lock:
             self._waiters.pop(job_id, None)
-            return self._results.pop(job_id, None)
+            res = self._results.pop(job_id, None)
+            if res is not None:
+                self._controls.pop(job_id, None)
+            return res
 
     def stop(self, timeout: float = 5.0) -> None:
         self._jobs.put(None)
@@ -117,12 +163,16 @@ class Worker:
         try:
             while (item := self._jobs.get()) is not None:
                 jid, job = item
+                with self._lock:
+                    _current.control = self._controls.get(jid)
                 try:
                     if client is None:
                         client = self._factory()
                     res = JobResult(jid, value=job(client))
                 except Exception as e:  # delivered to the operator, which reports it
                     res = JobResult(jid, error=e)
+                finally:
+                    _current.control = None
                 with self._lock:
                     self._results[jid] = res
                     waiter = self._waiters.get(jid)
@@ -136,11 +186,13 @@ class Worker:
 def run_sync(client_factory: ClientFactory, job: Job) -> JobResult:
     """Run ``job`` on this thread with a fresh client (background mode, where timers never fire)."""
     client = None
+    _current.control = Control()
     try:
         client = client_factory()
         return JobResult(0, value=job(client))
     except Exception as e:
         return JobResult(0, error=e)
     finally:
+        _current.control = None
         if client is not None and hasattr(client, "close"):
             client.close()

@@ -59,11 +59,15 @@ class _ServerOperator(bpy.types.Operator):
     label = "motioncore"
     # plain attributes only: Blender reads class annotations as property definitions
     _job_id = 0
+    _cancelling = False
     _timer = None
     _worker = None
 
     def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
         raise NotImplementedError
+
+    def make_worker(self, context: bpy.types.Context) -> Worker:
+        return worker(context)
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         raise NotImplementedError
@@ -77,6 +81,9 @@ class _ServerOperator(bpy.types.Operator):
             return None
 
     def _finish(self, context: bpy.types.Context, res: JobResult) -> set[str]:
+        if getattr(res.error, "code", None) == "cancelled":
+            self.report({"WARNING"}, f"{self.label}: cancelled; nothing written")
+            return {"CANCELLED"}
         if res.error is not None:
             self.report({"ERROR"}, describe_error(self.label, res.error))
             return {"CANCELLED"}
@@ -99,33 +106,57 @@ class _ServerOperator(bpy.types.Operator):
         job = self._prepare(context)
         if job is None:
             return {"CANCELLED"}
-        self._worker = worker(context)
+        self._worker = self.make_worker(context)
         self._job_id = self._worker.submit(job)
+        self._cancelling = False
         wm: Any = context.window_manager
         self._timer = wm.event_timer_add(0.05, window=context.window)
         wm.modal_handler_add(self)
-        self.report({"INFO"}, f"{self.label}: waiting for the server...")
+        self._show(context, "waiting for the server... (Esc cancels)")
         return {"RUNNING_MODAL"}
 
     def modal(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:  # type: ignore[override]
-        if event.type == "ESC":
-            self._end(context)
-            self.report({"WARNING"}, f"{self.label}: stopped waiting (the server may still finish)")
-            return {"CANCELLED"}
+        w = self._worker
+        if event.type == "ESC" and event.value == "PRESS":
+            if self._cancelling or w is None:   # a second Esc: stop waiting at once
+                self._end(context)
+                self.report({"WARNING"}, f"{self.label}: stopped waiting; nothing written")
+                return {"CANCELLED"}
+            w.cancel(self._job_id)              # the server stops the job; its reply ends this operator
+            self._cancelling = True
+            self._show(context, "cancelling... (Esc again to stop waiting)")
+            return {"RUNNING_MODAL"}
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
-        w = self._worker
         res = w.poll(self._job_id) if w is not None and w.alive else JobResult(0, error=RuntimeError("worker stopped"))
         if res is None:
+            ctl = w.control(self._job_id) if w is not None else None
+            if ctl is not None and not self._cancelling:
+                self._show(context, ctl.text())
             return {"PASS_THROUGH"}
         self._end(context)
         return self._finish(context, res)
+
+    def _show(self, context: bpy.types.Context, text: str) -> None:
+        """Progress in the status bar and the Motion panel."""
+        line = f"motioncore {self.label}: {text}"
+        ws: Any = context.workspace
+        if ws is not None:
+            ws.status_text_set(line)
+        settings(context).progress = line
+        for area in getattr(context.screen, "areas", ()):
+            if area.type == "VIEW_3D":
+                area.tag_redraw()
 
     def _end(self, context: bpy.types.Context) -> None:
         if self._timer is not None:
             wm: Any = context.window_manager
             wm.event_timer_remove(self._timer)
             self._timer = None
+        ws: Any = context.workspace
+        if ws is not None:
+            ws.status_text_set(None)
+        settings(context).progress = ""
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -189,7 +220,7 @@ def curve_points(curve_obj: Any) -> np.ndarray:
 # ---------------------------------------------------------------------------------------- operators
 
 class MOTIONCORE_OT_connect(_ServerOperator):
-    """Say hello to the motion server and show what it serves"""
+    """Say hello to the motion server (starting a local one if the preferences ask) and show its status"""
 
     bl_idname = "motioncore.connect"
     bl_label = "Connect"
@@ -198,13 +229,25 @@ class MOTIONCORE_OT_connect(_ServerOperator):
 
     def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
         worker(context, restart=True)   # preferences may have changed
-        return lambda c: c.hello()
+        prefs = preferences(context)
+        cmd = str(prefs.server_command) if prefs.start_server else ""
+        return requests.connect_job(client_factory(context), cmd)
+
+    def make_worker(self, context: bpy.types.Context) -> Worker:
+        return Worker(lambda: None)     # the job makes its own clients (see requests.connect_job)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:  # type: ignore[override]
+        job = self._prepare(context)
+        if job is None:
+            return {"CANCELLED"}
+        return self._finish(context, run_sync(lambda: None, job))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
-        types = ", ".join(t for t in value.get("types", []) if not t.startswith("debug."))
-        status = f"{value.get('device', '?')}: {len(value.get('models', []))} models; {types}"
-        settings(context).status = status
-        return f"connected ({status})"
+        s = settings(context)
+        s.status = f"{value['state']}: {value['detail']}"
+        if value["state"] != "connected":
+            raise ValueError(s.status)
+        return s.status
 
 
 class _WalkBase(_ServerOperator):
@@ -244,7 +287,7 @@ class MOTIONCORE_OT_walk_path(_WalkBase):
         s = settings(context)
         content = {k: v for k, v in (("model", s.path_model), ("gait", s.gait)) if v}
         req = str(s.path_request)
-        return lambda c: _plain(c.call(req, content, {"points": points}))
+        return lambda c: requests.call(c, req, content, {"points": points})
 
 
 def _scene_range_and_preview(context: bpy.types.Context) -> tuple[tuple[int, int], tuple[int, int] | None]:

@@ -21,6 +21,8 @@ class MOTIONCORE_PT_main(bpy.types.Panel):
         row = layout.row()
         row.operator("motioncore.connect", icon="LINKED")
         layout.label(text=s.status)
+        if s.progress:
+            layout.label(text=s.progress, icon="TIME")
 
         box = layout.box()
         box.label(text="Walk along a path")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import bpy
-from bpy.props import EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
 from .rigmap import PRESETS
 
@@ -22,6 +22,10 @@ class MotioncorePreferences(bpy.types.AddonPreferences):
     port: IntProperty(name="Port", default=0, min=0, max=65535)  # type: ignore[valid-type]
     key: StringProperty(name="Key", subtype="PASSWORD", default="", description="The server's HMAC key")  # type: ignore[valid-type]
     timeout: FloatProperty(name="Timeout (s)", default=30.0, min=1.0, max=3600.0)  # type: ignore[valid-type]
+    start_server: BoolProperty(name="Start a local server", default=False,  # type: ignore[valid-type]
+                               description="On Connect, start the server command below if no server answers")
+    server_command: StringProperty(name="Server command", default="motioncore serve",  # type: ignore[valid-type]
+                                   description="Run without a shell, e.g. /path/to/.venv/bin/motioncore serve")
 
     def draw(self, context: bpy.types.Context) -> None:
         col = self.layout.column()
@@ -30,6 +34,10 @@ class MotioncorePreferences(bpy.types.AddonPreferences):
         row.prop(self, "host")
         row.prop(self, "port")
         col.prop(self, "key")
+        col.prop(self, "start_server")
+        sub = col.row()
+        sub.enabled = bool(self.start_server)
+        sub.prop(self, "server_command")
         col.prop(self, "timeout")
 
 
@@ -44,6 +52,7 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
     style_action: PointerProperty(name="Style Example", type=bpy.types.Action)  # type: ignore[valid-type]
     style_model: StringProperty(name="Style Model", default="", description="Style model (empty: the server's default)")  # type: ignore[valid-type]
     status: StringProperty(name="Status", default="Not connected")  # type: ignore[valid-type]
+    progress: StringProperty(name="Progress", default="")  # type: ignore[valid-type]
 
 
 classes = (MotioncorePreferences, MotioncoreSceneSettings)

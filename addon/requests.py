@@ -7,14 +7,18 @@ no renaming; rotations arrive already carried into the model's rest frames (`rig
 """
 from __future__ import annotations
 
+import shlex
+import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import keys, rigmap
+from . import jobs, keys, rigmap
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
+PROTOCOL_VERSION = 1   # what the bundled protocol speaks (vendor/protocol.py)
 Job = Callable[[Any], tuple[dict[str, Any], dict[str, np.ndarray]]]
 
 
@@ -32,6 +36,17 @@ def describe_error(label: str, err: BaseException) -> str:
 def plain(msg: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """A reply as plain data (arrays copied out of the receive buffers)."""
     return dict(msg.content), {k: np.array(v) for k, v in msg.arrays.items()}
+
+
+def call(client: Any, type: str, content: dict[str, Any], arrays: dict[str, np.ndarray]
+         ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Send one request and wait for its result, reporting the server's progress to the job's Control
+    and cancelling the request on the server when the UI asks (`jobs.Worker.cancel`)."""
+    ctl = jobs.current()
+    rid = client.submit(type, content, arrays)
+    if ctl is None:
+        return plain(client.result(rid))
+    return plain(client.result(rid, progress=ctl.set_progress, cancel_when=ctl.cancelled.is_set))
 
 
 def find_model(client: Any, task: str, name: str | None) -> dict[str, Any]:
@@ -68,9 +83,9 @@ def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], m
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "infill", model)
         names = joint_names(bones, info["skeleton"]["names"], rig_preset)
-        return plain(c.call("infill", {"model": info["name"], "joints": names, "temperature": float(temperature),
-                                       "samples": int(samples), "order": order, "seed": int(seed)},
-                            {"rotations": rot, "root": root, "known": mask}))
+        return call(c, "infill", {"model": info["name"], "joints": names, "temperature": float(temperature),
+                                  "samples": int(samples), "order": order, "seed": int(seed)},
+                    {"rotations": rot, "root": root, "known": mask})
     return job
 
 
@@ -88,7 +103,78 @@ def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], l
         content = {"joints": names, "fps": float(fps), "root_space": "ground", "model": info["name"]}
         if gait:
             content["gait"] = gait
-        return plain(c.call("style.adapt", content, {"points": np.asarray(points, np.float32),
-                                                     "rotations": ex.astype(np.float32),
-                                                     "root": root.astype(np.float32)}))
+        return call(c, "style.adapt", content, {"points": np.asarray(points, np.float32),
+                                                "rotations": ex.astype(np.float32), "root": root.astype(np.float32)})
+    return job
+
+
+_STARTED: list[subprocess.Popen] = []   # servers Connect started (stopped when the add-on is disabled)
+
+
+def stop_started(timeout: float = 5.0) -> int:
+    """Terminate the servers Connect started; returns how many were still running."""
+    n = 0
+    while _STARTED:
+        p = _STARTED.pop()
+        if p.poll() is None:
+            n += 1
+            p.terminate()
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    return n
+
+
+def _status(hello: dict[str, Any]) -> dict[str, Any]:
+    v = hello.get("protocol_version")
+    if v != PROTOCOL_VERSION:
+        return {"state": "version mismatch", "detail": f"the server speaks protocol {v}, the add-on {PROTOCOL_VERSION}",
+                "hello": hello}
+    types = ", ".join(t for t in hello.get("types", []) if not t.startswith("debug."))
+    return {"state": "connected", "hello": hello,
+            "detail": f"{hello.get('device', '?')}: {len(hello.get('models', []))} models; {types}"}
+
+
+def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s: float = 30.0
+                ) -> Callable[[Any], dict[str, Any]]:
+    """Connect: ``{"state": "connected" | "not running" | "version mismatch", "detail", "hello"?,
+    "started"?}``. With ``start_command`` (e.g. ``motioncore serve``) a server that is not running is
+    started as a subprocess (no shell) and waited for up to ``wait_s`` seconds. Makes its own clients
+    (the connection file may not exist before the server starts), so run it on a worker whose factory
+    returns None."""
+    def hello() -> dict[str, Any]:
+        c = make_client()
+        try:
+            return c.hello()
+        finally:
+            c.close()
+
+    def job(_: Any) -> dict[str, Any]:
+        try:
+            return _status(hello())
+        except Exception as e:   # no connection file, no reply, wrong key or version
+            first = e
+        if getattr(first, "code", None) == "bad_version":
+            return {"state": "version mismatch", "detail": describe_error("Connect", first)}
+        if not start_command:
+            return {"state": "not running", "detail": describe_error("Connect", first)}
+        try:
+            proc = subprocess.Popen(shlex.split(start_command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+        except (OSError, ValueError) as e:
+            return {"state": "not running", "detail": f"could not start {start_command!r}: {e}"}
+        _STARTED.append(proc)
+        deadline, last = time.monotonic() + wait_s, first
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return {"state": "not running", "detail": f"{start_command!r} exited with code {proc.returncode}"}
+            try:
+                return {**_status(hello()), "started": proc.pid}
+            except Exception as e:
+                last = e
+                time.sleep(0.25)
+        return {"state": "not running", "started": proc.pid,
+                "detail": f"started {start_command!r} (pid {proc.pid}) but it did not answer within {wait_s:g} s: {last}"}
     return job

@@ -625,3 +625,55 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
     assert content["model"] == "learnet-biped" and content["style_from"] == "exemplar"
     np.testing.assert_allclose(arrays["z"], ref.arrays["z"], atol=1e-4)
     assert np.abs(arrays["z"] - near.arrays["z"]).max() < 0.25 * np.abs(near.arrays["z"]).max()
+
+
+@pytest.mark.timeout(60)
+def test_worker_job_reports_progress_and_cancel_stops_the_request_on_the_server(tmp_path, built_addon):
+    """What the modal operator does: submit a long request through requests.call on the worker, read
+    its progress from the job's Control, then cancel: the server stops it and the job ends with a
+    Cancelled error at once (the ESC path), while the server stays up."""
+    with server_process(tmp_path, "--debug") as (_, conn, _):
+        w = jobs.Worker(lambda: built_addon.client.Client(conn, timeout=30))
+        try:
+            jid = w.submit(lambda c: requests.call(c, "debug.sleep", {"seconds": 30, "steps": 3000}, {}))
+            ctl = w.control(jid)
+            deadline = time.monotonic() + 10
+            while ctl.done == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert ctl.total == 3000 and ctl.done > 0 and ctl.text().startswith(f"{ctl.done}/3000")
+            t = time.monotonic()
+            w.cancel(jid)
+            res = w.wait(jid, 10)
+            assert res is not None and getattr(res.error, "code", None) == "cancelled", res
+            assert time.monotonic() - t < 2.0
+            assert w.control(jid) is None                       # handed out: forgotten
+            ok = w.wait(w.submit(lambda c: c.health(stats=True)), 10)
+            assert ok.ok and ok.value["status"] == "ok" and ok.value["inflight"] == 0
+        finally:
+            w.stop()
+
+
+def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
+    """Connect reports "not running" (no server, nothing to start), starts the server command when
+    asked and reports "connected", and "version mismatch" for a server speaking another protocol."""
+    conn = tmp_path / "conn.json"
+    make = lambda: built_addon.client.Client(conn, timeout=5)      # noqa: E731
+    down = requests.connect_job(make)(None)
+    assert down["state"] == "not running" and "Connect" in down["detail"]
+    cmd = f"{sys.executable} -m motioncore_server --connection-file {conn} --port 0 --device cpu --workers 1"
+    up = requests.connect_job(make, cmd, wait_s=60)(None)
+    try:
+        assert up["state"] == "connected" and up["started"] > 0, up
+        assert "learnet-biped" in up["hello"]["models"] and "style.adapt" in up["detail"]
+    finally:
+        assert requests.stop_started() == 1
+
+    class Old:
+        def hello(self):
+            return {"protocol_version": 2}
+
+        def close(self):
+            pass
+    assert requests.connect_job(Old)(None)["state"] == "version mismatch"
+    bad = requests.connect_job(make, "/nonexistent/motioncore serve")(None)
+    assert bad["state"] == "not running" and "could not start" in bad["detail"]

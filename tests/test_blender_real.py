@@ -96,3 +96,6 @@ def test_extension_in_real_blender(version, addon_zip, server, tmp_path):
     # a server that is down: an error naming the problem, in seconds, nothing written
     d = res["down"]
     assert "timeout" in d.get("error", "") and "running" in d["error"] and d["unchanged"] and d["s"] < 20
+    assert d["status"].startswith("not running: ")
+    c = res["connect"]
+    assert c["result"] == ["FINISHED"] and c["status"].startswith("connected: cpu:") and "style.adapt" in c["status"]

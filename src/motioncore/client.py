@@ -37,6 +37,9 @@ class ConnectionFileError(P.ProtocolError):
     code = "connection_file"
 
 
+_STOPPED = object()   # Client._wait: the caller asked to stop waiting (see result(cancel_when=...))
+
+
 class RequestTimeout(P.ProtocolError, TimeoutError):
     """No reply within the timeout (after the allowed retries, or at once for non-idempotent requests)."""
     code = "timeout"
@@ -193,11 +196,19 @@ class Client:
         return rid
 
     def result(self, request_id: str, *, timeout: float | None = None,
-               progress: Callable[[dict[str, Any]], None] | None = None) -> P.Message:
-        """Wait for the final reply to a submitted request (never resent: a timeout raises RequestTimeout)."""
+               progress: Callable[[dict[str, Any]], None] | None = None,
+               cancel_when: Callable[[], bool] | None = None) -> P.Message:
+        """Wait for the final reply to a submitted request (never resent: a timeout raises RequestTimeout).
+
+        ``cancel_when`` is polled about every 50 ms while waiting (from this thread): once it returns
+        True the request is cancelled on the server and its final reply, a ``Cancelled`` error (or the
+        result, if it finished first), is returned or raised as usual."""
         reply = self._stash.pop(request_id, None)
         if reply is None:
-            reply = self._wait(request_id, self.timeout if timeout is None else timeout, progress)
+            reply = self._wait(request_id, self.timeout if timeout is None else timeout, progress, cancel_when)
+            if reply is _STOPPED:
+                self.cancel(request_id)   # its final reply comes first and is stashed
+                reply = self._stash.pop(request_id, None) or self._wait(request_id, HELLO_TIMEOUT, None)
         self._outstanding.discard(request_id)
         if reply is None:
             self._reset()
@@ -217,12 +228,17 @@ class Client:
         except zmq.Again:
             pass  # nothing connected or the queue is full: the wait times out and Lazy Pirate takes over
 
-    def _wait(self, msg_id: str, timeout: float, progress: Callable | None) -> P.Message | None:
-        """The final reply to ``msg_id``, or None on timeout. Finals of other outstanding requests are kept."""
+    def _wait(self, msg_id: str, timeout: float, progress: Callable | None,
+              stop: Callable[[], bool] | None = None) -> Any:
+        """The final reply to ``msg_id``, None on timeout, or _STOPPED once ``stop()`` is true. Finals of
+        other outstanding requests are kept."""
         sock = self._socket()
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
-            if not sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
+            if stop is not None and stop():
+                return _STOPPED
+            wait_ms = max(1, int(left * 1000)) if stop is None else max(1, min(50, int(left * 1000)))
+            if not sock.poll(wait_ms, zmq.POLLIN):
                 continue
             frames = sock.recv_multipart()   # bytes: cheaper than zmq.Frame objects for small frames
             try:

@@ -181,6 +181,11 @@ def main() -> None:
         res["down"] = {"error": str(e)}
     res["down"]["s"] = time.perf_counter() - t
     res["down"]["unchanged"] = snapshot(target) == before
+    try:
+        bpy.ops.motioncore.connect("EXEC_DEFAULT")
+    except RuntimeError:
+        pass
+    res["down"]["status"] = bpy.context.scene.motioncore.status
     # the add-on's operators
     for o in list(bpy.context.selected_objects):
         o.select_set(False)
@@ -188,6 +193,8 @@ def main() -> None:
     res["walk"] = None
     if conn:
         os.environ["MOTIONCORE_CONNECTION_FILE"] = conn
+        res["connect"] = {"result": sorted(bpy.ops.motioncore.connect("EXEC_DEFAULT")),
+                          "status": bpy.context.scene.motioncore.status}
         curve = bpy.data.curves.new("Path", "CURVE")
         sp = curve.splines.new("POLY")
         sp.points.add(2)
