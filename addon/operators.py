@@ -49,7 +49,6 @@ def stop_worker() -> None:
 
 
 describe_error = requests.describe_error
-_plain = requests.plain
 
 
 class _ServerOperator(bpy.types.Operator):
@@ -444,33 +443,50 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
             raise ValueError(f"{src.name!r} has no action to retarget")
         lo, hi = _scene_frames(context)
         frames = np.arange(lo, hi + 1, dtype=np.float64)
-        sb, tb = list(src.pose.bones), list(_pose_bones(targets[0]))
-        rot = fcurves.sample_rotations(action, slot, [b.name for b in sb], frames).astype(np.float32)
-        root = np.zeros((frames.size, 3), np.float32)   # root motion not sent yet (first slice)
-        source, target = _skeleton(sb), _skeleton(tb)
-        self._state.update(target=targets[0].name, bones=target["joints"], frames=frames)
-        return lambda c: _plain(c.retarget(rot, root, source, target))
+        sb, tb = _parents_first(src.data.bones), _parents_first(targets[0].data.bones)
+        pose = fcurves.sample_rotations(action, slot, [b.name for b in sb], frames)
+        loc = fcurves.sample_location(action, slot, frames)
+        source, target = _rig_skeleton(sb), _rig_skeleton(tb)
+        so, to = rest_offsets(src), rest_offsets(targets[0])
+        self._state.update(target=targets[0].name, bones=target["joints"], frames=frames, skeleton=target,
+                           offsets=[to[b.name] for b in tb])
+        return requests.retarget_job(pose, loc, source, target, [so[b.name] for b in sb])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
-        _, arrays = value
+        content, arrays = value
         bones, frames = self._state["bones"], self._state["frames"]
         rot = arrays.get("rotations")
         if rot is None or rot.shape != (frames.size, len(bones), 4):
             raise ValueError(f"the server's rotations have shape {None if rot is None else rot.shape}")
+        pose, loc = requests.retarget_to_rig(arrays, self._state["skeleton"], self._state["offsets"])
         tgt = bpy.data.objects[self._state["target"]]
         for b in bones:
             tgt.pose.bones[b].rotation_mode = "QUATERNION"
-        added = fcurves.write_rotations(tgt, bones, frames, keys.quat_continuity(rot))
-        return f"retargeted {frames.size} frames onto {tgt.name!r} ({added} keys)"
+        added = fcurves.write_rotations(tgt, bones, frames, pose)
+        added += fcurves.write_location(tgt, frames, loc)
+        miss = f"; unmapped: {', '.join(content.get('unmapped', []))}" if content.get("unmapped") else ""
+        return f"retargeted {frames.size} frames onto {tgt.name!r} ({added} keys){miss}"
 
 
 def _pose_bones(obj: Any) -> Any:
     return obj.pose.bones
 
 
-def _skeleton(pose_bones: list[Any]) -> dict[str, list]:
-    names = [b.name for b in pose_bones]
-    return {"joints": names, "parents": [names.index(b.parent.name) if b.parent else -1 for b in pose_bones]}
+def _parents_first(bones: Any) -> list[Any]:
+    """The armature's bones with every parent before its children (the wire skeleton's rule)."""
+    out: list[Any] = []
+    todo = [b for b in bones if b.parent is None]
+    while todo:
+        b = todo.pop(0)
+        out.append(b)
+        todo.extend(b.children)
+    return out
+
+
+def _rig_skeleton(bones: list[Any]) -> dict[str, Any]:
+    names = [b.name for b in bones]
+    parents = [names.index(b.parent.name) if b.parent else -1 for b in bones]
+    return requests.rig_skeleton(names, parents, np.array([tuple(b.head_local) for b in bones], np.float64))
 
 
 classes = (MOTIONCORE_OT_connect, MOTIONCORE_OT_walk_path, MOTIONCORE_OT_infill, MOTIONCORE_OT_hands_infill,

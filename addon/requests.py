@@ -178,3 +178,68 @@ def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s:
         return {"state": "not running", "started": proc.pid,
                 "detail": f"started {start_command!r} (pid {proc.pid}) but it did not answer within {wait_s:g} s: {last}"}
     return job
+
+
+def z_up_to_y_up(v: np.ndarray) -> np.ndarray:
+    """(..., 3) Blender Z-up vectors -> the models' Y-up axes: (x, y, z) = (X, Z, -Y)."""
+    v = np.asarray(v, np.float64)
+    return np.stack([v[..., 0], v[..., 2], -v[..., 1]], axis=-1)
+
+
+def y_up_to_z_up(v: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`z_up_to_y_up`: (X, Y, Z) = (x, -z, y)."""
+    v = np.asarray(v, np.float64)
+    return np.stack([v[..., 0], -v[..., 2], v[..., 1]], axis=-1)
+
+
+def rig_skeleton(names: Sequence[str], parents: Sequence[int], heads: np.ndarray) -> dict[str, Any]:
+    """A wire skeleton (docs/protocol.md) of a rig in the models' convention: joints at the bones' rest
+    heads (``heads`` (J, 3) in armature space, Z-up), offsets from the parent's head in Y-up axes."""
+    h = z_up_to_y_up(heads)
+    off = np.array([h[j] - h[p] if p >= 0 else h[j] for j, p in enumerate(parents)])
+    return {"joints": list(names), "parents": [int(p) for p in parents], "offsets": off.round(9).tolist()}
+
+
+def retarget_job(pose: np.ndarray, location: np.ndarray, source: dict[str, Any], target: dict[str, Any],
+                 src_offsets: Sequence[np.ndarray | None]) -> Job:
+    """Retarget: the source rig's pose rotations (T, J, 4) (carried out of its bones' rest frames with
+    ``src_offsets``) and object locations (T, 3, Z-up) onto ``target`` (both from `rig_skeleton`). The
+    reply's ``root`` is the target root joint's position (Y-up); see `retarget_to_rig`."""
+    q = np.stack([rigmap.to_model(pose[:, j], o) for j, o in enumerate(src_offsets)], axis=1)
+    root = z_up_to_y_up(location) + np.asarray(source["offsets"][0], np.float64)
+    return lambda c: call(c, "retarget", {"source": source, "target": target},
+                          {"rotations": q.astype(np.float32), "root": root.astype(np.float32)})
+
+
+def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
+                    tgt_offsets: Sequence[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
+    """((T, J, 4) pose rotations for the target's bones, (T, 3) object locations, Z-up) from a reply.
+
+    The motion's translation sits on one joint (the hips, under a static root joint on Bandai-like
+    skeletons): the first joint whose reply ``translations`` leave its rest offset. The object moves
+    so that joint's world position follows the reply: location = its world position minus its rest one."""
+    rot = np.asarray(arrays["rotations"], np.float64)
+    pose = np.stack([rigmap.to_rig(rot[:, j], o) for j, o in enumerate(tgt_offsets)], axis=1)
+    parents = [int(p) for p in target["parents"]]
+    off = np.asarray(target["offsets"], np.float64)
+    trans = np.asarray(arrays.get("translations", np.broadcast_to(off, rot.shape[:2] + (3,))), np.float64)
+    trans = trans.copy()
+    trans[:, 0] = np.asarray(arrays["root"], np.float64)
+    moving = np.abs(trans - off[None]).max(axis=(0, 2)) > 1e-6
+    r = int(np.argmax(moving)) if moving.any() else 0
+    chain = [r]
+    while parents[chain[-1]] >= 0:
+        chain.append(parents[chain[-1]])
+    g = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (rot.shape[0], 1))
+    world = np.zeros((rot.shape[0], 3))
+    for j in reversed(chain):   # forward kinematics down to the moving joint
+        world = world + _rotate(g, trans[:, j])
+        g = rigmap.quat_mul(g, rot[:, j])
+    rest = off[chain].sum(axis=0)
+    return keys.quat_continuity(pose), y_up_to_z_up(world - rest)
+
+
+def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors (T, 3) by unit quaternions (T, 4): q v q^-1."""
+    qv = np.concatenate([np.zeros(v.shape[:-1] + (1,)), v], axis=-1)
+    return rigmap.quat_mul(rigmap.quat_mul(q, qv), rigmap.quat_conj(q))[..., 1:]

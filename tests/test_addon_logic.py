@@ -677,3 +677,36 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
     assert requests.connect_job(Old)(None)["state"] == "version mismatch"
     bad = requests.connect_job(make, "/nonexistent/motioncore serve")(None)
     assert bad["state"] == "not running" and "could not start" in bad["detail"]
+
+
+@needs_data
+@pytest.mark.timeout(60)
+def test_retarget_job_between_rigs_with_different_rolls_is_exact(server, built_addon):
+    """The Retarget operator's conversions (rest frames, Z-up, root from the object location) around the
+    server's retarget: a clip on a rig onto the same skeleton with other bone rolls comes back as the same
+    model motion and the same object path."""
+    from motioncore.data import load
+
+    m = load("bandai2", "test")[0].motion
+    sk, T = m.skeleton, 40
+    names, parents = list(sk.names), [int(p) for p in sk.parents]
+    heads_y = np.zeros((len(names), 3))
+    for j, p in enumerate(parents):
+        heads_y[j] = sk.offsets[j] + (heads_y[p] if p >= 0 else 0)
+    heads = requests.y_up_to_z_up(heads_y) / 100.0                    # Blender metres, Z-up
+    skel = requests.rig_skeleton(names, parents, heads)
+    rng = np.random.default_rng(5)
+    src_off = [rigmap.rest_offset(_qn(rng.normal(size=4))) for _ in names]
+    tgt_off = [rigmap.rest_offset(_qn(rng.normal(size=4))) for _ in names]
+    q = m.rotations[:T]
+    pose = np.stack([rigmap.to_rig(q[:, j], o) for j, o in enumerate(src_off)], axis=1)
+    # the clip's hips path moved onto the object (the rig's bones carry rotations only)
+    hips_world = m.positions[:T, 1] / 100.0
+    location = requests.y_up_to_z_up(hips_world - np.asarray(skel["offsets"][0]) - np.asarray(skel["offsets"][1]))
+    with built_addon.client.Client(server, timeout=30) as c:
+        content, arrays = requests.retarget_job(pose, location, skel, skel, src_off)(c)
+    out_pose, out_loc = requests.retarget_to_rig(arrays, skel, tgt_off)
+    back = np.stack([rigmap.to_model(out_pose[:, j], o) for j, o in enumerate(tgt_off)], axis=1)
+    assert content["mapped"] == len(names) and content["unmapped"] == []
+    assert _same_rotation(back, q, 1e-5)
+    np.testing.assert_allclose(out_loc, location, atol=1e-5)

@@ -85,6 +85,9 @@ def test_extension_in_real_blender(version, addon_zip, server, tmp_path):
     assert w["result"] == ["FINISHED"] and w["keys"] > 1000 and w["keys_after_undo"] == 0
     # tilted, rolled bones: each posed bone turns as its model joint does (world rotations)
     assert w["world"]["result"] == ["FINISHED"] and w["world"]["max_angle_deg"] < 0.05, w["world"]
+    # Retarget onto a twin rig with other bone rolls: the same world motion
+    rt = res["retarget"]
+    assert rt.get("result") == ["FINISHED"] and rt["max_angle_deg"] < 0.05 and rt["max_location_diff"] < 1e-4, rt
     # In-fill against the live server: every frame of the gap keyed with the server's answer, the
     # user's keys unchanged, one undo back to just the user's keys
     f = res["infill"]

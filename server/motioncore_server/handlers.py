@@ -389,7 +389,7 @@ def retarget(req: Message, ctx: Context) -> Result:
     motioncore.retarget (name-matched joints, rest-pose alignment, leg-length root scaling)."""
     from motioncore.errors import MotioncoreError
     from motioncore.motion import Motion
-    from motioncore.retarget import auto_map
+    from motioncore.retarget import auto_map, leg_scale
     from motioncore.retarget import retarget as retarget_motion
 
     src, tgt = _full_skeleton(req.content, "source"), _full_skeleton(req.content, "target")
@@ -406,15 +406,24 @@ def retarget(req: Message, ctx: Context) -> Result:
     q = np.asarray(rot, np.float64)
     pos = np.broadcast_to(src.offsets, (len(q), src.num_joints, 3)).copy()
     pos[:, 0] = root
+    note = None
     try:
         jmap = auto_map(src, tgt)
         if not jmap.pairs:
             raise InvalidRequest("no target joint could be matched to a source joint by name")
+        if scale == "legs":
+            try:
+                scale = float(leg_scale(src, tgt, jmap))
+            except MotioncoreError as e:   # rigs without leg chains (a partial rig): no root scaling
+                scale, note = 1.0, f"root not scaled: {e}"
         out = retarget_motion(Motion(src, q / np.linalg.norm(q, axis=-1, keepdims=True), pos, 30.0), tgt, jmap,
                               scale=scale)
     except MotioncoreError as e:
         raise InvalidRequest(f"retarget: {e}") from None
-    content = {"frames": int(len(q)), "mapped": len(jmap.pairs), "unmapped": list(jmap.unmapped)[:MAX_JOINTS]}
+    content = {"frames": int(len(q)), "mapped": len(jmap.pairs), "unmapped": list(jmap.unmapped)[:MAX_JOINTS],
+               "scale": 1.0 if scale is None else float(scale)}
+    if note:
+        content["scale_note"] = note
     return Result(content, {"rotations": out.rotations.astype(np.float32), "root": out.positions[:, 0].astype(np.float32),
                             "translations": out.positions.astype(np.float32)})
 

@@ -213,6 +213,7 @@ def main() -> None:
         bpy.ops.ed.undo()
         res["walk"]["keys_after_undo"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values())
         res["walk"]["world"] = walk_world_check(conn)
+        res["retarget"] = live_retarget()
         res["infill"] = live_infill(conn)
         res["style"] = live_style(conn)
     with open(out_path, "w") as f:
@@ -265,6 +266,38 @@ def walk_world_check(conn: str) -> dict:
             dot = abs(float(np.dot(got / np.linalg.norm(got), want / np.linalg.norm(want))))
             worst = max(worst, float(np.degrees(2 * np.arccos(min(1.0, dot)))))
     return {"result": sorted(r), "max_angle_deg": worst, "frames": int(reply.content["frames"])}
+
+
+def live_retarget() -> dict:
+    """Retarget the walked, rolled rig onto a twin with other rolls: every bone turns the same in the world
+    (its armature-space rotation relative to its rest) and the object follows the same path."""
+    _, rigmap, _, _ = _mods()
+    src = bpy.data.objects["Rolled"]
+    for o in list(bpy.context.selected_objects):
+        o.select_set(False)
+    dst = armature("Copy", roll=-0.9)
+    src.select_set(True)
+    dst.select_set(True)
+    bpy.context.view_layer.objects.active = src
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = 1, 60
+    t = time.perf_counter()
+    try:
+        r = sorted(bpy.ops.motioncore.retarget("EXEC_DEFAULT", True))
+    except RuntimeError as e:
+        return {"error": str(e)}
+    worst, loc = 0.0, 0.0
+    for f in (1, 20, 45, 60):
+        sc.frame_set(f)
+        loc = max(loc, float(np.abs(np.array(src.location) - np.array(dst.location)).max()))
+        for b in BONES:
+            def delta(o, b=b):
+                g = np.array(tuple(o.pose.bones[b].matrix.to_quaternion()))
+                m = np.array(tuple(o.data.bones[b].matrix_local.to_quaternion()))
+                return rigmap.quat_mul(g, rigmap.quat_conj(m))
+            dot = abs(float(np.dot(delta(src), delta(dst))))
+            worst = max(worst, float(np.degrees(2 * np.arccos(min(1.0, dot)))))
+    return {"result": r, "s": time.perf_counter() - t, "max_angle_deg": worst, "max_location_diff": loc}
 
 
 def live_infill(conn: str) -> dict:
