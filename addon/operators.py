@@ -443,12 +443,13 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
             raise ValueError(f"{src.name!r} has no action to retarget")
         lo, hi = _scene_frames(context)
         frames = np.arange(lo, hi + 1, dtype=np.float64)
-        sb, tb = _parents_first(src.data.bones), _parents_first(targets[0].data.bones)
+        dst: Any = targets[0]
+        sb, tb = _parents_first(src.data.bones), _parents_first(dst.data.bones)
         pose = fcurves.sample_rotations(action, slot, [b.name for b in sb], frames)
         loc = fcurves.sample_location(action, slot, frames)
         source, target = _rig_skeleton(sb), _rig_skeleton(tb)
-        so, to = rest_offsets(src), rest_offsets(targets[0])
-        self._state.update(target=targets[0].name, bones=target["joints"], frames=frames, skeleton=target,
+        so, to = rest_offsets(src), rest_offsets(dst)
+        self._state.update(target=dst.name, bones=target["joints"], frames=frames, skeleton=target,
                            offsets=[to[b.name] for b in tb])
         return requests.retarget_job(pose, loc, source, target, [so[b.name] for b in sb])
 
