@@ -179,7 +179,8 @@ class WalkPlan:
 
 
 def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones: list[str], scene_fps: float,
-              start: int, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None) -> WalkPlan:
+              start: int, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
+              overrides: Mapping[str, str] | None = None) -> WalkPlan:
     """Turn a path rollout reply into keys: map joints to bones, carry each model rotation into its bone's
     rest frame (``offsets``: bone -> `rigmap.rest_offset`; none: written as they are), resample the
     model's fps to the scene's, and convert the root trajectory from the model's Y-up units to Blender's
@@ -188,7 +189,7 @@ def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones:
     rot, root = np.asarray(arrays["rotations"]), np.asarray(arrays["root"])   # (F, J, 4), (F, 3)
     if rot.shape[1:] != (len(joints), 4) or root.shape != (rot.shape[0], 3):
         raise ValueError(f"rotations {rot.shape} / root {root.shape} do not match {len(joints)} joints")
-    rmap = rigmap.auto_map(rig_bones, joints, rig_preset=rig_preset)
+    rmap = rigmap.auto_map(rig_bones, joints, rig_preset=rig_preset, overrides=overrides)
     if not rmap.mapping:
         raise ValueError(f"no rig bone matches the model's joints ({', '.join(joints[:4])}, ...): pick Rig Names")
     idx = resample_indices(rot.shape[0], float(content["fps"]), scene_fps)
@@ -202,14 +203,15 @@ def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones:
 
 
 def to_model_joints(rotations: np.ndarray, bones: Sequence[str], joints: Sequence[str], rig_preset: str | None = None,
-                    offsets: Mapping[str, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+                    offsets: Mapping[str, np.ndarray] | None = None, overrides: Mapping[str, str] | None = None
+                    ) -> tuple[np.ndarray, list[str]]:
     """(T, B, 4) pose rotations of the rig's ``bones`` -> ((T, J', 4) model local rotations, the J' model
     joint names) for the model joints the rig maps (presets, then names), each carried out of its
     bone's rest frame (``offsets``: bone -> `rigmap.rest_offset`). Raises if nothing maps."""
     rot = np.asarray(rotations, np.float64)
     if rot.ndim != 3 or rot.shape[1:] != (len(bones), 4):
         raise ValueError(f"rotations {rot.shape} do not match {len(bones)} bones")
-    rmap = rigmap.auto_map(list(bones), list(joints), rig_preset=rig_preset)
+    rmap = rigmap.auto_map(list(bones), list(joints), rig_preset=rig_preset, overrides=overrides)
     names = [j for j in joints if j in rmap.mapping]
     if not names:
         raise ValueError(f"no rig bone matches the model's joints ({', '.join(list(joints)[:4])}, ...): pick Rig Names")

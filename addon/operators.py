@@ -15,7 +15,7 @@ import numpy as np
 
 from . import fcurves, keys, requests, rigmap
 from .jobs import JobResult, Worker, connection_path, run_sync
-from .props import preferences, scene, settings
+from .props import bone_map, preferences, scene, settings
 
 _WORKER: Worker | None = None
 
@@ -265,7 +265,7 @@ class _WalkBase(_ServerOperator):
         content, arrays = value
         arm = bpy.data.objects[self._state["armature"]]
         plan = keys.walk_plan(content, arrays, [b.name for b in _pose_bones(arm)], _scene_fps(context),
-                              self._state["start"], _preset(context), self._state["offsets"])
+                              self._state["start"], _preset(context), self._state["offsets"], bone_map(arm))
         for b in plan.bones:
             arm.pose.bones[b].rotation_mode = "QUATERNION"
         added = fcurves.write_rotations(arm, plan.bones, plan.frames, plan.rotations)
@@ -350,13 +350,14 @@ class _InfillBase(_ServerOperator):
         known = keys.constraints(keyed, bones, rng[0], rng[1])        # partial keys are constraints too
         opts = (self.model, _preset(context), int(self.variations), float(self.temperature), str(self.order),
                 int(self.seed))
-        key = fingerprint(arm.name, bones, frames, motion, np.asarray(known), *opts)
+        key = fingerprint(arm.name, bones, frames, motion, np.asarray(known), sorted(bone_map(arm).items()), *opts)
         self._state.update(armature=arm.name, bones=bones, frames=frames, offsets=offsets, key=key)
         if key in _REPLIES:
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_job(motion, known, bones, self.model or None, _preset(context),
-                                   temperature=opts[3], samples=opts[2], order=opts[4], seed=opts[5])
+                                   temperature=opts[3], samples=opts[2], order=opts[4], seed=opts[5],
+                                   overrides=bone_map(arm))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         _, arrays = value
@@ -423,7 +424,32 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
         rot = fcurves.sample_rotations(ex, None, bones, frames)   # (T, B, 4) in the rig's bone frames
         loc = fcurves.sample_location(ex, None, frames)           # (T, 3) object location, Z-up metres
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
-                                  _preset(context), self._state["offsets"], s.gait or None)
+                                  _preset(context), self._state["offsets"], s.gait or None, bone_map(arm))
+
+
+class MOTIONCORE_OT_map_bones(_ServerOperator):
+    """Fill the armature's bone map for the chosen model (your rows are kept; fix the rest in the list)"""
+
+    bl_idname = "motioncore.map_bones"
+    bl_label = "Map Bones"
+    label = "Map bones"
+
+    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
+        arm = _armature(context)
+        s = settings(context)
+        self._state.update(armature=arm.name)
+        return requests.mapping_job([b.name for b in arm.data.bones], str(s.map_task), None, _preset(context),
+                                    bone_map(arm))
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        arm: Any = bpy.data.objects[self._state["armature"]].data
+        arm.motioncore_map.clear()
+        for joint, bone in value["rows"]:
+            row = arm.motioncore_map.add()
+            row.joint, row.bone = joint, bone
+        missing = [j for j, b in value["rows"] if not b]
+        more = f"; unmapped: {', '.join(missing)}" if missing else ""
+        return f"{value['model']}: {len(value['rows']) - len(missing)} of {len(value['rows'])} joints mapped{more}"
 
 
 class MOTIONCORE_OT_retarget(_ServerOperator):
@@ -490,5 +516,5 @@ def _rig_skeleton(bones: list[Any]) -> dict[str, Any]:
     return requests.rig_skeleton(names, parents, np.array([tuple(b.head_local) for b in bones], np.float64))
 
 
-classes = (MOTIONCORE_OT_connect, MOTIONCORE_OT_walk_path, MOTIONCORE_OT_infill, MOTIONCORE_OT_hands_infill,
+classes = (MOTIONCORE_OT_connect, MOTIONCORE_OT_map_bones, MOTIONCORE_OT_walk_path, MOTIONCORE_OT_infill, MOTIONCORE_OT_hands_infill,
            MOTIONCORE_OT_style_adapt, MOTIONCORE_OT_retarget)

@@ -41,4 +41,39 @@ class MOTIONCORE_PT_main(bpy.types.Panel):
         box.operator("motioncore.retarget", icon="ARMATURE_DATA")
 
 
-classes = (MOTIONCORE_PT_main,)
+class MOTIONCORE_UL_bone_map(bpy.types.UIList):
+    """One row per model joint: its name and a search field over the armature's bones."""
+
+    def draw_item(self, context: Any, layout: Any, data: Any, item: Any, icon: Any, active_data: Any,
+                  active_property: Any, index: int | None = 0, flt_flag: int | None = 0) -> None:
+        row = layout.row(align=True)
+        row.label(text=item.joint, icon="BONE_DATA" if item.bone else "ERROR")
+        row.prop_search(item, "bone", data, "bones", text="")
+
+
+class MOTIONCORE_PT_bone_map(bpy.types.Panel):
+    """The active armature's bone map (stored on the armature): fill it, then fix unmapped rows."""
+
+    bl_label = "Bone Map"
+    bl_idname = "MOTIONCORE_PT_bone_map"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Motion"
+    bl_parent_id = "MOTIONCORE_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context: bpy.types.Context) -> None:
+        s = settings(context)
+        layout: Any = self.layout
+        obj: Any = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            layout.label(text="Select an armature")
+            return
+        row = layout.row(align=True)
+        row.prop(s, "map_task", text="")
+        row.operator("motioncore.map_bones", icon="FILE_REFRESH")
+        layout.template_list("MOTIONCORE_UL_bone_map", "", obj.data, "motioncore_map", obj.data,
+                             "motioncore_map_index", rows=6)
+
+
+classes = (MOTIONCORE_PT_main, MOTIONCORE_UL_bone_map, MOTIONCORE_PT_bone_map)

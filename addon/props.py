@@ -4,7 +4,15 @@ from __future__ import annotations
 from typing import Any
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 
 from .rigmap import PRESETS
 
@@ -41,6 +49,13 @@ class MotioncorePreferences(bpy.types.AddonPreferences):
         col.prop(self, "timeout")
 
 
+class MotioncoreBoneMapItem(bpy.types.PropertyGroup):
+    """One row of an armature's bone map: a model joint and the rig bone that plays it."""
+
+    joint: StringProperty(name="Model Joint", default="")  # type: ignore[valid-type]
+    bone: StringProperty(name="Bone", default="", description="The rig bone (empty: unmapped)")  # type: ignore[valid-type]
+
+
 class MotioncoreSceneSettings(bpy.types.PropertyGroup):
     path_model: StringProperty(name="Model", default="", description="Path controller (empty: the server's default)")  # type: ignore[valid-type]
     path_request: EnumProperty(  # type: ignore[valid-type]
@@ -49,21 +64,38 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
                ("mann.rollout", "MANN (quadruped)", "Mode-adaptive quadruped controller")])
     gait: StringProperty(name="Gait", default="walk", description="Gait name, e.g. walk, run (biped) or trot (dog)")  # type: ignore[valid-type]
     rig_preset: EnumProperty(name="Rig Names", items=_PRESET_ITEMS, default="AUTO")  # type: ignore[valid-type]
+    map_task: EnumProperty(  # type: ignore[valid-type]
+        name="Map For", default="infill",
+        items=[("infill", "In-fill (body)", "The any-order body model's joints"),
+               ("pfnn.rollout", "Walk (biped)", "The PFNN biped's joints"),
+               ("mann.rollout", "Walk (dog)", "The MANN dog's joints"),
+               ("style.adapt", "Style", "The style model's joints")])
     style_action: PointerProperty(name="Style Example", type=bpy.types.Action)  # type: ignore[valid-type]
     style_model: StringProperty(name="Style Model", default="", description="Style model (empty: the server's default)")  # type: ignore[valid-type]
     status: StringProperty(name="Status", default="Not connected")  # type: ignore[valid-type]
     progress: StringProperty(name="Progress", default="")  # type: ignore[valid-type]
 
 
-classes = (MotioncorePreferences, MotioncoreSceneSettings)
+classes = (MotioncorePreferences, MotioncoreBoneMapItem, MotioncoreSceneSettings)
 
 
 def register_props() -> None:
     bpy.types.Scene.motioncore = PointerProperty(type=MotioncoreSceneSettings)  # type: ignore[attr-defined,func-returns-value]
+    # the bone map lives on the armature data, so it travels with the rig (saved in the .blend, linked)
+    bpy.types.Armature.motioncore_map = CollectionProperty(type=MotioncoreBoneMapItem)  # type: ignore[attr-defined,func-returns-value]
+    bpy.types.Armature.motioncore_map_index = IntProperty(default=0)  # type: ignore[attr-defined,func-returns-value]
 
 
 def unregister_props() -> None:
     delattr(bpy.types.Scene, "motioncore")
+    delattr(bpy.types.Armature, "motioncore_map")
+    delattr(bpy.types.Armature, "motioncore_map_index")
+
+
+def bone_map(obj: Any) -> dict[str, str]:
+    """The armature's stored bone map, model joint -> bone ("" = leave unmapped); empty if none."""
+    rows = getattr(getattr(obj, "data", None), "motioncore_map", None) or ()
+    return {r.joint: r.bone for r in rows if r.joint}
 
 
 def preferences(context: bpy.types.Context) -> Any:

@@ -59,10 +59,11 @@ def find_model(client: Any, task: str, name: str | None) -> dict[str, Any]:
     return pick
 
 
-def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: str | None) -> list[str]:
+def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: str | None,
+                overrides: Mapping[str, str] | None = None) -> list[str]:
     """One distinct name per bone for the request's ``joints``: the model joint the bone maps to, else
     the bone's own name (prefixed ``rig:`` if that would collide with a mapped model joint)."""
-    rmap = rigmap.auto_map(list(bones), list(model_joints), rig_preset=rig_preset)
+    rmap = rigmap.auto_map(list(bones), list(model_joints), rig_preset=rig_preset, overrides=overrides)
     of_bone = {b: j for j, b in rmap.mapping.items()}
     taken = set(of_bone.values())
     return [of_bone.get(b) or (f"rig:{b}" if b in taken else b) for b in bones]
@@ -70,7 +71,7 @@ def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: s
 
 def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], model: str | None,
                rig_preset: str | None = None, *, temperature: float = 0.0, samples: int = 1,
-               order: str = "bisection", seed: int = 0) -> Job:
+               order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None) -> Job:
     """In-fill: ``rotations`` (T, B, 4) model-space local rotations of the rig's ``bones`` (identity or
     interpolated where unkeyed), ``known`` (T, B) keyed elements; root translation unknown except on
     fully keyed frames (sent as zero: the rig's root motion is not filled)."""
@@ -82,7 +83,7 @@ def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], m
 
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "infill", model)
-        names = joint_names(bones, info["skeleton"]["names"], rig_preset)
+        names = joint_names(bones, info["skeleton"]["names"], rig_preset, overrides)
         return call(c, "infill", {"model": info["name"], "joints": names, "temperature": float(temperature),
                                   "samples": int(samples), "order": order, "seed": int(seed)},
                     {"rotations": rot, "root": root, "known": mask})
@@ -91,14 +92,14 @@ def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], m
 
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
               model: str | None, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
-              gait: str | None = None) -> Job:
+              gait: str | None = None, overrides: Mapping[str, str] | None = None) -> Job:
     """Style from example: the example action's bone rotations (T, B, 4) and object locations (T, 3,
     Blender metres) at ``fps``, and the path ``points`` (N, 2) in metres."""
     rot = np.asarray(rotations, np.float64)
 
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "style.adapt", model)
-        ex, names = keys.to_model_joints(rot, bones, info["skeleton"]["names"], rig_preset, offsets)
+        ex, names = keys.to_model_joints(rot, bones, info["skeleton"]["names"], rig_preset, offsets, overrides)
         root = keys.root_from_location(location, float(info.get("units_per_metre") or 100.0))
         content = {"joints": names, "fps": float(fps), "root_space": "ground", "model": info["name"]}
         if gait:
@@ -243,3 +244,15 @@ def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors (T, 3) by unit quaternions (T, 4): q v q^-1."""
     qv = np.concatenate([np.zeros(v.shape[:-1] + (1,)), v], axis=-1)
     return rigmap.quat_mul(rigmap.quat_mul(q, qv), rigmap.quat_conj(q))[..., 1:]
+
+
+def mapping_job(bones: Sequence[str], task: str, model: str | None, rig_preset: str | None,
+                overrides: Mapping[str, str] | None = None) -> Callable[[Any], dict[str, Any]]:
+    """The rows of the armature's bone map for the model serving ``task``: ``{"model", "rows": [(model
+    joint, rig bone or "")]}``, the stored choices first, then presets and names."""
+    def job(c: Any) -> dict[str, Any]:
+        info = find_model(c, task, model)
+        joints = list(info["skeleton"]["names"])
+        rmap = rigmap.auto_map(list(bones), joints, rig_preset=rig_preset, overrides=overrides)
+        return {"model": info["name"], "rows": [(j, rmap.mapping.get(j, "")) for j in joints]}
+    return job

@@ -132,10 +132,11 @@ class RigMap:
 
 
 def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_preset: str | None = None,
-             model_preset: str | None = None, side: str = "r") -> RigMap:
-    """Map ``model_joints`` to ``rig_bones`` through the presets (detected unless given), then by
-    normalised name. Each rig bone is used at most once. A role without a side (one-hand presets such
-    as ManipNet) maps to the rig's ``side`` ("l" or "r") bone."""
+             model_preset: str | None = None, side: str = "r", overrides: Mapping[str, str] | None = None) -> RigMap:
+    """Map ``model_joints`` to ``rig_bones``: first the user's ``overrides`` (model joint -> rig bone, as
+    stored on the armature; an empty bone means "leave unmapped"), then through the presets (detected
+    unless given), then by normalised name. Each rig bone is used at most once. A role without a side
+    (one-hand presets such as ManipNet) maps to the rig's ``side`` ("l" or "r") bone."""
     if side not in ("l", "r"):
         raise ValueError(f"side must be 'l' or 'r', got {side!r}")
     for p in (rig_preset, model_preset):
@@ -149,7 +150,15 @@ def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_prese
     rig_roles = PRESETS[rp] if rp else {}
     mapping: dict[str, str] = {}
     used: set[str] = set()
+    fixed = {j: b for j, b in (overrides or {}).items() if j in set(model_joints)}
+    rig = set(rig_bones)
+    for j, b in fixed.items():
+        if b and b in rig and b not in used:
+            mapping[j] = b
+            used.add(b)
     for j in model_joints:
+        if j in fixed:
+            continue
         cand = None
         role = role_of_model.get(normalise(j))
         for r in (role, f"{role}_{side}") if role is not None else ():

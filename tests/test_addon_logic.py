@@ -445,7 +445,7 @@ def test_operator_ids_and_classes_tuple():
     ids = {n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
            and any(isinstance(t, ast.Name) and t.id == "bl_idname" for t in n.targets)}
     assert ids == {"motioncore.connect", "motioncore.infill", "motioncore.hands_infill", "motioncore.walk_path",
-                   "motioncore.style_adapt", "motioncore.retarget"}
+                   "motioncore.style_adapt", "motioncore.retarget", "motioncore.map_bones"}
     assert "classes = (" in (ADDON / "__init__.py").read_text()
 
 
@@ -710,3 +710,29 @@ def test_retarget_job_between_rigs_with_different_rolls_is_exact(server, built_a
     assert content["mapped"] == len(names) and content["unmapped"] == []
     assert _same_rotation(back, q, 1e-5)
     np.testing.assert_allclose(out_loc, location, atol=1e-5)
+
+
+def test_stored_bone_map_overrides_presets_and_names():
+    joints = ["Hips", "Spine", "Head", "Hand_L"]
+    rig = ["pelvis", "Spine", "Head", "hand.L", "extra"]
+    auto = rigmap.auto_map(rig, joints)
+    assert auto.mapping.get("Spine") == "Spine" and "Hips" in auto.unmapped
+    stored = {"Hips": "pelvis", "Head": "", "Hand_L": "no-such-bone"}   # "" = keep unmapped
+    m = rigmap.auto_map(rig, joints, overrides=stored)
+    assert m.mapping["Hips"] == "pelvis" and m.mapping["Spine"] == "Spine"
+    assert "Head" not in m.mapping and "Hand_L" not in m.mapping       # the user's choices stand
+    taken = rigmap.auto_map(rig, joints, overrides={"Hips": "Spine"})   # a bone plays one joint only
+    assert taken.mapping["Hips"] == "Spine" and "Spine" not in taken.mapping
+    assert requests.joint_names(rig, joints, None, {"Hips": "pelvis"})[:3] == ["Hips", "Spine", "Head"]
+
+
+@pytest.mark.timeout(60)
+def test_mapping_job_lists_every_model_joint_with_its_bone(server, built_addon):
+    rig = [f"mixamorig:{b}" for b in rigmap.PRESETS["MIXAMO"].values()]
+    with built_addon.client.Client(server, timeout=30) as c:
+        out = requests.mapping_job(rig, "infill", None, None)(c)
+        kept = requests.mapping_job(rig, "infill", None, None, {"Hips": ""})(c)
+    rows = dict(out["rows"])
+    assert out["model"] == "anyorder-body" and len(rows) == 22 and rows["joint_Root"] == ""
+    assert rows["Hips"] == "mixamorig:Hips" and rows["Hand_L"] == "mixamorig:LeftHand"
+    assert dict(kept["rows"])["Hips"] == ""

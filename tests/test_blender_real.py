@@ -85,6 +85,10 @@ def test_extension_in_real_blender(version, addon_zip, server, tmp_path):
     assert w["result"] == ["FINISHED"] and w["keys"] > 1000 and w["keys_after_undo"] == 0
     # tilted, rolled bones: each posed bone turns as its model joint does (world rotations)
     assert w["world"]["result"] == ["FINISHED"] and w["world"]["max_angle_deg"] < 0.05, w["world"]
+    # Map Bones: 22 model joints listed, the rig's 12 mapped, stored on the armature; a cleared row is obeyed
+    bm = res["bone_map"]
+    assert bm["result"] == ["FINISHED"] and bm["rows"] == 22 and bm["mapped"] == 12 and bm["head_row"] == "Head"
+    assert "Head" not in bm["keyed_bones"] and len(bm["keyed_bones"]) == 11, bm
     # Retarget onto a twin rig with other bone rolls: the same world motion
     rt = res["retarget"]
     assert rt.get("result") == ["FINISHED"] and rt["max_angle_deg"] < 0.05 and rt["max_location_diff"] < 1e-4, rt

@@ -213,6 +213,7 @@ def main() -> None:
         bpy.ops.ed.undo()
         res["walk"]["keys_after_undo"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values())
         res["walk"]["world"] = walk_world_check(conn)
+        res["bone_map"] = live_bone_map()
         res["retarget"] = live_retarget()
         res["infill"] = live_infill(conn)
         res["style"] = live_style(conn)
@@ -266,6 +267,25 @@ def walk_world_check(conn: str) -> dict:
             dot = abs(float(np.dot(got / np.linalg.norm(got), want / np.linalg.norm(want))))
             worst = max(worst, float(np.degrees(2 * np.arccos(min(1.0, dot)))))
     return {"result": sorted(r), "max_angle_deg": worst, "frames": int(reply.content["frames"])}
+
+
+def live_bone_map() -> dict:
+    """Map Bones fills the armature's stored map for the walk model; a row set to no bone keeps that
+    joint off the rig in the next walk."""
+    for o in list(bpy.context.selected_objects):
+        o.select_set(False)
+    rig = armature("Mapped")
+    bpy.context.view_layer.objects.active = rig
+    rig.select_set(True)
+    bpy.context.scene.motioncore.map_task = "pfnn.rollout"
+    r = sorted(bpy.ops.motioncore.map_bones("EXEC_DEFAULT"))
+    rows = {x.joint: x.bone for x in rig.data.motioncore_map}
+    next(x for x in rig.data.motioncore_map if x.joint == "Head").bone = ""     # the animator's choice
+    bpy.data.objects["Path"].select_set(True)
+    bpy.ops.motioncore.walk_path("EXEC_DEFAULT", True)
+    keyed = {k.split('"')[1] for k in snapshot(rig) if k.startswith("pose.bones")}
+    return {"result": r, "rows": len(rows), "mapped": sum(1 for b in rows.values() if b),
+            "head_row": rows.get("Head"), "keyed_bones": sorted(keyed)}
 
 
 def live_retarget() -> dict:
