@@ -173,7 +173,9 @@ def bone_path(bone: str, prop: str = "rotation_quaternion") -> str:
 
 
 def bone_key_frames(action: Any, slot: Any, bones: Iterable[str]) -> dict[str, np.ndarray]:
-    """Frames at which each bone has any rotation/location key (for range detection and constraints)."""
+    """Frames at which each bone has a rotation/location key of the animator's (for range detection and
+    constraints). Keys typed GENERATED are ours, refreshed by the next run, so they do not count: in-filling
+    again after an in-fill fills the same frames anew."""
     out: dict[str, np.ndarray] = {}
     for b in bones:
         frames = []
@@ -181,7 +183,8 @@ def bone_key_frames(action: Any, slot: Any, bones: Iterable[str]) -> dict[str, n
             for i in range(n):
                 fc = find_fcurve(action, slot, bone_path(b, prop), i)
                 if fc is not None:
-                    frames.append(read_keys(fc)[0])
+                    f, _, generated = read_keys(fc)
+                    frames.append(f[~generated])
         if frames:
             out[b] = np.unique(np.concatenate(frames))
     return out

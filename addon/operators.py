@@ -350,7 +350,10 @@ class _InfillBase(_ServerOperator):
         known = keys.constraints(keyed, bones, rng[0], rng[1])        # partial keys are constraints too
         opts = (self.model, _preset(context), int(self.variations), float(self.temperature), str(self.order),
                 int(self.seed))
-        key = fingerprint(arm.name, bones, frames, motion, np.asarray(known), sorted(bone_map(arm).items()), *opts)
+        kn = np.asarray(known, bool)
+        # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
+        key = fingerprint(arm.name, bones, frames, np.where(kn[..., None], motion, 0.0), kn,
+                          sorted(bone_map(arm).items()), *opts)
         self._state.update(armature=arm.name, bones=bones, frames=frames, offsets=offsets, key=key)
         if key in _REPLIES:
             cached = _REPLIES[key]
