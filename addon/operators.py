@@ -261,6 +261,14 @@ class _WalkBase(_ServerOperator):
         self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm))
         return arm, curve_points(curves[0]).astype(np.float32)
 
+    def until(self, context: bpy.types.Context) -> tuple[int, int, float] | None:
+        """(start, end, scene fps) when the walk should fill the scene (or preview) range, else None."""
+        if settings(context).walk_length != "RANGE":
+            return None
+        (lo, hi), preview = _scene_range_and_preview(context)
+        end = preview[1] if preview else hi
+        return int(self._state["start"]), int(end), _scene_fps(context)
+
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
         arm = bpy.data.objects[self._state["armature"]]
@@ -284,9 +292,8 @@ class MOTIONCORE_OT_walk_path(_WalkBase):
     def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
         _, points = self.path(context)
         s = settings(context)
-        content = {k: v for k, v in (("model", s.path_model), ("gait", s.gait)) if v}
-        req = str(s.path_request)
-        return lambda c: requests.call(c, req, content, {"points": points})
+        return requests.walk_job(str(s.path_request), points, s.path_model or None, s.gait or None,
+                                 float(s.speed), self.until(context))
 
 
 def _scene_range_and_preview(context: bpy.types.Context) -> tuple[tuple[int, int], tuple[int, int] | None]:
@@ -427,7 +434,8 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
         rot = fcurves.sample_rotations(ex, None, bones, frames)   # (T, B, 4) in the rig's bone frames
         loc = fcurves.sample_location(ex, None, frames)           # (T, 3) object location, Z-up metres
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
-                                  _preset(context), self._state["offsets"], s.gait or None, bone_map(arm))
+                                  _preset(context), self._state["offsets"], s.gait or None, bone_map(arm),
+                                  float(s.speed), self.until(context))
 
 
 class MOTIONCORE_OT_map_bones(_ServerOperator):

@@ -63,6 +63,12 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
         items=[("pfnn.rollout", "PFNN (biped)", "Phase-functioned biped controller"),
                ("mann.rollout", "MANN (quadruped)", "Mode-adaptive quadruped controller")])
     gait: StringProperty(name="Gait", default="walk", description="Gait name, e.g. walk, run (biped) or trot (dog)")  # type: ignore[valid-type]
+    speed: FloatProperty(name="Speed (m/s)", default=0.0, min=0.0, max=12.0,  # type: ignore[valid-type]
+                         description="Speed along the path; 0: the gait's usual speed")
+    walk_length: EnumProperty(  # type: ignore[valid-type]
+        name="Length", default="PATH",
+        items=[("PATH", "Path", "From the current frame until the path is walked (plus a second to settle)"),
+               ("RANGE", "Frame range", "From the current frame to the end of the scene (or preview) range")])
     rig_preset: EnumProperty(name="Rig Names", items=_PRESET_ITEMS, default="AUTO")  # type: ignore[valid-type]
     map_task: EnumProperty(  # type: ignore[valid-type]
         name="Map For", default="infill",

@@ -92,7 +92,8 @@ def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], m
 
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
               model: str | None, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
-              gait: str | None = None, overrides: Mapping[str, str] | None = None) -> Job:
+              gait: str | None = None, overrides: Mapping[str, str] | None = None, speed: float = 0.0,
+              until: tuple[int, int, float] | None = None) -> Job:
     """Style from example: the example action's bone rotations (T, B, 4) and object locations (T, 3,
     Blender metres) at ``fps``, and the path ``points`` (N, 2) in metres."""
     rot = np.asarray(rotations, np.float64)
@@ -104,8 +105,13 @@ def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], l
         content = {"joints": names, "fps": float(fps), "root_space": "ground", "model": info["name"]}
         if gait:
             content["gait"] = gait
-        return call(c, "style.adapt", content, {"points": np.asarray(points, np.float32),
-                                                "rotations": ex.astype(np.float32), "root": root.astype(np.float32)})
+        if until is not None:
+            content["frames"] = range_frames(until[0], until[1], until[2], float(info["fps"]))
+        arrays = {"points": np.asarray(points, np.float32), "rotations": ex.astype(np.float32),
+                  "root": root.astype(np.float32)}
+        if speed > 0:
+            arrays["speed"] = np.full(len(points), speed, np.float32)
+        return call(c, "style.adapt", content, arrays)
     return job
 
 
@@ -255,4 +261,31 @@ def mapping_job(bones: Sequence[str], task: str, model: str | None, rig_preset: 
         joints = list(info["skeleton"]["names"])
         rmap = rigmap.auto_map(list(bones), joints, rig_preset=rig_preset, overrides=overrides)
         return {"model": info["name"], "rows": [(j, rmap.mapping.get(j, "")) for j in joints]}
+    return job
+
+
+def range_frames(start: int, end: int, scene_fps: float, model_fps: float) -> int:
+    """Model frames that cover scene frames ``start``..``end`` (the walk then ends on ``end``)."""
+    if end <= start:
+        raise ValueError(f"the current frame {start} is at or past the end of the range ({end}): nothing to walk")
+    return int(round((end - start) / scene_fps * model_fps)) + 1
+
+
+def walk_job(task: str, points: np.ndarray, model: str | None, gait: str | None = None, speed: float = 0.0,
+             until: tuple[int, int, float] | None = None) -> Job:
+    """Walk along ``points`` (N, 2) metres with the path controller serving ``task``: ``gait`` (name),
+    ``speed`` (m/s; 0: the gait's default), ``until`` = (start frame, end frame, scene fps) to walk exactly
+    to the end of the range (else the path's own length plus a second to settle)."""
+    arrays: dict[str, np.ndarray] = {"points": np.asarray(points, np.float32)}
+    if speed > 0:
+        arrays["speed"] = np.full(len(points), speed, np.float32)
+
+    def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        content: dict[str, Any] = {"gait": gait} if gait else {}
+        if model:
+            content["model"] = model
+        if until is not None:
+            info = find_model(c, task, model)
+            content.update(model=info["name"], frames=range_frames(until[0], until[1], until[2], float(info["fps"])))
+        return call(c, task, content, arrays)
     return job

@@ -127,6 +127,19 @@ def test_walk_operator_writes_keys_along_the_curve(addon):
     assert len(ch[("location", 1)].keyframe_points) > 60                       # the root follows the path
     assert ch[("location", 1)].keyframe_points[-1].co[1] < -2.0                # towards -y, as drawn
     assert "walked" in op.reports[-1][1]
+    # over the frame range, faster: keys on exactly frames 5..48 and further along the path by the end
+    scene.frame_current, scene.frame_end = 5, 48
+    scene.motioncore.walk_length, scene.motioncore.speed = "RANGE", 2.0
+    runner = _rig(bpy, "Runner", seed=7)
+    op = ops.MOTIONCORE_OT_walk_path()
+    assert op.execute(ctx(runner, [path])) == {"FINISHED"}, op.reports
+    loc = _channels(runner)[("location", 1)].keyframe_points
+    assert [k.co[0] for k in loc] == list(range(5, 49))
+    walked = {n: -[k.co[1] for k in _channels(o)[("location", 1)].keyframe_points][43] for n, o in
+              (("default", walker), ("fast", runner))}
+    assert walked["fast"] > 1.3 * walked["default"], walked                  # 44 frames in: 2 m/s vs a walk
+    scene.frame_current = 48
+    assert ops.MOTIONCORE_OT_walk_path().execute(ctx(runner, [path])) == {"CANCELLED"}   # nothing left to walk
 
 
 @needs_data
