@@ -295,3 +295,51 @@ def test_bandai_onto_cmu_keeps_limb_directions():
         d = bone_angle_deg(gp[:, cmu.index(b)] - gp[:, cmu.index(a)],
                            sp[:, run.skeleton.index(jm.pairs[b])] - sp[:, run.skeleton.index(jm.pairs[a])])
         assert d.max() < 1e-3  # not ~1e-13 as CMU -> Bandai: Bandai's per-frame bone offsets jitter ~1e-5 cm
+
+
+@needs_data
+def test_contacts_pin_planted_ankles_and_change_nothing_else():
+    """CMU 02_01 (a walk) onto Bandai: with contacts=True each planted run of the source's ankle holds the
+    target's ankle in place (x, z) where the leg can reach; the feet keep their world rotation and nothing
+    above the hips changes."""
+    from motioncore.data import load
+    from motioncore.kinematics import resample
+    from motioncore.retarget import retarget
+    from motioncore.retarget.contacts import _runs, leg_chains, source_contacts
+
+    clip = next(c for c in load("cmu") if c.name == "02_01")
+    src = resample(clip.motion, 30.0)
+    tgt = load("bandai2", "test")[0].motion.skeleton
+    jm = auto_map(src.skeleton, tgt)
+    plain, pinned = retarget(src, tgt, jm), retarget(src, tgt, jm, contacts=True)
+    gq0, gp0 = plain.global_transforms()
+    gq1, gp1 = pinned.global_transforms()
+    c = source_contacts(src)
+    legs = leg_chains(tgt)
+    spread0, spread1 = [], []
+    for leg, (_hip, _knee, ankle) in enumerate(legs):
+        assert np.allclose(np.abs(np.sum(gq0[:, ankle] * gq1[:, ankle], -1)), 1.0, atol=1e-9)   # foot turns the same
+        for s, e in _runs(c[:, leg]):
+            if e - s >= 3:
+                spread0.append(np.ptp(gp0[s:e, ankle][:, [0, 2]], axis=0).max())
+                spread1.append(np.ptp(gp1[s:e, ankle][:, [0, 2]], axis=0).max())
+    assert len(spread1) >= 4 and np.median(spread1) < 0.05 and np.median(spread0) > 1.0, (spread0, spread1)
+    leg_joints = {j for chain in legs for j in chain}
+    others = [j for j in range(tgt.num_joints) if j not in leg_joints]
+    np.testing.assert_allclose(pinned.rotations[:, others], plain.rotations[:, others], atol=1e-12)
+    bone = np.linalg.norm(gp1[:, legs[0][2]] - gp1[:, legs[0][1]], axis=-1)      # rotations only: lengths kept
+    np.testing.assert_allclose(bone, np.linalg.norm(tgt.offsets[legs[0][2]]), rtol=1e-9)
+
+
+@needs_data
+def test_retarget_quality_figures_on_two_cmu_clips():
+    from motioncore.data import load
+    from motioncore.eval.retarget_quality import clip_figures
+    from motioncore.kinematics import resample
+
+    tgt = load("bandai2", "test")[0].motion.skeleton
+    for clip in [c for c in load("cmu") if c.name in ("02_01", "03_01")]:
+        f = clip_figures(resample(clip.motion, 30.0), tgt)
+        assert f["skate_contacts"] < 0.85 * f["skate_plain"], f
+        assert f["end_orient_deg_plain"] < 1e-4 and f["end_orient_deg_contacts"] < 1e-4
+        assert f["roundtrip_pos_cm"] < 3.0 and f["roundtrip_root_cm"] < 1e-6 and f["unmapped"] == ["joint_Root"]

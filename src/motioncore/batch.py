@@ -110,7 +110,7 @@ def _error(e: BaseException) -> str:
 
 
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
-                 scale: str | float | None = "legs") -> dict[str, Any]:
+                 scale: str | float | None = "legs", contacts: bool = False) -> dict[str, Any]:
     """Retarget one BVH file onto ``target`` (a ``Skeleton.to_dict()``) and write
     ``out_dir/<base name>.bvh`` atomically. Never raises for a bad file: returns
     ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds"}``.
@@ -137,7 +137,7 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         jm = _cached(_key("map", src_d, tkey, overrides),
                      lambda: auto_map(motion.skeleton, tgt, overrides=overrides))
         stage = "retarget"
-        moved = retarget(motion, tgt, jm, scale=scale)
+        moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts)
         stage = "write"
         write_bvh(out, moved)
     except KeyboardInterrupt:
@@ -149,9 +149,10 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
 
 
 def process_chunk(paths: Sequence[str], out_dir: str, target: Mapping[str, Any],
-                  overrides: Mapping[str, Any] | None = None, scale: str | float | None = "legs") -> list[dict[str, Any]]:
+                  overrides: Mapping[str, Any] | None = None, scale: str | float | None = "legs",
+                  contacts: bool = False) -> list[dict[str, Any]]:
     """``process_file`` over several files (one Ray task)."""
-    return [process_file(p, out_dir, target, overrides, scale) for p in paths]
+    return [process_file(p, out_dir, target, overrides, scale, contacts) for p in paths]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -191,9 +192,9 @@ def default_chunk(n_files: int, workers: int) -> int:
 
 
 def _run_inprocess(todo: list[str], out_dir: str, target: dict, overrides: Any, scale: Any,
-                   on_result: Callable[[dict[str, Any]], None]) -> None:
+                   on_result: Callable[[dict[str, Any]], None], contacts: bool = False) -> None:
     for p in todo:
-        on_result(process_file(p, out_dir, target, overrides, scale))
+        on_result(process_file(p, out_dir, target, overrides, scale, contacts))
 
 
 def _import_ray() -> Any:
@@ -207,7 +208,7 @@ def _import_ray() -> Any:
 
 def _run_ray(todo: list[str], out_dir: str, target: dict, overrides: Any, scale: Any,
              on_result: Callable[[dict[str, Any]], None], meta: dict[str, Any], *, address: str | None,
-             workers: int, chunk: int | None) -> None:
+             workers: int, chunk: int | None, contacts: bool = False) -> None:
     ray = _import_ray()
     t0 = time.perf_counter()
     started_here = False
@@ -225,7 +226,7 @@ def _run_ray(todo: list[str], out_dir: str, target: dict, overrides: Any, scale:
         # tasks, never actors: each claims one CPU and is released when the chunk is done
         remote = ray.remote(num_cpus=1, max_retries=0)(process_chunk)
         target_ref = ray.put(target)
-        pending = [remote.remote(todo[i:i + size], out_dir, target_ref, overrides, scale)
+        pending = [remote.remote(todo[i:i + size], out_dir, target_ref, overrides, scale, contacts)
                    for i in range(0, len(todo), size)]
         try:
             while pending:
@@ -246,7 +247,7 @@ def _run_ray(todo: list[str], out_dir: str, target: dict, overrides: Any, scale:
 def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
               overrides: str | os.PathLike[str] | None = None, scale: str | float | None = "legs",
               use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
-              chunk: int | None = None, progress: bool = True,
+              chunk: int | None = None, progress: bool = True, contacts: bool = False,
               on_result: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Retarget every BVH under ``src`` (folder or glob) onto the skeleton of the BVH ``target``, writing
     ``out_dir/<base name>.bvh``; existing outputs are skipped (resumable). Returns the report, also
@@ -304,7 +305,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     n_workers = workers or os.cpu_count() or 1
     meta: dict[str, Any] = {"version": 1, "src": str(src), "target": str(target), "out_dir": str(out),
                             "overrides": str(overrides) if overrides is not None else None,
-                            "scale": scale, "mode": mode, "workers": n_workers if mode == "ray" else 1,
+                            "scale": scale, "contacts": contacts, "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
     bar = tqdm(total=len(files), initial=len(results), unit="file", desc="retarget", disable=not progress,
@@ -322,9 +323,9 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     try:
         if mode == "ray":
             _run_ray(todo, str(out), target_d, ov, scale, record, meta, address=ray_address, workers=n_workers,
-                     chunk=chunk)
+                     chunk=chunk, contacts=contacts)
         else:
-            _run_inprocess(todo, str(out), target_d, ov, scale, record)
+            _run_inprocess(todo, str(out), target_d, ov, scale, record, contacts)
     except KeyboardInterrupt:
         interrupted = True
         raise

@@ -93,6 +93,18 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_retarget(args: argparse.Namespace) -> int:
+    from .eval.retarget_quality import Options, markdown, run
+
+    res = run(Options(fps=args.fps, png=args.png or None, out=args.json), progress=not args.quiet)
+    print(markdown(res))
+    if res.get("png"):
+        print(f"plot: {res['png']}")
+    if args.json:
+        print(f"json: {args.json}")
+    return 0
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     from .eval.baselines import BASELINES
     from .models.registry import bundled_names, describe
@@ -176,6 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", default="out", help="folder for the plot (default ./out)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_hands)
+    e = ev.add_parser("retarget", help="CMU 01-03 onto the Bandai skeleton: foot skating with and without --contacts, "
+                                       "end-effector errors, A->B->A round trip, a stick-figure strip")
+    e.add_argument("--fps", type=float, default=30.0, help="resample the clips to this rate first (default 30)")
+    e.add_argument("--png", default="out/retarget_cmu_bandai.png", help="stick-figure strip ('' for none)")
+    e.add_argument("--json", help="write per-clip figures as JSON here")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.set_defaults(func=_cmd_eval_retarget)
 
     t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
     t.add_argument("model", choices=["pfnn", "mann", "anyorder"])

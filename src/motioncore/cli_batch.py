@@ -12,7 +12,7 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
 
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
-                       progress=not args.quiet)
+                       progress=not args.quiet, contacts=args.contacts)
     c, t = report["counts"], report["timings"]
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
@@ -59,6 +59,8 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--map", help="override file (.toml or .json) applied on top of the automatic joint map")
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
+    r.add_argument("--contacts", action="store_true",
+                   help="pin the feet where the source's are planted (two-bone leg IK): no foot sliding")
     g = r.add_mutually_exclusive_group()
     g.add_argument("--ray", action="store_true", help="run as Ray tasks on a local cluster (needs the scale extra)")
     g.add_argument("--ray-address", metavar="ADDR", help="run on an existing Ray cluster (e.g. auto, ray://host:10001)")

@@ -198,12 +198,14 @@ def _root_joint(pairs: dict[int, int], target: Skeleton, roles: dict[str, str]) 
 
 
 def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Mapping[str, str], *,
-             scale: str | float | None = "legs", missing: str = "rest") -> Motion:
+             scale: str | float | None = "legs", missing: str = "rest", contacts: bool = False) -> Motion:
     """``source`` moved onto ``target_skeleton``. ``joint_map``: target joint -> source joint
     (a JointMap from ``auto_map`` or a plain dict). ``scale``: "legs" (``leg_scale``: target/source
     hip-to-foot chain length),
     a number, or None (1.0) multiplies the root's world position. ``missing``: "rest" holds unmapped
-    target joints at their rest local rotation; "error" raises if any target joint is unmapped."""
+    target joints at their rest local rotation; "error" raises if any target joint is unmapped.
+    ``contacts``: pin the target's ankles wherever the source's are planted (two-bone leg IK,
+    `retarget.contacts`), so the feet do not slide."""
     if missing not in ("rest", "error"):
         raise RetargetError(f"missing: expected 'rest' or 'error', got {missing!r}")
     target = target_skeleton
@@ -241,4 +243,9 @@ def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Ma
         gq, gp = target.forward_kinematics(local, pos)
         want = quat_apply(quat_inv(gq[:, p]), want - gp[:, p])
     pos[:, r] = want
-    return Motion(target, local, pos, source.fps, source.name)
+    out = Motion(target, local, pos, source.fps, source.name)
+    if contacts:
+        from .contacts import pin_feet, source_contacts
+
+        out = pin_feet(out, source_contacts(source))
+    return out

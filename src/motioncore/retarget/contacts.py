@@ -1,0 +1,131 @@
+"""Foot-contact preservation after retargeting: where the source foot is planted, the target's ankle is
+pinned in place by two-bone IK on the leg, so the feet do not slide.
+
+Retargeting by rotations keeps every bone's direction but not where the feet land: a target with other
+proportions (or a root scaled by leg length) slides its planted feet. For each leg (hip, knee, ankle of
+the target) and each run of frames where the source's ankle is in contact, the target ankle's goal is
+its mean ground position (x, z) over the run at its own height per frame; the goal blends in and out
+over ``blend`` frames around the run so nothing pops. Per frame, analytic two-bone IK: the knee bends
+about the leg's plane normal to make the hip-ankle distance reach the goal (lengths kept: the goal is
+clamped to what the leg can reach), then the hip swings the whole leg onto the goal (shortest arc).
+The ankle's world rotation is kept, so the foot keeps its orientation; nothing above the hips moves.
+
+Contacts: `kinematics.foot_contacts` on the source with thresholds relative to the source's leg length
+(height 10%, speed 60% of a leg per second: about 8 cm and 50 cm/s for a Bandai body).
+
+Legend: T frames, J joints. Quaternions WXYZ, numpy float64.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kinematics import BodyJoints, find_body_joints, foot_contacts
+from ..motion import Motion
+from ..rotations import axis_angle_to_quat, quat_apply, quat_between, quat_inv, quat_mul, quat_normalize
+from ..skeleton import Skeleton
+from .mapping import RetargetError
+
+__all__ = ["leg_chains", "source_contacts", "pin_feet", "contact_thresholds"]
+
+HEIGHT_FRAC, SPEED_FRAC = 0.10, 0.60
+
+
+def leg_chains(skeleton: Skeleton, body: BodyJoints | None = None) -> list[tuple[int, int, int]]:
+    """[(hip, knee, ankle)] for the left and right legs: each ankle of `find_body_joints` (the first foot
+    joint per side) and its parent and grandparent."""
+    body = body or find_body_joints(skeleton)
+    if len(body.feet) < 4:
+        raise RetargetError(f"contacts: need two legs with ankle and toe joints, found feet {body.feet}")
+    out = []
+    for ankle in (body.feet[0], body.feet[2]):
+        knee = int(skeleton.parents[ankle])
+        hip = int(skeleton.parents[knee]) if knee >= 0 else -1
+        if hip < 0:
+            raise RetargetError(f"contacts: joint {skeleton.names[ankle]!r} has no knee and hip above it")
+        out.append((hip, knee, int(ankle)))
+    return out
+
+
+def _leg_length(skeleton: Skeleton, chain: tuple[int, int, int]) -> float:
+    return float(np.linalg.norm(skeleton.offsets[chain[1]]) + np.linalg.norm(skeleton.offsets[chain[2]]))
+
+
+def contact_thresholds(skeleton: Skeleton) -> tuple[float, float]:
+    """(height, speed) contact thresholds in the skeleton's units: 10% of a leg, 60% of a leg per second."""
+    leg = np.mean([_leg_length(skeleton, c) for c in leg_chains(skeleton)])
+    return HEIGHT_FRAC * leg, SPEED_FRAC * leg
+
+
+def source_contacts(source: Motion) -> np.ndarray:
+    """(T, 2) bool: the source's left and right ankles in contact."""
+    chains = leg_chains(source.skeleton)
+    _, gp = source.global_transforms()
+    h, v = contact_thresholds(source.skeleton)
+    return foot_contacts(gp, tuple(c[2] for c in chains), source.fps, h, v)
+
+
+def _runs(c: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) runs of True."""
+    d = np.diff(np.concatenate([[0], c.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1), strict=True))
+
+
+def _goals(p: np.ndarray, contact: np.ndarray, blend: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame goal position (T, 3) and weight (T,) for one ankle with positions p (T, 3)."""
+    T = len(p)
+    goal, w = p.copy(), np.zeros(T)
+    for s, e in _runs(contact):
+        xz = p[s:e, [0, 2]].mean(axis=0)
+        lo, hi = max(0, s - blend), min(T, e + blend)
+        for t in range(lo, hi):
+            wt = 1.0 if s <= t < e else (1.0 - (s - t) / (blend + 1) if t < s else 1.0 - (t - e + 1) / (blend + 1))
+            if wt > w[t]:   # overlapping ramps of two runs: the stronger pin wins
+                w[t] = wt
+                goal[t, [0, 2]] = xz
+    return goal, w
+
+
+def pin_feet(motion: Motion, contacts: np.ndarray, blend: int = 4,
+             chains: list[tuple[int, int, int]] | None = None) -> Motion:
+    """``motion`` with each leg's ankle pinned where ``contacts`` (T, 2: left, right) is True (see the
+    module doc). Returns a new Motion; only the hip, knee and ankle local rotations change."""
+    sk = motion.skeleton
+    chains = chains or leg_chains(sk)
+    c = np.asarray(contacts, bool)
+    if c.shape != (motion.num_frames, len(chains)):
+        raise RetargetError(f"contacts: expected ({motion.num_frames}, {len(chains)}), got {c.shape}")
+    rot = motion.rotations.copy()
+    gq, gp = sk.forward_kinematics(rot, motion.positions)
+    for leg, (hip, knee, ankle) in enumerate(chains):
+        goal, w = _goals(gp[:, ankle], c[:, leg], blend)
+        sel = np.flatnonzero(w > 0)
+        if sel.size == 0:
+            continue
+        H, K, A = gp[sel, hip], gp[sel, knee], gp[sel, ankle]
+        D = A + w[sel, None] * (goal[sel] - A)
+        l1 = np.linalg.norm(K - H, axis=-1)
+        l2 = np.linalg.norm(A - K, axis=-1)
+        dist = np.clip(np.linalg.norm(D - H, axis=-1), np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
+        # knee: bend about the leg plane's normal so that |ankle - hip| = dist
+        u, v = H - K, A - K
+        n = np.cross(u, v)
+        nn = np.linalg.norm(n, axis=-1, keepdims=True)
+        fallback = quat_apply(gq[sel, hip], np.array([1.0, 0.0, 0.0]))   # a straight leg: the hip's x axis
+        n = np.where(nn > 1e-8, n / np.maximum(nn, 1e-12), fallback)
+        cur = np.arccos(np.clip(np.sum(u * v, -1) / (l1 * l2), -1.0, 1.0))
+        want = np.arccos(np.clip((l1 ** 2 + l2 ** 2 - dist ** 2) / (2 * l1 * l2), -1.0, 1.0))
+        bend = axis_angle_to_quat(n * (want - cur)[:, None])                         # (S, 4), world
+        gk = quat_mul(bend, gq[sel, knee])
+        A1 = K + quat_apply(bend, v)
+        # hip: swing the leg so the ankle lands on the goal
+        swing = quat_between(A1 - H, D - H)
+        gh = quat_mul(swing, gq[sel, hip])
+        gk = quat_mul(swing, gk)
+        parent = sk.parents[hip]
+        gpar = gq[sel, parent] if parent >= 0 else np.tile([1.0, 0, 0, 0], (sel.size, 1))
+        rot[sel, hip] = quat_mul(quat_inv(gpar), gh)
+        rot[sel, knee] = quat_mul(quat_inv(gh), gk)
+        rot[sel, ankle] = quat_mul(quat_inv(gk), gq[sel, ankle])                    # the foot keeps its world rotation
+        # later legs see the updated pose
+        gq, gp = sk.forward_kinematics(quat_normalize(rot), motion.positions)
+    return Motion(sk, quat_normalize(rot), motion.positions.copy(), motion.fps, motion.name)
