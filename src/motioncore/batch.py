@@ -1,8 +1,9 @@
 """Batch retargeting: many BVH files onto one target skeleton, in-process or as Ray tasks.
 
 ``process_file`` is a plain top-level function over (path, out_dir, target skeleton dict, overrides,
-scale) returning a small JSON-ready dict, so the very same code runs in this process or inside Ray
-workers (``process_chunk`` runs a list of files per task). ``run_batch`` plans the work (finds
+scale, contacts) returning a small JSON-ready dict, so the very same code runs in this process or inside
+Ray workers: ``run_files`` runs any such per-file function (retarget, ``batch_infill.fill_file``,
+``batch_generate.generate_file``) in-process or as Ray tasks of a chunk of files each. ``run_batch`` plans the work (finds
 inputs, skips outputs that already exist), runs it, and writes ``<out>/report.json`` atomically,
 also when interrupted. Ray is imported only when ``use_ray`` or ``ray_address`` is given.
 See docs/batch.md.
@@ -25,8 +26,8 @@ from typing import Any
 from .atomic import atomic_write_text
 from .errors import MotioncoreError
 
-__all__ = ["BatchError", "discover", "output_path", "parse_scale", "process_chunk", "process_file", "run_batch",
-           "write_report", "STAGES", "REPORT_NAME"]
+__all__ = ["BatchError", "discover", "output_path", "parse_scale", "process_file", "run_batch",
+           "run_chunk", "run_files", "write_report", "STAGES", "REPORT_NAME"]
 
 REPORT_NAME = "report.json"
 STAGES = ("plan", "read", "map", "retarget", "write")  # where a file can fail
@@ -40,12 +41,13 @@ class BatchError(MotioncoreError):
 # ----------------------------------------------------------------------------------------------
 # planning
 # ----------------------------------------------------------------------------------------------
-def discover(src: str | os.PathLike[str], exclude: Path | None = None) -> list[Path]:
-    """Input BVH files, sorted: a folder is searched recursively for ``*.bvh``; anything else is a glob
-    (``**`` recursive) or a single file. Files under ``exclude`` (the output folder) are left out."""
+def discover(src: str | os.PathLike[str], exclude: Path | None = None, suffix: str = ".bvh") -> list[Path]:
+    """Input files, sorted: a folder is searched recursively for ``*<suffix>`` (BVH by default); anything
+    else is a glob (``**`` recursive) or a single file. Files under ``exclude`` (the output folder) are
+    left out."""
     p = Path(src)
     if p.is_dir():
-        files = [f for f in p.rglob("*.bvh") if f.is_file()]
+        files = [f for f in p.rglob(f"*{suffix}") if f.is_file()]
     elif p.is_file():
         files = [p]
     else:
@@ -148,13 +150,6 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
     return res
 
 
-def process_chunk(paths: Sequence[str], out_dir: str, target: Mapping[str, Any],
-                  overrides: Mapping[str, Any] | None = None, scale: str | float | None = "legs",
-                  contacts: bool = False) -> list[dict[str, Any]]:
-    """``process_file`` over several files (one Ray task)."""
-    return [process_file(p, out_dir, target, overrides, scale, contacts) for p in paths]
-
-
 # ----------------------------------------------------------------------------------------------
 # report
 # ----------------------------------------------------------------------------------------------
@@ -191,10 +186,10 @@ def default_chunk(n_files: int, workers: int) -> int:
     return max(4, min(64, math.ceil(n_files / max(1, 4 * workers))))
 
 
-def _run_inprocess(todo: list[str], out_dir: str, target: dict, overrides: Any, scale: Any,
-                   on_result: Callable[[dict[str, Any]], None], contacts: bool = False) -> None:
-    for p in todo:
-        on_result(process_file(p, out_dir, target, overrides, scale, contacts))
+def run_chunk(fn: Callable[..., dict[str, Any]], paths: Sequence[str], out_dir: str,
+              kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``fn(path, out_dir, **kwargs)`` over several files: one Ray task (any batch job's per-file function)."""
+    return [fn(p, out_dir, **kwargs) for p in paths]
 
 
 def _import_ray() -> Any:
@@ -206,18 +201,31 @@ def _import_ray() -> Any:
     return ray
 
 
-def _warm_worker(hold_s: float) -> int:
-    """Import what ``process_file`` needs and hold the CPU briefly, so each worker process starts (and pays
-    its imports) during start-up instead of during the first files."""
-    from . import bvh, retarget  # noqa: F401
+def _warm_worker(module: str, torch_threads: int | None, hold_s: float) -> int:
+    """Import the per-file function's module (and set torch's threads) and hold the CPU briefly, so each
+    worker process starts and pays its imports during start-up instead of during the first files."""
+    import importlib
 
+    importlib.import_module(module)
+    if torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(torch_threads)   # one per worker: on a busy node more threads only contend
     time.sleep(hold_s)
     return os.getpid()
 
 
-def _run_ray(todo: list[str], out_dir: str, target: dict, overrides: Any, scale: Any,
-             on_result: Callable[[dict[str, Any]], None], meta: dict[str, Any], *, address: str | None,
-             workers: int, chunk: int | None, contacts: bool = False) -> None:
+def run_files(fn: Callable[..., dict[str, Any]], todo: list[str], out_dir: str, kwargs: Mapping[str, Any],
+              on_result: Callable[[dict[str, Any]], None], meta: dict[str, Any], *, use_ray: bool = False,
+              address: str | None = None, workers: int = 1, chunk: int | None = None,
+              torch_threads: int | None = None) -> None:
+    """Run the top-level per-file function ``fn(path, out_dir, **kwargs) -> result dict`` over ``todo``:
+    in this process, or as Ray tasks of ``chunk`` files each (``use_ray`` / ``address``). The same
+    function either way, so outputs and reports match file for file. Ray is imported only here."""
+    if not (use_ray or address):
+        for p in todo:
+            on_result(fn(p, out_dir, **kwargs))
+        return
     ray = _import_ray()
     t0 = time.perf_counter()
     started_here = False
@@ -230,15 +238,15 @@ def _run_ray(todo: list[str], out_dir: str, target: dict, overrides: Any, scale:
     try:
         n_workers = workers if not address else max(1, int(ray.cluster_resources().get("CPU", workers)))
         warm = ray.remote(num_cpus=1, max_retries=0)(_warm_worker)
-        meta["ray_workers_started"] = len(set(ray.get([warm.remote(0.3) for _ in range(n_workers)])))
+        meta["ray_workers_started"] = len(set(ray.get([warm.remote(fn.__module__, torch_threads, 0.3)
+                                                        for _ in range(n_workers)])))
         meta["ray_init_s"] = round(time.perf_counter() - t0, 3)   # cluster and worker start-up
         size = chunk or default_chunk(len(todo), n_workers)
         meta["chunk"] = size
         # tasks, never actors: each claims one CPU and is released when the chunk is done
-        remote = ray.remote(num_cpus=1, max_retries=0)(process_chunk)
-        target_ref = ray.put(target)
-        pending = [remote.remote(todo[i:i + size], out_dir, target_ref, overrides, scale, contacts)
-                   for i in range(0, len(todo), size)]
+        remote = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
+        kw_ref = ray.put(dict(kwargs))
+        pending = [remote.remote(fn, todo[i:i + size], out_dir, kw_ref) for i in range(0, len(todo), size)]
         try:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
@@ -332,11 +340,9 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
 
     interrupted = False
     try:
-        if mode == "ray":
-            _run_ray(todo, str(out), target_d, ov, scale, record, meta, address=ray_address, workers=n_workers,
-                     chunk=chunk, contacts=contacts)
-        else:
-            _run_inprocess(todo, str(out), target_d, ov, scale, record, contacts)
+        run_files(process_file, todo, str(out), {"target": target_d, "overrides": ov, "scale": scale,
+                                                  "contacts": contacts}, record, meta, use_ray=use_ray,
+                  address=ray_address, workers=n_workers, chunk=chunk)
     except KeyboardInterrupt:
         interrupted = True
         raise

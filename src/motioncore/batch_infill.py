@@ -18,6 +18,7 @@ otherwise) and at its frame rate (30 fps for the bundled models). See docs/batch
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .batch import BatchError, discover, output_path, write_report
+from .batch import BatchError, discover, output_path, run_files, write_report
 
 __all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
 
@@ -117,8 +118,11 @@ def _cached_model(name: str, load: Any) -> Any:
 
 
 def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_file: str | None = None,
-                     frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True) -> dict[str, Any]:
-    """Fill every clip under ``src``; writes and returns the report (see the module docstring)."""
+                     frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
+                     use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
+                     chunk: int | None = None) -> dict[str, Any]:
+    """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
+    ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.run_files`)."""
     from tqdm import tqdm
 
     out = Path(out_dir)
@@ -138,19 +142,32 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     results: list[dict[str, Any]] = []
-    meta = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
+    meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
             "frozen": frozen, "temperature": temperature, "seed": seed, "started": datetime.now(UTC).isoformat()}
+    todo = []
+    for f in files:
+        if output_path(f, out).exists():
+            results.append({"file": str(f), "status": "skipped", "seconds": 0.0})
+        else:
+            todo.append(str(f))
+    bar = tqdm(total=len(files), initial=len(results), desc="infill", unit="clip", disable=not progress)
+
+    def record(r: dict[str, Any]) -> None:
+        results.append(r)
+        bar.update(1)
+
+    n_workers = workers or os.cpu_count() or 1
+    meta["mode"] = "ray" if (use_ray or ray_address) else "in-process"
     interrupted = False
     try:
-        for f in tqdm(files, desc="infill", unit="clip", disable=not progress):
-            if output_path(f, out).exists():
-                results.append({"file": str(f), "status": "skipped", "seconds": 0.0})
-                continue
-            results.append(fill_file(str(f), str(out), model, gaps, frozen, temperature, seed))
+        run_files(fill_file, todo, str(out), {"model_name": model, "gaps": gaps, "frozen": frozen,
+                                              "temperature": temperature, "seed": seed}, record, meta,
+                  use_ray=use_ray, address=ray_address, workers=n_workers, chunk=chunk, torch_threads=1)
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
+        bar.close()
         counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
         report = {**meta, "finished": datetime.now(UTC).isoformat(), "interrupted": interrupted,
                   "counts": {"total": len(files), **counts, "not_run": len(files) - len(results)},

@@ -33,12 +33,33 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
     from .batch_infill import run_batch_infill
 
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
-                              temperature=args.temperature, seed=args.seed, progress=not args.quiet)
+                              temperature=args.temperature, seed=args.seed, progress=not args.quiet,
+                              use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk)
     c = report["counts"]
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")
     return _print_errors(report)
+
+
+def _cmd_batch_generate(args: argparse.Namespace) -> int:
+    from .batch_generate import run_batch_generate
+
+    report = run_batch_generate(args.src, args.out, model=args.model, mode=args.mode, frames=args.frames,
+                                progress=not args.quiet, use_ray=args.ray, ray_address=args.ray_address,
+                                workers=args.workers, chunk=args.chunk)
+    c = report["counts"]
+    print(f"batch generate: {c['ok']} written ({report['frames_written']} frames), {c['skipped']} skipped (already "
+          f"there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report {args.out}/report.json")
+    return _print_errors(report)
+
+
+def _ray_args(p: Any) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--ray", action="store_true", help="run as Ray tasks on a local cluster (needs the scale extra)")
+    g.add_argument("--ray-address", metavar="ADDR", help="run on an existing Ray cluster (e.g. auto, ray://host:10001)")
+    p.add_argument("--workers", type=_positive_int, help="CPUs for the local Ray cluster (default: all cores)")
+    p.add_argument("--chunk", type=_positive_int, help="files per Ray task (default: about 4 tasks per worker, 4-64)")
 
 
 def _positive_int(v: str) -> int:
@@ -61,11 +82,7 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
     r.add_argument("--contacts", action="store_true",
                    help="pin the feet where the source's are planted (two-bone leg IK): no foot sliding")
-    g = r.add_mutually_exclusive_group()
-    g.add_argument("--ray", action="store_true", help="run as Ray tasks on a local cluster (needs the scale extra)")
-    g.add_argument("--ray-address", metavar="ADDR", help="run on an existing Ray cluster (e.g. auto, ray://host:10001)")
-    r.add_argument("--workers", type=_positive_int, help="CPUs for the local Ray cluster (default: all cores)")
-    r.add_argument("--chunk", type=_positive_int, help="files per Ray task (default: about 4 tasks per worker, 4-64)")
+    _ray_args(r)
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_retarget)
 
@@ -83,8 +100,21 @@ def add_subcommands(sub: Any) -> None:
                    help="also refill runs of at least N frames identical to the frame before (dropped frames)")
     i.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     i.add_argument("--seed", type=int, default=0)
+    _ray_args(i)
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=_cmd_batch_infill)
+    gen = b.add_parser("generate", help="walk a path controller along many path files, one BVH each (resumable)",
+                       description="For every path .json under SRC (docs/paths.md), walk the controller along it "
+                                   "and write OUT/<base name>.bvh and OUT/report.json. Existing outputs are skipped. "
+                                   "Exit 1 when any file failed.")
+    gen.add_argument("src", help="folder (searched recursively for *.json) or glob")
+    gen.add_argument("--out", required=True, help="output folder")
+    gen.add_argument("--model", default="pfnn-biped", help="path controller: pfnn-biped (default), mann-dog or a checkpoint")
+    gen.add_argument("--mode", default="outputs", help="controller runtime mode (default outputs)")
+    gen.add_argument("--frames", type=_positive_int, help="frames per clip (default: enough to walk each path)")
+    _ray_args(gen)
+    gen.add_argument("--quiet", action="store_true", help="no progress bar")
+    gen.set_defaults(func=_cmd_batch_generate)
 
 
 def main(argv: list[str] | None = None) -> int:
