@@ -39,6 +39,24 @@ def test_eval_infill_on_a_folder_of_bvh(tmp_path):
     assert set(json.loads(out.read_text())["interp"]["L2Q"]) == {"5", "15"}
 
 
+@needs_data
+def test_eval_infill_retargets_other_skeletons_onto_the_models(tmp_path, capsys):
+    """CMU clips scored with anyorder-body: retargeted onto its Bandai skeleton first, and the baseline
+    scored on the same retargeted clips (its figures differ from the CMU-skeleton run)."""
+    from motioncore.data import load
+
+    for c in load("cmu", "test", progress=False)[:2]:
+        write_bvh(tmp_path / f"{c.name}.bvh", c.motion)
+    out, raw = tmp_path / "moved.json", tmp_path / "raw.json"
+    assert main(["eval", "infill", "--data", str(tmp_path), "--model", "interp", "--model", "anyorder-body",
+                 "--json", str(out), "--out", str(tmp_path), "--quiet", "--lengths", "5"]) == 0
+    assert "retargeted 2 of 2 clips onto the model's 22-joint skeleton" in capsys.readouterr().err
+    assert main(["eval", "infill", "--data", str(tmp_path), "--model", "interp", "--json", str(raw), "--out",
+                 str(tmp_path), "--quiet", "--lengths", "5"]) == 0
+    moved, base = json.loads(out.read_text()), json.loads(raw.read_text())
+    assert set(moved) == {"interp", "anyorder-body"} and moved["interp"]["L2Q"]["5"] != base["interp"]["L2Q"]["5"]
+
+
 def _tiny_motion() -> Motion:
     sk = Skeleton(("root", "a"), np.array([-1, 0]), np.array([[0, 0, 0], [0, 10, 0]], float))
     rng = np.random.default_rng(0)

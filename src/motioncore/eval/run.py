@@ -2,7 +2,10 @@
 
 ``data`` is a registered dataset (its test split is evaluated, statistics come from its train split)
 or a folder / glob of BVH files (all of them are evaluated and also give the statistics, since such
-a folder has no training split). Everything is resampled to 30 fps, as LaFAN1.
+a folder has no training split). Everything is resampled to 30 fps, as LaFAN1. BVH clips on another
+skeleton than an evaluated checkpoint's are first retargeted onto the checkpoint's skeleton
+(`motioncore.retarget`, joints matched by name and presets), so the model and the baselines are scored
+on the same retargeted clips.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from ..data.registry import REGISTRY
 from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
 from ..kinematics import resample
+from ..skeleton import Skeleton
 from .anyorder_fill import is_anyorder_checkpoint, load_fill
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
@@ -39,22 +43,48 @@ def resolve_models(names: list[str]) -> dict[str, Fill]:
     return out
 
 
-def _clips_from_files(pattern: str, progress: bool) -> list[Clip]:
+def model_skeleton(names: list[str]) -> Skeleton | None:
+    """The skeleton of the first any-order checkpoint among ``names`` (None: baselines only)."""
+    from ..checkpoint import read_meta
+    from ..models.registry import resolve
+
+    for name in names:
+        if name not in BASELINES and is_anyorder_checkpoint(name):
+            meta = read_meta(resolve(name))
+            if "skeleton" in meta:
+                return Skeleton.from_dict(meta["skeleton"])
+    return None
+
+
+def _clips_from_files(pattern: str, progress: bool, onto: Skeleton | None = None) -> list[Clip]:
     p = Path(pattern)
     files = sorted(p.rglob("*.bvh")) if p.is_dir() else sorted(Path(f) for f in glob.glob(pattern))
     if not files:
         raise DataError(f"--data {pattern!r}: not a registered dataset ({sorted(REGISTRY)}) and no BVH files "
                         f"matched")
-    return [Clip(resample(read_bvh(f), FPS), "test") for f in files]
+    clips = [Clip(resample(read_bvh(f), FPS), "test") for f in files]
+    if onto is not None:
+        from ..retarget import auto_map, retarget
+
+        moved = 0
+        for c in clips:
+            if not (c.motion.skeleton.same_topology(onto) and list(c.motion.skeleton.names) == list(onto.names)):
+                c.motion = retarget(c.motion, onto, auto_map(c.motion.skeleton, onto))
+                moved += 1
+        if moved:
+            print(f"{pattern}: retargeted {moved} of {len(clips)} clips onto the model's {onto.num_joints}-joint "
+                  f"skeleton first", file=sys.stderr)
+    return clips
 
 
-def load_eval_sets(data: str, progress: bool = True):
-    """(test windows 65/40, training position mean, std) for ``data``."""
+def load_eval_sets(data: str, progress: bool = True, onto: Skeleton | None = None):
+    """(test windows 65/40, training position mean, std) for ``data``; BVH clips (not registered sets)
+    on another skeleton than ``onto`` are retargeted onto it first."""
     if data in REGISTRY:
         test = load(data, "test", fps=FPS, progress=progress)
         train = load(data, "train", fps=FPS, progress=progress)
     else:
-        test = train = _clips_from_files(data, progress)
+        test = train = _clips_from_files(data, progress, onto)
     from ..train.anyorder import body_joints
 
     test_w = lafan1_windows(test, *TEST, body=body_joints(test[0].motion.skeleton))
@@ -68,7 +98,7 @@ def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] 
                     progress: bool = True) -> tuple[Results, int]:
     """Results dict and the number of test windows."""
     models = resolve_models(model_names)
-    test_w, mean, std = load_eval_sets(data, progress)
+    test_w, mean, std = load_eval_sets(data, progress, model_skeleton(model_names))
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps", file=sys.stderr)
     res = evaluate_infill(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std,
                           lengths=lengths, progress=progress)
