@@ -343,3 +343,34 @@ def test_retarget_quality_figures_on_two_cmu_clips():
         assert f["skate_contacts"] < 0.85 * f["skate_plain"], f
         assert f["end_orient_deg_plain"] < 1e-4 and f["end_orient_deg_contacts"] < 1e-4
         assert f["roundtrip_pos_cm"] < 3.0 and f["roundtrip_root_cm"] < 1e-6 and f["unmapped"] == ["joint_Root"]
+
+
+@needs_data
+def test_missing_joints_held_at_rest_or_filled_by_a_per_element_model():
+    """A ManipNet hand captured without its pinky onto the full hand: 'rest' holds the pinky at rest,
+    'infill' fills it with anyorder-hands from the other fingers; every other joint is the same either
+    way; a whole-frame checkpoint is refused with the reason."""
+    from motioncore.data import load
+    from motioncore.kinematics import resample
+    from motioncore.models.registry import load_model
+
+    m = resample(load("manipnet-right", "test")[0].motion, 30.0).slice(0, 60)
+    sk = m.skeleton
+    keep = [j for j, n in enumerate(sk.names) if not n.startswith("PINKY")]
+    sub = Skeleton(tuple(sk.names[j] for j in keep),
+                   np.array([keep.index(sk.parents[j]) if sk.parents[j] >= 0 else -1 for j in keep]), sk.offsets[keep])
+    four = Motion(sub, m.rotations[:, keep], m.positions[:, keep], m.fps, "four")
+    jm = auto_map(sub, sk)
+    assert jm.unmapped == ("PINKY_MCP", "PINKY_PIP_FE", "PINKY_DIP_FE")
+    rest = retarget(four, sk, jm, scale=None)
+    filled = retarget(four, sk, jm, scale=None, missing="infill", infill_model="anyorder-hands")
+    pinky = [sk.names.index(n) for n in jm.unmapped]
+    others = [j for j in range(sk.num_joints) if j not in pinky]
+    np.testing.assert_array_equal(filled.rotations[:, others], rest.rotations[:, others])
+    assert np.allclose(rest.rotations[:, pinky], [1, 0, 0, 0])
+    assert not np.allclose(filled.rotations[:, pinky], [1, 0, 0, 0], atol=0.05)
+    assert np.allclose(np.linalg.norm(filled.rotations, axis=-1), 1.0, atol=1e-6)
+    with pytest.raises(RetargetError, match="per-element"):
+        body, meta = load_model("anyorder-body")
+        meta = {**meta, "skeleton": sk.to_dict()}
+        retarget(four, sk, jm, scale=None, missing="infill", infill_model=(body, meta))

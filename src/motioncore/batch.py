@@ -112,7 +112,8 @@ def _error(e: BaseException) -> str:
 
 
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
-                 scale: str | float | None = "legs", contacts: bool = False) -> dict[str, Any]:
+                 scale: str | float | None = "legs", contacts: bool = False, missing: str = "rest",
+                 infill_model: str | None = None) -> dict[str, Any]:
     """Retarget one BVH file onto ``target`` (a ``Skeleton.to_dict()``) and write
     ``out_dir/<base name>.bvh`` atomically. Never raises for a bad file: returns
     ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds"}``.
@@ -139,7 +140,7 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         jm = _cached(_key("map", src_d, tkey, overrides),
                      lambda: auto_map(motion.skeleton, tgt, overrides=overrides))
         stage = "retarget"
-        moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts)
+        moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model)
         stage = "write"
         write_bvh(out, moved)
     except KeyboardInterrupt:
@@ -266,7 +267,8 @@ def run_files(fn: Callable[..., dict[str, Any]], todo: list[str], out_dir: str, 
 def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
               overrides: str | os.PathLike[str] | None = None, scale: str | float | None = "legs",
               use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
-              chunk: int | None = None, progress: bool = True, contacts: bool = False,
+              chunk: int | None = None, progress: bool = True, contacts: bool = False, missing: str = "rest",
+              infill_model: str | None = None,
               on_result: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Retarget every BVH under ``src`` (folder or glob) onto the skeleton of the BVH ``target``, writing
     ``out_dir/<base name>.bvh``; existing outputs are skipped (resumable). Returns the report, also
@@ -284,6 +286,9 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
         raise BatchError(f"--out {out} is the source folder; choose another folder (inputs are never overwritten)")
     if chunk is not None and chunk < 1:
         raise BatchError(f"--chunk: expected a positive integer, got {chunk}")
+    if missing not in ("rest", "infill") or (missing == "infill") != (infill_model is not None):
+        raise BatchError("--missing infill needs --infill-model (a per-element any-order checkpoint); "
+                         f"--missing rest takes none (got {missing!r}, {infill_model!r})")
     mode = "ray" if (use_ray or ray_address) else "in-process"
     if mode == "ray":
         _import_ray()  # fail before any work, with the install hint
@@ -324,7 +329,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     n_workers = workers or os.cpu_count() or 1
     meta: dict[str, Any] = {"version": 1, "src": str(src), "target": str(target), "out_dir": str(out),
                             "overrides": str(overrides) if overrides is not None else None,
-                            "scale": scale, "contacts": contacts, "mode": mode, "workers": n_workers if mode == "ray" else 1,
+                            "scale": scale, "contacts": contacts, "missing": missing, "infill_model": infill_model,
+                            "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
     bar = tqdm(total=len(files), initial=len(results), unit="file", desc="retarget", disable=not progress,
@@ -341,8 +347,10 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     interrupted = False
     try:
         run_files(process_file, todo, str(out), {"target": target_d, "overrides": ov, "scale": scale,
-                                                  "contacts": contacts}, record, meta, use_ray=use_ray,
-                  address=ray_address, workers=n_workers, chunk=chunk)
+                                                  "contacts": contacts, "missing": missing,
+                                                  "infill_model": infill_model}, record, meta, use_ray=use_ray,
+                  address=ray_address, workers=n_workers, chunk=chunk,
+                  torch_threads=1 if missing == "infill" else None)
     except KeyboardInterrupt:
         interrupted = True
         raise

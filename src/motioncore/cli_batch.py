@@ -12,7 +12,8 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
 
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
-                       progress=not args.quiet, contacts=args.contacts)
+                       progress=not args.quiet, contacts=args.contacts, missing=args.missing,
+                       infill_model=args.infill_model)
     c, t = report["counts"], report["timings"]
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
@@ -82,6 +83,9 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
     r.add_argument("--contacts", action="store_true",
                    help="pin the feet where the source's are planted (two-bone leg IK): no foot sliding")
+    r.add_argument("--missing", choices=["rest", "infill"], default="rest",
+                   help="target joints the source lacks: hold at rest (default) or fill with --infill-model")
+    r.add_argument("--infill-model", help="per-element any-order checkpoint on the target skeleton (--missing infill)")
     _ray_args(r)
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_retarget)

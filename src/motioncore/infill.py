@@ -14,7 +14,8 @@ bit-identical to the input.
 
 The model was trained on LaFAN1-style windows (facing +Z at the last context frame, centred on the mean
 ground position of the root). The clip is moved the same way before sampling and back after: the yaw
-comes from the last frame of the first run of fully keyed frames, and the centre from the mean of a
+comes from the last frame of the first run of frames with the root and the facing joints' ancestors keyed
+(a fully keyed frame, or for missing joints any frame), and the centre from the mean of a
 provisional per-channel interpolation of the root (the unknown frames' own values are never used).
 The move is rigid and applied to joint 0, so keys are unchanged by the round trip.
 """
@@ -28,7 +29,7 @@ import numpy as np
 from .errors import MotioncoreError, ShapeError
 from .rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize
 
-__all__ = ["fill_clip", "Filled", "mask_runs"]
+__all__ = ["fill_clip", "fill_joints", "Filled", "mask_runs"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,40 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     return Filled(out_q, out_r, keys, todo)
 
 
+def fill_joints(model, meta: dict, rotations: np.ndarray, root: np.ndarray, missing: np.ndarray,
+                window: int = 30, overlap: int = 6, check: Callable[[], None] | None = None) -> np.ndarray:
+    """(T, J, 4) ``rotations`` with the joints marked in ``missing`` (J,) filled on every frame from the
+    other joints (a capture or a retarget that lacks them), by a per-element checkpoint. The clip is
+    filled in windows of ``window`` frames (the training length), left to right; each window after the
+    first also keeps its first ``overlap`` frames of the missing joints from the window before as keys,
+    so the joints move on continuously. Other joints and the root come back bit-identical."""
+    if getattr(model.cfg, "group_frames", False):
+        raise MotioncoreError("missing joints need a per-element checkpoint (such as anyorder-hands); this one "
+                              "fills whole frames (group_frames)")
+    q = np.asarray(rotations, np.float64).copy()
+    T, J = q.shape[:2]
+    miss = np.asarray(missing, bool)
+    if miss.shape != (J,) or not miss.any() or miss.all():
+        raise ShapeError(f"missing: expected ({J},) bool with some but not all joints, got {miss.shape}")
+    if window <= overlap or overlap < 0:
+        raise MotioncoreError(f"window ({window}) must exceed overlap ({overlap}) >= 0")
+    start = 0
+    while start < T:
+        a, b = max(0, start - overlap), min(T, start + window - overlap)
+        if b - a < 2:
+            a = max(0, b - 2)
+        known = np.ones((b - a, J + 1), bool)
+        known[start - a:, :J][:, miss] = False          # the overlap frames (before start) are keys
+        if known.all():
+            break
+        if check is not None:
+            check()
+        f = _fill_window(model, meta, q[a:b], root[a:b], known, "bisection", 0.0, 1, 0, None, None, None)
+        q[start:b, miss] = f.rotations[0][start - a:][:, miss]
+        start = b
+    return q
+
+
 def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, order: str,
                  temperature: float, n_samples: int, seed: int, k: int | None, check: Callable[[], None] | None,
                  fill: np.ndarray | None) -> Filled:
@@ -135,8 +170,18 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     if cfg.group_frames and not ((full | ~keys.any(1)).all() and (todo.all(1) | ~todo.any(1)).all()):
         raise MotioncoreError("this checkpoint fills whole frames (group_frames): key every joint and the root "
                               "on a keyed frame, or use a per-element checkpoint for partial keys")
-    if not full.any():
-        raise MotioncoreError("known: at least one fully keyed frame is needed to place the character")
+    body = body_joints(sk)
+    needed: set[int] = set()   # the rotations the placement reads: the facing joints' ancestors (a joint's
+    for j in (body.root, *body.hips):   # position depends on its ancestors' rotations, not its own)
+        j = int(sk.parents[j])
+        while j >= 0 and j not in needed:
+            needed.add(j)
+            j = int(sk.parents[j])
+    placed = keys[:, sorted(needed)].all(1) & keys[:, J]
+    if not placed.any():
+        raise MotioncoreError("known: at least one frame with the root and the joints that give the facing "
+                              f"({', '.join(sk.names[j] for j in sorted(needed))}) keyed is needed to place "
+                              "the character")
     q_in, q = q, quat_normalize(q)
     # provisional per-channel interpolation (channels without keys keep their input) for the centre
     have = keys.any(0)
@@ -147,9 +192,8 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         _, pr = interp_channels(pq[:, :, :1], pr, np.stack([keys[:, J], keys[:, J]], 1))
     pos = np.broadcast_to(np.asarray(sk.offsets, np.float64), (1, T, J, 3)).copy()
     pos[0, :, rj] = pr[0]
-    first = int(np.argmax(full))
-    face = first + int(np.argmin(full[first:])) - 1 if not full[first:].all() else T - 1  # last frame of the run
-    body = body_joints(sk)
+    first = int(np.argmax(placed))
+    face = first + int(np.argmin(placed[first:])) - 1 if not placed[first:].all() else T - 1  # last of the run
     _, gp = sk.forward_kinematics(pq, pos)
     fwd = facing_directions(gp[:, face], body)
     yaw = yaw_quat(-np.arctan2(fwd[:, 0], fwd[:, 2]))[0]  # (4,)
