@@ -31,7 +31,7 @@ __all__ = ["BatchError", "discover", "output_path", "parse_scale", "process_file
 
 REPORT_NAME = "report.json"
 STAGES = ("plan", "read", "map", "retarget", "write")  # where a file can fail
-_TMP_GLOB = ".*.bvh.*.tmp"  # write_bvh's temporary files (left only by a killed process)
+_TMP_GLOBS = (".*.bvh.*.tmp", ".*.tmp.fbx", ".*.tmp.blend")  # temporaries (left only by a killed process)
 
 
 class BatchError(MotioncoreError):
@@ -59,9 +59,35 @@ def discover(src: str | os.PathLike[str], exclude: Path | None = None, suffix: s
     return sorted(set(files))
 
 
-def output_path(path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> Path:
-    """``out_dir / <input base name>.bvh``."""
-    return Path(out_dir) / (Path(path).stem + ".bvh")
+def output_path(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], fmt: str = "bvh") -> Path:
+    """``out_dir / <input base name>.<fmt>``."""
+    return Path(out_dir) / (Path(path).stem + "." + fmt)
+
+
+CLIP_SUFFIXES = (".bvh", ".fbx", ".blend")   # .fbx and .blend through bpy (the `blender` extra)
+
+
+def read_motion(path: str | os.PathLike[str]) -> Any:
+    """A clip from .bvh (motioncore.bvh) or .fbx / .blend (motioncore.io_blender, needs bpy)."""
+    if Path(path).suffix.lower() in (".fbx", ".blend"):
+        from .io_blender import read_blender
+
+        return read_blender(path)
+    from .bvh import read_bvh
+
+    return read_bvh(path)
+
+
+def write_motion(path: str | os.PathLike[str], motion: Any) -> None:
+    """Write atomically as .bvh, .fbx or .blend by the suffix."""
+    if Path(path).suffix.lower() in (".fbx", ".blend"):
+        from .io_blender import write_blender
+
+        write_blender(path, motion)
+        return
+    from .bvh import write_bvh
+
+    write_bvh(path, motion)
 
 
 def parse_scale(value: str | float | None) -> str | float | None:
@@ -113,17 +139,16 @@ def _error(e: BaseException) -> str:
 
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
                  scale: str | float | None = "legs", contacts: bool = False, missing: str = "rest",
-                 infill_model: str | None = None) -> dict[str, Any]:
-    """Retarget one BVH file onto ``target`` (a ``Skeleton.to_dict()``) and write
-    ``out_dir/<base name>.bvh`` atomically. Never raises for a bad file: returns
+                 infill_model: str | None = None, fmt: str = "bvh") -> dict[str, Any]:
+    """Retarget one clip (.bvh, or .fbx / .blend with bpy) onto ``target`` (a ``Skeleton.to_dict()``) and
+    write ``out_dir/<base name>.<fmt>`` atomically. Never raises for a bad file: returns
     ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds"}``.
     The joint map is built once per distinct source skeleton (cached in this process)."""
-    from .bvh import read_bvh, write_bvh
     from .retarget import auto_map, retarget
     from .skeleton import Skeleton
 
     t0 = time.perf_counter()
-    out = output_path(path, out_dir)
+    out = output_path(path, out_dir, fmt)
     res: dict[str, Any] = {"file": str(path), "out": str(out), "status": "ok", "stage": None, "error": None,
                            "frames": 0, "seconds": 0.0}
     if out.exists():
@@ -131,7 +156,7 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         return res
     stage = "read"
     try:
-        motion = read_bvh(path)
+        motion = read_motion(path)
         res["frames"] = motion.num_frames
         stage = "map"
         tkey = _key("target", target)
@@ -142,7 +167,7 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         stage = "retarget"
         moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model)
         stage = "write"
-        write_bvh(out, moved)
+        write_motion(out, moved)
     except KeyboardInterrupt:
         raise
     except Exception as e:  # a bad file must never stop the batch
@@ -268,7 +293,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
               overrides: str | os.PathLike[str] | None = None, scale: str | float | None = "legs",
               use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
               chunk: int | None = None, progress: bool = True, contacts: bool = False, missing: str = "rest",
-              infill_model: str | None = None,
+              infill_model: str | None = None, fmt: str = "bvh",
               on_result: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Retarget every BVH under ``src`` (folder or glob) onto the skeleton of the BVH ``target``, writing
     ``out_dir/<base name>.bvh``; existing outputs are skipped (resumable). Returns the report, also
@@ -276,10 +301,11 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     ``on_result`` is called after each file (progress hooks, tests)."""
     from tqdm import tqdm
 
-    from .bvh import read_bvh
     from .retarget import load_overrides
 
     wall0 = time.perf_counter()
+    if fmt not in ("bvh", "fbx", "blend"):
+        raise BatchError(f"--format: expected bvh, fbx or blend, got {fmt!r}")
     out = Path(out_dir)
     src_path = Path(src)
     if src_path.is_dir() and src_path.resolve() == out.resolve():
@@ -292,18 +318,26 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     mode = "ray" if (use_ray or ray_address) else "in-process"
     if mode == "ray":
         _import_ray()  # fail before any work, with the install hint
-    files = discover(src, exclude=out)
+    files = [f for sfx in CLIP_SUFFIXES for f in discover(src, exclude=out, suffix=sfx)]
+    files = sorted(set(files))
     if not files:
-        raise BatchError(f"no .bvh files found at {src}")
+        raise BatchError(f"no .bvh, .fbx or .blend files found at {src}")
+    needs_bpy = fmt != "bvh" or any(f.suffix.lower() != ".bvh" for f in files) or Path(target).suffix.lower() != ".bvh"
+    if needs_bpy:
+        import importlib.util
+
+        if importlib.util.find_spec("bpy") is None:
+            raise BatchError(".fbx and .blend need Blender's Python module: pip install -e '.[blender]' "
+                             "(bpy 5.0.1, Python 3.11)")
     try:
-        tgt_skel = read_bvh(target).skeleton
+        tgt_skel = read_motion(target).skeleton
     except OSError as e:
         raise BatchError(f"--target {target}: cannot read: {e}") from e
     target_d = tgt_skel.to_dict()
     ov = load_overrides(Path(overrides)) if overrides is not None else None
     scale = parse_scale(scale)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(_TMP_GLOB):  # temporaries left by a killed run
+    for stale in (f for g in _TMP_GLOBS for f in out.glob(g)):  # temporaries left by a killed run
         with contextlib.suppress(OSError):
             stale.unlink()
 
@@ -312,7 +346,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     seen: dict[Path, Path] = {}
     inputs = {f.resolve() for f in files}
     for f in files:
-        o = output_path(f, out)
+        o = output_path(f, out, fmt)
         clash = seen.get(o)
         if clash is not None or o.resolve() in inputs:
             why = f"output {o} would also be written by {clash}" if clash else f"output {o} is an input file"
@@ -330,6 +364,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     meta: dict[str, Any] = {"version": 1, "src": str(src), "target": str(target), "out_dir": str(out),
                             "overrides": str(overrides) if overrides is not None else None,
                             "scale": scale, "contacts": contacts, "missing": missing, "infill_model": infill_model,
+                            "format": fmt,
                             "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
@@ -348,7 +383,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     try:
         run_files(process_file, todo, str(out), {"target": target_d, "overrides": ov, "scale": scale,
                                                   "contacts": contacts, "missing": missing,
-                                                  "infill_model": infill_model}, record, meta, use_ray=use_ray,
+                                                  "infill_model": infill_model, "fmt": fmt}, record, meta,
+                  use_ray=use_ray,
                   address=ray_address, workers=n_workers, chunk=chunk,
                   torch_threads=1 if missing == "infill" else None)
     except KeyboardInterrupt:

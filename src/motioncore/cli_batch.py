@@ -13,7 +13,7 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                        progress=not args.quiet, contacts=args.contacts, missing=args.missing,
-                       infill_model=args.infill_model)
+                       infill_model=args.infill_model, fmt=args.format)
     c, t = report["counts"], report["timings"]
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
@@ -76,8 +76,10 @@ def add_subcommands(sub: Any) -> None:
                        description="Retarget every BVH under SRC onto the skeleton of --target, writing "
                                    "OUT/<base name>.bvh and OUT/report.json. Existing outputs are skipped, so a "
                                    "re-run resumes. Exit 1 when any file failed.")
-    r.add_argument("src", help="folder (searched recursively for *.bvh) or glob ('**' recursive, quote it)")
-    r.add_argument("--target", required=True, help="BVH file whose skeleton the clips are moved onto")
+    r.add_argument("src", help="folder (searched recursively for *.bvh, *.fbx, *.blend) or glob ('**' recursive, "
+                              "quote it); .fbx and .blend need the blender extra (bpy)")
+    r.add_argument("--target", required=True, help="clip (.bvh, .fbx or .blend) whose skeleton the clips are moved onto")
+    r.add_argument("--format", choices=["bvh", "fbx", "blend"], default="bvh", help="output format (default bvh)")
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--map", help="override file (.toml or .json) applied on top of the automatic joint map")
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
