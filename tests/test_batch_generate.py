@@ -85,3 +85,16 @@ def test_batch_infill_on_ray_matches_in_process(tmp_path: Path, one_thread) -> N
     assert local["counts"]["ok"] == remote["counts"]["ok"] == 2 and remote["mode"] == "ray"
     for p in (tmp_path / "local").glob("*.bvh"):
         assert (tmp_path / "ray" / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+def test_scripts_entry_points_run_the_batch_jobs(tmp_path: Path) -> None:
+    src = tmp_path / "paths"
+    src.mkdir()
+    (src / "a.json").write_text(json.dumps({"points": [[0, 0], [0, 1.5]]}))
+    root = Path(__file__).resolve().parents[1] / "scripts"
+    r = subprocess.run([sys.executable, str(root / "batch_generate.py"), str(src), "--out", str(tmp_path / "out"),
+                        "--quiet"], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0 and (tmp_path / "out" / "a.bvh").exists(), r.stderr[-2000:]
+    for script in ("batch_infill.py", "batch_retarget.py"):
+        h = subprocess.run([sys.executable, str(root / script), "--help"], capture_output=True, text=True, timeout=120)
+        assert h.returncode == 0 and "--out" in h.stdout, script

@@ -73,7 +73,7 @@ def test_batch_fills_resumes_and_reports(tmp_path, capsys):
     assert "nothing to fill" in capsys.readouterr().err
     from motioncore.batch_infill import run_batch_infill
 
-    with pytest.raises(BatchError, match="no BVH"):
+    with pytest.raises(BatchError, match="no .bvh, .fbx or .blend files"):
         run_batch_infill(str(tmp_path / "empty*"), str(out), frozen=3, progress=False)
 
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .batch import BatchError, discover, output_path, run_files, write_report
+from .batch import BatchError, discover, output_path, run_files, write_motion, write_report
 
 __all__ = ["generate_file", "run_batch_generate"]
 
@@ -33,15 +33,14 @@ def _controller(model: str, mode: str) -> Any:
 
 
 def generate_file(path: str, out_dir: str, model: str = "pfnn-biped", mode: str = "outputs",
-                  frames: int | None = None) -> dict[str, Any]:
+                  frames: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Walk ``model`` along the path file ``path`` and write ``out_dir/<base name>.bvh``; a JSON-ready
     result dict (never raises for a bad file)."""
-    from .bvh import write_bvh
     from .control import generate
     from .paths import load_path
 
     t0 = time.perf_counter()
-    out = output_path(path, out_dir)
+    out = output_path(path, out_dir, fmt)
     res: dict[str, Any] = {"file": str(path), "out": str(out), "status": "failed", "stage": None, "error": None,
                            "frames": 0, "seconds": 0.0}
     if out.exists():
@@ -56,7 +55,7 @@ def generate_file(path: str, out_dir: str, model: str = "pfnn-biped", mode: str 
         stage = "generate"
         motion, ro = generate(ctl, p, frames, mode, out.stem)
         stage = "write"
-        write_bvh(out, motion)
+        write_motion(out, motion)
         res.update(status="ok", frames=motion.num_frames, fps=motion.fps,
                    path_error_cm=round(float(track.distance(ro.root[0][:, [0, 2]]).mean()), 3))
     except KeyboardInterrupt:
@@ -72,7 +71,7 @@ def generate_file(path: str, out_dir: str, model: str = "pfnn-biped", mode: str 
 def run_batch_generate(src: str, out_dir: str, model: str = "pfnn-biped", mode: str = "outputs",
                        frames: int | None = None, progress: bool = True, use_ray: bool = False,
                        ray_address: str | None = None, workers: int | None = None,
-                       chunk: int | None = None) -> dict[str, Any]:
+                       chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Generate one BVH per path file under ``src``; writes and returns the report."""
     from tqdm import tqdm
 
@@ -89,8 +88,8 @@ def run_batch_generate(src: str, out_dir: str, model: str = "pfnn-biped", mode: 
                             "run": "ray" if (use_ray or ray_address) else "in-process"}
     todo = []
     for f in files:
-        if output_path(f, out).exists():
-            results.append({"file": str(f), "out": str(output_path(f, out)), "status": "skipped", "seconds": 0.0})
+        if output_path(f, out, fmt).exists():
+            results.append({"file": str(f), "out": str(output_path(f, out, fmt)), "status": "skipped", "seconds": 0.0})
         else:
             todo.append(str(f))
     bar = tqdm(total=len(files), initial=len(results), desc="generate", unit="path", disable=not progress)
@@ -101,7 +100,7 @@ def run_batch_generate(src: str, out_dir: str, model: str = "pfnn-biped", mode: 
 
     interrupted = False
     try:
-        run_files(generate_file, todo, str(out), {"model": model, "mode": mode, "frames": frames}, record, meta,
+        run_files(generate_file, todo, str(out), {"model": model, "mode": mode, "frames": frames, "fmt": fmt}, record, meta,
                   use_ray=use_ray, address=ray_address, workers=workers or os.cpu_count() or 1, chunk=chunk,
                   torch_threads=1)
     except KeyboardInterrupt:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .batch import BatchError, discover, output_path, run_files, write_report
+from .batch import CLIP_SUFFIXES, BatchError, discover, output_path, read_motion, run_files, write_motion, write_report
 
 __all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
 
@@ -56,18 +56,17 @@ def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
 
 
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
-              temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:
+              temperature: float = 0.0, seed: int = 0, fmt: str = "bvh") -> dict[str, Any]:
     """Fill one clip; a JSON-ready result dict (never raises for a bad file)."""
-    from .bvh import read_bvh, write_bvh
     from .infill import fill_clip, mask_runs
     from .models.registry import load_model
 
     t0 = time.perf_counter()
-    out = output_path(path, out_dir)
+    out = output_path(path, out_dir, fmt)
     res: dict[str, Any] = {"file": str(path), "output": str(out), "status": "failed", "stage": None, "error": None}
     stage = "read"
     try:
-        m = read_bvh(path)
+        m = read_motion(path)
         stage = "map"
         model, meta = _cached_model(model_name, load_model)
         names = list(meta["skeleton"]["names"])
@@ -88,7 +87,7 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         res["frames_filled"] = int(todo.sum())
         if not todo.any():
             stage = "write"
-            write_bvh(out, m)  # nothing to fill: the clip as it is, so the output folder is complete
+            write_motion(out, m)  # nothing to fill: the clip as it is, so the output folder is complete
             res.update(status="ok", stage=None, seconds=time.perf_counter() - t0)
             return res
         if todo.all():
@@ -100,7 +99,7 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         stage = "write"
         from .motion import Motion
 
-        write_bvh(out, Motion(m.skeleton, f.rotations[0], pos, m.fps, m.name))
+        write_motion(out, Motion(m.skeleton, f.rotations[0], pos, m.fps, m.name))
         res.update(status="ok", stage=None)
     except Exception as e:  # noqa: BLE001  (a bad file is reported, never fatal)
         res.update(error=f"{type(e).__name__}: {e}", stage=stage)
@@ -120,7 +119,7 @@ def _cached_model(name: str, load: Any) -> Any:
 def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_file: str | None = None,
                      frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
-                     chunk: int | None = None) -> dict[str, Any]:
+                     chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
     ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.run_files`)."""
     from tqdm import tqdm
@@ -136,9 +135,9 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
             raise BatchError(f"--gaps {gaps_file}: {e}") from None
         if not isinstance(gaps, dict) or not all(isinstance(v, list) for v in gaps.values()):
             raise BatchError(f"--gaps {gaps_file}: expected {{\"clip name\": [[start, end], ...]}}")
-    files = discover(src, exclude=out)
+    files = sorted({f for sfx in CLIP_SUFFIXES for f in discover(src, exclude=out, suffix=sfx)})
     if not files:
-        raise BatchError(f"no BVH files under {src!r}")
+        raise BatchError(f"no .bvh, .fbx or .blend files under {src!r}")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     results: list[dict[str, Any]] = []
@@ -146,7 +145,7 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
             "frozen": frozen, "temperature": temperature, "seed": seed, "started": datetime.now(UTC).isoformat()}
     todo = []
     for f in files:
-        if output_path(f, out).exists():
+        if output_path(f, out, fmt).exists():
             results.append({"file": str(f), "status": "skipped", "seconds": 0.0})
         else:
             todo.append(str(f))
@@ -161,7 +160,7 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     interrupted = False
     try:
         run_files(fill_file, todo, str(out), {"model_name": model, "gaps": gaps, "frozen": frozen,
-                                              "temperature": temperature, "seed": seed}, record, meta,
+                                              "temperature": temperature, "seed": seed, "fmt": fmt}, record, meta,
                   use_ray=use_ray, address=ray_address, workers=n_workers, chunk=chunk, torch_threads=1)
     except KeyboardInterrupt:
         interrupted = True

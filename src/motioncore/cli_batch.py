@@ -35,7 +35,8 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
 
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
-                              use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk)
+                              use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
+                              fmt=args.format)
     c = report["counts"]
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
@@ -48,7 +49,7 @@ def _cmd_batch_generate(args: argparse.Namespace) -> int:
 
     report = run_batch_generate(args.src, args.out, model=args.model, mode=args.mode, frames=args.frames,
                                 progress=not args.quiet, use_ray=args.ray, ray_address=args.ray_address,
-                                workers=args.workers, chunk=args.chunk)
+                                workers=args.workers, chunk=args.chunk, fmt=args.format)
     c = report["counts"]
     print(f"batch generate: {c['ok']} written ({report['frames_written']} frames), {c['skipped']} skipped (already "
           f"there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report {args.out}/report.json")
@@ -56,6 +57,8 @@ def _cmd_batch_generate(args: argparse.Namespace) -> int:
 
 
 def _ray_args(p: Any) -> None:
+    p.add_argument("--format", choices=["bvh", "fbx", "blend"], default="bvh",
+                   help="output format (default bvh; fbx and blend need the blender extra)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--ray", action="store_true", help="run as Ray tasks on a local cluster (needs the scale extra)")
     g.add_argument("--ray-address", metavar="ADDR", help="run on an existing Ray cluster (e.g. auto, ray://host:10001)")
@@ -79,7 +82,6 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("src", help="folder (searched recursively for *.bvh, *.fbx, *.blend) or glob ('**' recursive, "
                               "quote it); .fbx and .blend need the blender extra (bpy)")
     r.add_argument("--target", required=True, help="clip (.bvh, .fbx or .blend) whose skeleton the clips are moved onto")
-    r.add_argument("--format", choices=["bvh", "fbx", "blend"], default="bvh", help="output format (default bvh)")
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--map", help="override file (.toml or .json) applied on top of the automatic joint map")
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")

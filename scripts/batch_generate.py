@@ -1,0 +1,14 @@
+"""Headless entry point: one clip per path file with a path controller (``motioncore batch generate``).
+
+    python scripts/batch_generate.py SRC --out DIR [--model pfnn-biped] [--ray | --ray-address ADDR]
+
+Same arguments as ``motioncore batch generate --help``; see README "Batch jobs" and docs/batch.md.
+"""
+from __future__ import annotations
+
+import sys
+
+from motioncore.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["batch", "generate", *sys.argv[1:]]))
