@@ -20,6 +20,7 @@ def register() -> None:
 
 
 def unregister() -> None:
+    operators.stop_draining()
     operators.stop_worker()
     requests.stop_started()   # a server Connect started goes with the add-on
     props.unregister_props()

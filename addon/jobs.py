@@ -1,8 +1,9 @@
 """The worker thread that owns the server connection, plus connection settings (no bpy import).
 
-Blender's UI thread never blocks on the network: an operator submits a job (a function of the client),
-polls for its result from a modal timer event, and writes keys itself when the result arrives (so the
-write happens inside an UNDO operator, never in a timer callback). In background mode
+Blender's UI thread never blocks on the network: an operator submits a job (a function of the client);
+a ``bpy.app.timers`` callback (``operators.drain_results``) drains finished results; the operator picks
+its result up on a modal timer event and writes the keys itself (so the write happens inside an UNDO
+operator, never in the timer callback). In background mode
 (``bpy.app.background``, where timers never fire) operators call :func:`run_sync` instead.
 The client is not thread-safe: only the worker thread touches it.
 """

@@ -18,6 +18,40 @@ from .jobs import JobResult, Worker, connection_path, run_sync
 from .props import bone_map, preferences, scene, settings
 
 _WORKER: Worker | None = None
+# Results travel worker -> bpy.app.timers callback -> modal operator: the timer drains finished jobs into
+# _READY; the operator waiting for one picks it up on its next window-manager timer event and writes the
+# keys itself, so the write is inside its UNDO step (one Ctrl+Z), never inside the timer callback.
+_PENDING: dict[tuple[int, int], Worker] = {}
+_READY: dict[tuple[int, int], JobResult] = {}
+DRAIN_S = 0.05
+
+
+def drain_results() -> float | None:
+    """The ``bpy.app.timers`` callback: move finished jobs' results (or a stopped worker's error) from the
+    workers into _READY. Returns the next interval, or None to unregister when nothing is waiting."""
+    for key, w in list(_PENDING.items()):
+        res = w.poll(key[1]) if w.alive else JobResult(key[1], error=RuntimeError("the worker thread stopped"))
+        if res is not None:
+            _READY[key] = res
+            del _PENDING[key]
+    return DRAIN_S if _PENDING else None
+
+
+def _await(worker: Worker, job_id: int) -> tuple[int, int]:
+    key = (id(worker), job_id)
+    _PENDING[key] = worker
+    timers: Any = bpy.app.timers
+    if not timers.is_registered(drain_results):
+        timers.register(drain_results, first_interval=DRAIN_S)
+    return key
+
+
+def stop_draining() -> None:
+    timers: Any = bpy.app.timers
+    if timers.is_registered(drain_results):
+        timers.unregister(drain_results)
+    _PENDING.clear()
+    _READY.clear()
 
 
 def client_factory(context: bpy.types.Context) -> Callable[[], Any]:
@@ -58,6 +92,7 @@ class _ServerOperator(bpy.types.Operator):
     label = "motioncore"
     # plain attributes only: Blender reads class annotations as property definitions
     _job_id = 0
+    _key = (0, 0)   # (id of the worker, job id): the _READY slot to wait for
     _cancelling = False
     _timer = None
     _worker = None
@@ -107,6 +142,7 @@ class _ServerOperator(bpy.types.Operator):
             return {"CANCELLED"}
         self._worker = self.make_worker(context)
         self._job_id = self._worker.submit(job)
+        self._key = _await(self._worker, self._job_id)
         self._cancelling = False
         wm: Any = context.window_manager
         self._timer = wm.event_timer_add(0.05, window=context.window)
@@ -118,6 +154,7 @@ class _ServerOperator(bpy.types.Operator):
         w = self._worker
         if event.type == "ESC" and event.value == "PRESS":
             if self._cancelling or w is None:   # a second Esc: stop waiting at once
+                _PENDING.pop(self._key, None)
                 self._end(context)
                 self.report({"WARNING"}, f"{self.label}: stopped waiting; nothing written")
                 return {"CANCELLED"}
@@ -127,7 +164,9 @@ class _ServerOperator(bpy.types.Operator):
             return {"RUNNING_MODAL"}
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
-        res = w.poll(self._job_id) if w is not None and w.alive else JobResult(0, error=RuntimeError("worker stopped"))
+        res = _READY.pop(self._key, None)   # put there by drain_results (bpy.app.timers)
+        if res is None and self._key not in _PENDING:
+            res = JobResult(self._job_id, error=RuntimeError("the result was lost (add-on reloaded?)"))
         if res is None:
             ctl = w.control(self._job_id) if w is not None else None
             if ctl is not None and not self._cancelling:

@@ -299,8 +299,8 @@ class Scene:
 
 def context(scene: Scene, prefs: Any, addon_id: str, active: Object | None, selected: list[Object]) -> Any:
     return types.SimpleNamespace(
-        scene=scene, active_object=active, selected_objects=selected, window_manager=None, window=None,
-        workspace=None, screen=None,
+        scene=scene, active_object=active, selected_objects=selected, window_manager=WindowManager(), window=None,
+        workspace=Workspace(), screen=None,
         preferences=types.SimpleNamespace(addons={addon_id: types.SimpleNamespace(preferences=prefs)}))
 
 
@@ -326,8 +326,62 @@ class _Actions(list):
         return a
 
 
+class Timers:
+    """``bpy.app.timers``: functions registered here are called by the test (``run``), as Blender's event
+    loop would between events."""
+
+    def __init__(self) -> None:
+        self.funcs: list[Any] = []
+
+    def register(self, fn: Any, first_interval: float = 0.0, persistent: bool = False) -> None:
+        self.funcs.append(fn)
+
+    def is_registered(self, fn: Any) -> bool:
+        return fn in self.funcs
+
+    def unregister(self, fn: Any) -> None:
+        self.funcs.remove(fn)
+
+    def run(self) -> None:
+        for fn in list(self.funcs):
+            if fn() is None:
+                self.funcs.remove(fn)
+
+
+class WindowManager:
+    """Records the modal handler and timers an operator's ``invoke`` adds."""
+
+    def __init__(self) -> None:
+        self.handlers: list[Any] = []
+        self.timers: list[Any] = []
+
+    def event_timer_add(self, step: float, window: Any = None) -> Any:
+        t = types.SimpleNamespace(step=step)
+        self.timers.append(t)
+        return t
+
+    def event_timer_remove(self, t: Any) -> None:
+        self.timers.remove(t)
+
+    def modal_handler_add(self, op: Any) -> None:
+        self.handlers.append(op)
+
+
+class Workspace:
+    def __init__(self) -> None:
+        self.status: list[str | None] = []
+
+    def status_text_set(self, text: str | None) -> None:
+        self.status.append(text)
+
+
+def event(type: str, value: str = "NOTHING") -> Any:
+    return types.SimpleNamespace(type=type, value=value)
+
+
 bpy = _module("bpy", props=props, types=types_mod,
-              app=types.SimpleNamespace(version=(4, 2, 0), version_string="4.2.0 (fake)", background=True),
+              app=types.SimpleNamespace(version=(4, 2, 0), version_string="4.2.0 (fake)", background=True,
+                                        timers=Timers()),
               utils=types.SimpleNamespace(register_class=lambda cls: None, unregister_class=lambda cls: None,
                                           escape_identifier=lambda s: s.replace("\\", "\\\\").replace('"', '\\"')),
               data=types.SimpleNamespace(objects=NamedList(), actions=_Actions()))
@@ -336,6 +390,7 @@ bpy = _module("bpy", props=props, types=types_mod,
 def install(monkeypatch: Any) -> types.ModuleType:
     """Put the fake in sys.modules as ``bpy`` (and ``bpy.props`` / ``bpy.types``); a fresh bpy.data."""
     bpy.data = types.SimpleNamespace(objects=NamedList(), actions=_Actions())
+    bpy.app.timers, bpy.app.background = Timers(), True
     monkeypatch.setitem(sys.modules, "bpy", bpy)
     monkeypatch.setitem(sys.modules, "bpy.props", props)
     monkeypatch.setitem(sys.modules, "bpy.types", types_mod)

@@ -212,3 +212,32 @@ def test_retarget_operator_between_rigs_with_other_rolls(addon):
         ms = rigmap.to_model(_qn(qs), rigmap.rest_offset(np.array(src.data.bones[b].matrix_local.q)))
         md = rigmap.to_model(_qn(qd), rigmap.rest_offset(np.array(dst.data.bones[b].matrix_local.q)))
         assert abs(abs(float(np.dot(ms, md))) - 1) < 1e-5, b
+
+
+def test_interactive_path_worker_timer_drain_then_modal_write_with_progress(addon):
+    """With a UI (not background): invoke submits to the worker and returns RUNNING_MODAL at once; the
+    bpy.app.timers callback drains the finished result; the modal operator writes on its next timer event
+    (FINISHED, keys written); the status bar showed progress and was cleared."""
+    import time
+
+    mod, ops, bpy, ctx, scene, _ = addon
+    bpy.app.background = False
+    path = fakebpy.curve("Path", [(0, 0, 0), (0, -1.5, 0), (0, -3.0, 0)])
+    arm = _rig(bpy, "Async", seed=8)
+    c = ctx(arm, [path])
+    op = ops.MOTIONCORE_OT_walk_path()
+    t = time.perf_counter()
+    assert op.invoke(c, fakebpy.event("NONE")) == {"RUNNING_MODAL"}
+    assert time.perf_counter() - t < 0.5 and c.window_manager.handlers == [op]   # the UI thread is free
+    assert bpy.app.timers.is_registered(ops.drain_results) and arm.animation_data is None
+    deadline = time.monotonic() + 60
+    out = {"PASS_THROUGH"}
+    while out == {"PASS_THROUGH"} and time.monotonic() < deadline:
+        bpy.app.timers.run()                                   # Blender's event loop calls the timer ...
+        out = op.modal(c, fakebpy.event("TIMER"))               # ... and sends the operator timer events
+        time.sleep(0.01)
+    assert out == {"FINISHED"}, op.reports
+    assert len(_channels(arm)[("location", 0)].keyframe_points) > 60
+    assert not bpy.app.timers.funcs and not c.window_manager.timers              # unregistered, removed
+    assert c.workspace.status[0].startswith("motioncore Walk along path: waiting") and c.workspace.status[-1] is None
+    assert scene.motioncore.progress == ""
