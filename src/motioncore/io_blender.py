@@ -22,7 +22,6 @@ hint. Blender's state is per process: each call starts from an empty scene.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +193,8 @@ def write_blender(path: str | os.PathLike, motion: Motion) -> Path:
     scene.frame_start, scene.frame_end = 1, T
     bpy.ops.object.mode_set(mode="OBJECT")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = str(out.parent / f".{out.stem}.{os.getpid()}.{next(tempfile._get_candidate_names())}.tmp{suffix}")
+    tmp = str(out.parent / f".{out.stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp{suffix}")   # a name only: Blender
+    # writes a .blend1 backup next to a file that already exists
     bpy.context.preferences.filepaths.save_version = 0   # no .blend1 backups
     try:
         if suffix == ".blend":

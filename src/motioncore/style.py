@@ -50,7 +50,7 @@ class LearnetPFNN(nn.Module):
     def __init__(self, pfnn_cfg: PFNNConfig | LearnetPFNNConfig, encoder_cfg: StyleEncoderConfig | None = None):
         super().__init__()
         if isinstance(pfnn_cfg, LearnetPFNNConfig):
-            pfnn_cfg, encoder_cfg = pfnn_cfg.pfnn, pfnn_cfg.encoder
+            pfnn_cfg, encoder_cfg = pfnn_cfg.pfnn, pfnn_cfg.encoder  # type: ignore[union-attr]
         assert isinstance(pfnn_cfg, PFNNConfig) and isinstance(encoder_cfg, StyleEncoderConfig)
         if pfnn_cfg.style_dim != encoder_cfg.z_dim or pfnn_cfg.style_rank < 1:
             raise ValueError(f"style_dim {pfnn_cfg.style_dim} must equal z_dim {encoder_cfg.z_dim}, style_rank >= 1")
@@ -76,7 +76,8 @@ class StyledPFNN(nn.Module):
         self.register_buffer("z", z.reshape(1, -1))
 
     def forward(self, x: Tensor, phase: Tensor, mode: str = "outputs") -> Tensor:
-        return self.pfnn(x, phase, self.z.to(x.dtype).expand(x.shape[0], -1), mode)
+        z: Tensor = self.z  # type: ignore[assignment]  # a registered buffer
+        return self.pfnn(x, phase, z.to(x.dtype).expand(x.shape[0], -1), mode)
 
 
 class StyleAdapter:
@@ -97,7 +98,7 @@ class StyleAdapter:
     def load(name_or_path: str | os.PathLike, device: str | torch.device = "cpu") -> StyleAdapter:
         from .models.registry import load_model
 
-        model, meta = load_model(name_or_path, device)
+        model, meta = load_model(str(name_or_path), device)
         if meta.get("kind") != "learnet-pfnn":
             raise MotioncoreError(f"{name_or_path}: kind {meta.get('kind')!r} is not a style model (learnet-pfnn)")
         return StyleAdapter(model, meta)  # type: ignore[arg-type]

@@ -80,7 +80,7 @@ def clip_figures(src: Motion, target: Skeleton) -> dict[str, Any]:
     from ..retarget import auto_map, rest_rotations, retarget
 
     jm = auto_map(src.skeleton, target)
-    out = {"frames": src.num_frames}
+    out: dict[str, Any] = {"frames": src.num_frames}
     moved = {k: retarget(src, target, jm, contacts=c) for k, c in (("plain", False), ("contacts", True))}
     s_tot, s_pairs = skating(src)
     out["skate_source"] = s_tot / max(s_pairs, 1)
@@ -116,10 +116,10 @@ def clip_figures(src: Motion, target: Skeleton) -> dict[str, Any]:
     bones = [(j, c) for j, c in kids if c is not None]
     out["roundtrip_bone_deg"] = float(np.mean([_vec_angle(pb[:, c] - pb[:, j], ps[:, c] - ps[:, j]).mean()
                                                for j, c in bones])) if bones else None
-    r = src_idx[src.skeleton.names[find_body_joints(src.skeleton).root]]
-    rel_b, rel_s = pb[:, both] - pb[:, [r]], ps[:, both] - ps[:, [r]]
+    root = find_body_joints(src.skeleton).root
+    rel_b, rel_s = pb[:, both] - pb[:, [root]], ps[:, both] - ps[:, [root]]
     out["roundtrip_pos_cm"] = float(np.linalg.norm(rel_b - rel_s, axis=-1).mean())
-    out["roundtrip_root_cm"] = float(np.linalg.norm(pb[:, r] - ps[:, r], axis=-1).mean())
+    out["roundtrip_root_cm"] = float(np.linalg.norm(pb[:, root] - ps[:, root], axis=-1).mean())
     out["mapped"], out["unmapped"] = len(jm.pairs), list(jm.unmapped)
     return out
 

@@ -52,7 +52,7 @@ def _leg_length(skeleton: Skeleton, chain: tuple[int, int, int]) -> float:
 
 def contact_thresholds(skeleton: Skeleton) -> tuple[float, float]:
     """(height, speed) contact thresholds in the skeleton's units: 10% of a leg, 60% of a leg per second."""
-    leg = np.mean([_leg_length(skeleton, c) for c in leg_chains(skeleton)])
+    leg = float(np.mean([_leg_length(skeleton, c) for c in leg_chains(skeleton)]))
     return HEIGHT_FRAC * leg, SPEED_FRAC * leg
 
 
