@@ -193,3 +193,40 @@ def test_ray_run_matches_in_process(clips: dict, tmp_path: Path) -> None:
     r = subprocess.run(CLI + [str(clips["src"]), "--target", str(clips["target"]), "--out", str(remote),
                               "--ray", "--workers", "2", "--quiet"], capture_output=True, text=True, timeout=120)
     assert json.loads((remote / REPORT_NAME).read_text())["counts"]["skipped"] == 6
+
+
+@needs_data
+def test_match_model_gives_the_checkpoints_twists_with_the_same_joints(tmp_path: Path) -> None:
+    import numpy as np
+
+    from motioncore.bvh import read_bvh, write_bvh
+    from motioncore.checkpoint import read_meta
+    from motioncore.data import load
+    from motioncore.models.registry import resolve
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for c in [c for c in load("cmu", progress=False) if c.name in ("02_01", "02_02")]:
+        write_bvh(src / f"{c.name}.bvh", c.motion.slice(0, 240))
+    bandai = load("bandai", "test", fps=30, progress=False)[0].motion
+    write_bvh(tmp_path / "bandai.bvh", bandai.slice(0, 2))
+    plain = run_batch(src, tmp_path / "bandai.bvh", tmp_path / "plain", progress=False)
+    match = run_batch(src, tmp_path / "bandai.bvh", tmp_path / "match", progress=False, match_model="anyorder-body")
+    assert plain["counts"]["ok"] == match["counts"]["ok"] == 2 and match["match_model"] == "anyorder-body"
+    ref = np.asarray(read_meta(resolve("anyorder-body"))["convention"]["mean_local_rotations"])
+    for name in ("02_01.bvh", "02_02.bvh"):
+        a, b = read_bvh(tmp_path / "plain" / name), read_bvh(tmp_path / "match" / name)
+        np.testing.assert_allclose(a.global_transforms()[1], b.global_transforms()[1], atol=1e-3)   # same joints
+        d = [np.degrees(2 * np.arccos(np.clip(np.abs(np.sum(m.rotations * ref, -1)), 0, 1))).mean() for m in (a, b)]
+        assert d[1] < 0.5 * d[0], d
+    with pytest.raises(BatchError, match="target's skeleton"):
+        run_batch(src, clips_target_cmu(tmp_path), tmp_path / "bad", progress=False, match_model="anyorder-body")
+
+
+def clips_target_cmu(tmp_path: Path) -> Path:
+    from motioncore.bvh import write_bvh
+    from motioncore.data import load
+
+    p = tmp_path / "cmu_target.bvh"
+    write_bvh(p, load("cmu", progress=False)[0].motion.slice(0, 2))
+    return p

@@ -374,3 +374,28 @@ def test_missing_joints_held_at_rest_or_filled_by_a_per_element_model():
         body, meta = load_model("anyorder-body")
         meta = {**meta, "skeleton": sk.to_dict()}
         retarget(four, sk, jm, scale=None, missing="infill", infill_model=(body, meta))
+
+
+@needs_data
+def test_match_convention_moves_no_joint_and_matches_the_targets_rotations():
+    """CMU 02_01 onto Bandai, twists matched to the Bandai train split's mean local rotations: joint
+    positions unchanged to 1e-9 cm, the rotations' mean distance to the reference halves or better (to
+    within a few degrees of a real Bandai clip's), leaves' mean rotation equal to the reference."""
+    from motioncore.data import load
+    from motioncore.kinematics import resample
+    from motioncore.retarget.twist import _mean_quat, match_convention, mean_rotations
+
+    train = load("bandai", "train", fps=30, progress=False)
+    ref = mean_rotations(np.concatenate([c.motion.rotations for c in train[:40]]))
+    tgt = train[0].motion.skeleton
+    src = resample(next(c for c in load("cmu") if c.name == "02_01").motion, 30.0)
+    plain = retarget(src, tgt, auto_map(src.skeleton, tgt))
+    fixed = retarget(src, tgt, auto_map(src.skeleton, tgt), convention=ref)
+    np.testing.assert_allclose(fixed.global_transforms()[1], plain.global_transforms()[1], atol=1e-9)
+    dist = lambda m: np.degrees(2 * np.arccos(np.clip(np.abs(np.sum(m.rotations * ref, -1)), 0, 1))).mean()  # noqa: E731
+    real = load("bandai", "test", fps=30, progress=False)[0].motion
+    assert dist(fixed) < 0.5 * dist(plain) and dist(fixed) < dist(real) + 5.0, (dist(plain), dist(fixed), dist(real))
+    for j in [j for j in range(tgt.num_joints) if not any(p == j for p in tgt.parents)]:   # leaves
+        assert abs(abs(np.dot(_mean_quat(fixed.rotations[:, j]), ref[j])) - 1) < 1e-6, tgt.names[j]
+    again = match_convention(fixed, ref)          # idempotent
+    np.testing.assert_allclose(np.abs(np.sum(again.rotations * fixed.rotations, -1)), 1.0, atol=1e-4)

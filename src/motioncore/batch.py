@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .atomic import atomic_write_text
 from .errors import MotioncoreError
 
@@ -139,7 +141,7 @@ def _error(e: BaseException) -> str:
 
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
                  scale: str | float | None = "legs", contacts: bool = False, missing: str = "rest",
-                 infill_model: str | None = None, fmt: str = "bvh") -> dict[str, Any]:
+                 infill_model: str | None = None, fmt: str = "bvh", convention: Any = None) -> dict[str, Any]:
     """Retarget one clip (.bvh, or .fbx / .blend with bpy) onto ``target`` (a ``Skeleton.to_dict()``) and
     write ``out_dir/<base name>.<fmt>`` atomically. Never raises for a bad file: returns
     ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds"}``.
@@ -165,7 +167,8 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         jm = _cached(_key("map", src_d, tkey, overrides),
                      lambda: auto_map(motion.skeleton, tgt, overrides=overrides))
         stage = "retarget"
-        moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model)
+        moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model,
+                         convention=None if convention is None else np.asarray(convention, np.float64))
         stage = "write"
         write_motion(out, moved)
     except KeyboardInterrupt:
@@ -293,7 +296,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
               overrides: str | os.PathLike[str] | None = None, scale: str | float | None = "legs",
               use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
               chunk: int | None = None, progress: bool = True, contacts: bool = False, missing: str = "rest",
-              infill_model: str | None = None, fmt: str = "bvh",
+              infill_model: str | None = None, fmt: str = "bvh", match_model: str | None = None,
               on_result: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Retarget every BVH under ``src`` (folder or glob) onto the skeleton of the BVH ``target``, writing
     ``out_dir/<base name>.bvh``; existing outputs are skipped (resumable). Returns the report, also
@@ -334,6 +337,20 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     except OSError as e:
         raise BatchError(f"--target {target}: cannot read: {e}") from e
     target_d = tgt_skel.to_dict()
+    convention = None
+    if match_model is not None:   # the twist convention of a checkpoint trained on the target skeleton
+        from .checkpoint import read_meta
+        from .models.registry import resolve
+
+        try:
+            meta_m = read_meta(resolve(match_model))
+        except MotioncoreError as e:
+            raise BatchError(f"--match-model {match_model}: {e}") from None
+        conv = (meta_m.get("convention") or {}).get("mean_local_rotations")
+        if conv is None or list(meta_m.get("skeleton", {}).get("names", [])) != list(tgt_skel.names):
+            raise BatchError(f"--match-model {match_model}: needs a checkpoint with a rotation convention on the "
+                             "target's skeleton (same joint names)")
+        convention = conv
     ov = load_overrides(Path(overrides)) if overrides is not None else None
     scale = parse_scale(scale)
     out.mkdir(parents=True, exist_ok=True)
@@ -364,7 +381,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     meta: dict[str, Any] = {"version": 1, "src": str(src), "target": str(target), "out_dir": str(out),
                             "overrides": str(overrides) if overrides is not None else None,
                             "scale": scale, "contacts": contacts, "missing": missing, "infill_model": infill_model,
-                            "format": fmt,
+                            "format": fmt, "match_model": match_model,
                             "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
@@ -383,7 +400,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     try:
         run_files(process_file, todo, str(out), {"target": target_d, "overrides": ov, "scale": scale,
                                                   "contacts": contacts, "missing": missing,
-                                                  "infill_model": infill_model, "fmt": fmt}, record, meta,
+                                                  "infill_model": infill_model, "fmt": fmt,
+                                                  "convention": convention}, record, meta,
                   use_ray=use_ray,
                   address=ray_address, workers=n_workers, chunk=chunk,
                   torch_threads=1 if missing == "infill" else None)

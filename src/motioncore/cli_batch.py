@@ -13,7 +13,7 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                        progress=not args.quiet, contacts=args.contacts, missing=args.missing,
-                       infill_model=args.infill_model, fmt=args.format)
+                       infill_model=args.infill_model, fmt=args.format, match_model=args.match_model)
     c, t = report["counts"], report["timings"]
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
@@ -90,6 +90,8 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("--missing", choices=["rest", "infill"], default="rest",
                    help="target joints the source lacks: hold at rest (default) or fill with --infill-model")
     r.add_argument("--infill-model", help="per-element any-order checkpoint on the target skeleton (--missing infill)")
+    r.add_argument("--match-model", help="match the twists to this checkpoint's training data (e.g. anyorder-body, "
+                                         "when the target is its skeleton), so its in-filling works on the outputs")
     _ray_args(r)
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_retarget)

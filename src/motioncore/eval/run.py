@@ -13,6 +13,8 @@ import glob
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..bvh import read_bvh
 from ..data import load
 from ..data.datasets import Clip
@@ -43,8 +45,10 @@ def resolve_models(names: list[str]) -> dict[str, Fill]:
     return out
 
 
-def model_skeleton(names: list[str]) -> Skeleton | None:
-    """The skeleton of the first any-order checkpoint among ``names`` (None: baselines only)."""
+def model_skeleton(names: list[str]) -> tuple[Skeleton, np.ndarray | None] | None:
+    """(skeleton, rotation convention or None) of the first any-order checkpoint among ``names`` (None:
+    baselines only). The convention is the training data's mean local rotation per joint, stored in the
+    checkpoint's metadata (``convention``), used to match retargeted clips' twists to it."""
     from ..checkpoint import read_meta
     from ..models.registry import resolve
 
@@ -52,11 +56,13 @@ def model_skeleton(names: list[str]) -> Skeleton | None:
         if name not in BASELINES and is_anyorder_checkpoint(name):
             meta = read_meta(resolve(name))
             if "skeleton" in meta:
-                return Skeleton.from_dict(meta["skeleton"])
+                conv = (meta.get("convention") or {}).get("mean_local_rotations")
+                return Skeleton.from_dict(meta["skeleton"]), None if conv is None else np.asarray(conv, np.float64)
     return None
 
 
-def _clips_from_files(pattern: str, progress: bool, onto: Skeleton | None = None) -> list[Clip]:
+def _clips_from_files(pattern: str, progress: bool, onto: tuple[Skeleton, np.ndarray | None] | None = None
+                      ) -> list[Clip]:
     p = Path(pattern)
     files = sorted(p.rglob("*.bvh")) if p.is_dir() else sorted(Path(f) for f in glob.glob(pattern))
     if not files:
@@ -66,18 +72,20 @@ def _clips_from_files(pattern: str, progress: bool, onto: Skeleton | None = None
     if onto is not None:
         from ..retarget import auto_map, retarget
 
+        sk, conv = onto
         moved = 0
         for c in clips:
-            if not (c.motion.skeleton.same_topology(onto) and list(c.motion.skeleton.names) == list(onto.names)):
-                c.motion = retarget(c.motion, onto, auto_map(c.motion.skeleton, onto))
+            if not (c.motion.skeleton.same_topology(sk) and list(c.motion.skeleton.names) == list(sk.names)):
+                c.motion = retarget(c.motion, sk, auto_map(c.motion.skeleton, sk), convention=conv)
                 moved += 1
         if moved:
-            print(f"{pattern}: retargeted {moved} of {len(clips)} clips onto the model's {onto.num_joints}-joint "
-                  f"skeleton first", file=sys.stderr)
+            how = ", twists matched to its training data's convention" if conv is not None else ""
+            print(f"{pattern}: retargeted {moved} of {len(clips)} clips onto the model's {sk.num_joints}-joint "
+                  f"skeleton first{how}", file=sys.stderr)
     return clips
 
 
-def load_eval_sets(data: str, progress: bool = True, onto: Skeleton | None = None):
+def load_eval_sets(data: str, progress: bool = True, onto: tuple[Skeleton, np.ndarray | None] | None = None):
     """(test windows 65/40, training position mean, std) for ``data``; BVH clips (not registered sets)
     on another skeleton than ``onto`` are retargeted onto it first."""
     if data in REGISTRY:

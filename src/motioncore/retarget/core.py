@@ -230,7 +230,7 @@ def _infill_missing(motion: Motion, unmapped: np.ndarray, infill_model: str | tu
 
 def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Mapping[str, str], *,
              scale: str | float | None = "legs", missing: str = "rest", contacts: bool = False,
-             infill_model: str | tuple | None = None) -> Motion:
+             infill_model: str | tuple | None = None, convention: np.ndarray | None = None) -> Motion:
     """``source`` moved onto ``target_skeleton``. ``joint_map``: target joint -> source joint
     (a JointMap from ``auto_map`` or a plain dict). ``scale``: "legs" (``leg_scale``: target/source
     hip-to-foot chain length),
@@ -239,7 +239,8 @@ def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Ma
     fills them from the mapped joints with ``infill_model`` (a per-element any-order checkpoint on the
     target skeleton: a name, a path or a loaded (model, meta); `infill.fill_joints`).
     ``contacts``: pin the target's ankles wherever the source's are planted (two-bone leg IK,
-    `retarget.contacts`), so the feet do not slide."""
+    `retarget.contacts`), so the feet do not slide. ``convention`` (J, 4): the target data's mean local
+    rotations; the free twists are matched to them (`retarget.twist.match_convention`; positions kept)."""
     if missing not in ("rest", "error", "infill"):
         raise RetargetError(f"missing: expected 'rest', 'error' or 'infill', got {missing!r}")
     target = target_skeleton
@@ -278,6 +279,10 @@ def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Ma
         want = quat_apply(quat_inv(gq[:, p]), want - gp[:, p])
     pos[:, r] = want
     out = Motion(target, local, pos, source.fps, source.name)
+    if convention is not None:
+        from .twist import match_convention
+
+        out = match_convention(out, convention)
     unmapped = np.array([j not in pairs for j in range(Jt)])
     if missing == "infill" and unmapped.any():
         out = _infill_missing(out, unmapped, infill_model)
