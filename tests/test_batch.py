@@ -230,3 +230,12 @@ def clips_target_cmu(tmp_path: Path) -> Path:
     p = tmp_path / "cmu_target.bvh"
     write_bvh(p, load("cmu", progress=False)[0].motion.slice(0, 2))
     return p
+
+
+def test_fbx_without_bpy_stops_before_any_work_naming_the_extra(clips: dict, tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['bpy'] = None; from motioncore.cli_batch import main; "
+            f"sys.exit(main(['retarget', {str(clips['src'])!r}, '--target', {str(clips['target'])!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}, '--format', 'fbx', '--quiet']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "pip install -e '.[blender]'" in r.stderr, r.stderr[-1000:]
+    assert not (tmp_path / "out").exists()
