@@ -303,9 +303,10 @@ def test_contacts_pin_planted_ankles_and_change_nothing_else():
     target's ankle in place (x, z) where the leg can reach; the feet keep their world rotation and nothing
     above the hips changes."""
     from motioncore.data import load
+    from motioncore.infill import mask_runs
     from motioncore.kinematics import resample
     from motioncore.retarget import retarget
-    from motioncore.retarget.contacts import _runs, leg_chains, source_contacts
+    from motioncore.retarget.contacts import leg_chains, source_contacts
 
     clip = next(c for c in load("cmu") if c.name == "02_01")
     src = resample(clip.motion, 30.0)
@@ -319,7 +320,7 @@ def test_contacts_pin_planted_ankles_and_change_nothing_else():
     spread0, spread1 = [], []
     for leg, (_hip, _knee, ankle) in enumerate(legs):
         assert np.allclose(np.abs(np.sum(gq0[:, ankle] * gq1[:, ankle], -1)), 1.0, atol=1e-9)   # foot turns the same
-        for s, e in _runs(c[:, leg]):
+        for s, e in mask_runs(c[:, leg]):
             if e - s >= 3:
                 spread0.append(np.ptp(gp0[s:e, ankle][:, [0, 2]], axis=0).max())
                 spread1.append(np.ptp(gp1[s:e, ankle][:, [0, 2]], axis=0).max())

@@ -29,7 +29,7 @@ from .atomic import atomic_write_text
 from .errors import MotioncoreError
 
 __all__ = ["BatchError", "discover", "output_path", "parse_scale", "process_file", "run_batch",
-           "run_chunk", "run_files", "write_report", "STAGES", "REPORT_NAME"]
+           "run_chunk", "run_files", "run_job", "write_report", "STAGES", "REPORT_NAME"]
 
 REPORT_NAME = "report.json"
 STAGES = ("plan", "read", "map", "retarget", "write")  # where a file can fail
@@ -290,6 +290,52 @@ def run_files(fn: Callable[..., dict[str, Any]], todo: list[str], out_dir: str, 
     finally:
         if started_here:
             ray.shutdown()
+
+
+def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path, fmt: str,
+            kwargs: Mapping[str, Any], meta: dict[str, Any], *, desc: str, unit: str, progress: bool = True,
+            use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
+            chunk: int | None = None, totals: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
+            torch_threads: int | None = 1) -> dict[str, Any]:
+    """The shared body of the model batch jobs (``batch infill``, ``batch generate``): skip finished
+    outputs, run ``fn`` over the rest with a progress bar (`run_files`: in-process or Ray), and write
+    ``out/report.json`` (settings, counts, wall time, ``totals(results)``, per-file results, errors),
+    also when interrupted. Returns the report."""
+    from tqdm import tqdm
+
+    t0 = time.perf_counter()
+    results: list[dict[str, Any]] = []
+    todo = []
+    for f in files:
+        o = output_path(f, out, fmt)
+        if o.exists():
+            results.append({"file": str(f), "out": str(o), "status": "skipped", "seconds": 0.0})
+        else:
+            todo.append(str(f))
+    bar = tqdm(total=len(files), initial=len(results), desc=desc, unit=unit, disable=not progress)
+
+    def record(r: dict[str, Any]) -> None:
+        results.append(r)
+        bar.update(1)
+
+    interrupted = False
+    try:
+        run_files(fn, todo, str(out), kwargs, record, meta, use_ray=use_ray, address=ray_address,
+                  workers=workers or os.cpu_count() or 1, chunk=chunk, torch_threads=torch_threads)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        bar.close()
+        counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
+        report = {**meta, "finished": datetime.now(UTC).isoformat(), "interrupted": interrupted,
+                  "counts": {"total": len(files), **counts, "not_run": len(files) - len(results)},
+                  "wall_s": round(time.perf_counter() - t0, 3), **(totals(results) if totals else {}),
+                  "files": results,
+                  "errors": [{"file": r["file"], "error": r["error"], "stage": r["stage"]}
+                             for r in results if r["status"] == "failed"]}
+        write_report(out, report)
+    return report
 
 
 def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,

@@ -10,13 +10,12 @@ tasks (`batch.run_files`).
 """
 from __future__ import annotations
 
-import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .batch import BatchError, discover, output_path, run_files, write_motion, write_report
+from .batch import BatchError, discover, output_path, run_job, write_motion
 
 __all__ = ["generate_file", "run_batch_generate"]
 
@@ -73,7 +72,6 @@ def run_batch_generate(src: str, out_dir: str, model: str = "pfnn-biped", mode: 
                        ray_address: str | None = None, workers: int | None = None,
                        chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Generate one BVH per path file under ``src``; writes and returns the report."""
-    from tqdm import tqdm
 
     out = Path(out_dir)
     files = discover(src, exclude=out, suffix=".json")
@@ -81,40 +79,10 @@ def run_batch_generate(src: str, out_dir: str, model: str = "pfnn-biped", mode: 
     if not files:
         raise BatchError(f"no path .json files under {src!r} (docs/paths.md)")
     out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    results: list[dict[str, Any]] = []
     meta: dict[str, Any] = {"job": "generate", "src": str(src), "out": str(out), "model": model, "mode": mode,
                             "frames": frames, "started": datetime.now(UTC).isoformat(),
                             "run": "ray" if (use_ray or ray_address) else "in-process"}
-    todo = []
-    for f in files:
-        if output_path(f, out, fmt).exists():
-            results.append({"file": str(f), "out": str(output_path(f, out, fmt)), "status": "skipped", "seconds": 0.0})
-        else:
-            todo.append(str(f))
-    bar = tqdm(total=len(files), initial=len(results), desc="generate", unit="path", disable=not progress)
-
-    def record(r: dict[str, Any]) -> None:
-        results.append(r)
-        bar.update(1)
-
-    interrupted = False
-    try:
-        run_files(generate_file, todo, str(out), {"model": model, "mode": mode, "frames": frames, "fmt": fmt}, record, meta,
-                  use_ray=use_ray, address=ray_address, workers=workers or os.cpu_count() or 1, chunk=chunk,
-                  torch_threads=1)
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        bar.close()
-        counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
-        report = {**meta, "finished": datetime.now(UTC).isoformat(), "interrupted": interrupted,
-                  "counts": {"total": len(files), **counts, "not_run": len(files) - len(results)},
-                  "wall_s": round(time.perf_counter() - t0, 3),
-                  "frames_written": sum(r.get("frames", 0) for r in results if r["status"] == "ok"),
-                  "files": results,
-                  "errors": [{"file": r["file"], "error": r["error"], "stage": r["stage"]}
-                             for r in results if r["status"] == "failed"]}
-        write_report(out, report)
-    return report
+    return run_job(generate_file, files, out, fmt, {"model": model, "mode": mode, "frames": frames, "fmt": fmt}, meta,
+                   desc="generate", unit="path", progress=progress, use_ray=use_ray, ray_address=ray_address,
+                   workers=workers, chunk=chunk,
+                   totals=lambda rs: {"frames_written": sum(r.get("frames", 0) for r in rs if r["status"] == "ok")})

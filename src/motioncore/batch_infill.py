@@ -18,7 +18,6 @@ otherwise) and at its frame rate (30 fps for the bundled models). See docs/batch
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .batch import CLIP_SUFFIXES, BatchError, discover, output_path, read_motion, run_files, write_motion, write_report
+from .batch import CLIP_SUFFIXES, BatchError, discover, output_path, read_motion, run_job, write_motion
 
 __all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
 
@@ -122,7 +121,6 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
                      chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
     ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.run_files`)."""
-    from tqdm import tqdm
 
     out = Path(out_dir)
     if not gaps_file and not frozen:
@@ -139,41 +137,12 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files under {src!r}")
     out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    results: list[dict[str, Any]] = []
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
-            "frozen": frozen, "temperature": temperature, "seed": seed, "started": datetime.now(UTC).isoformat()}
-    todo = []
-    for f in files:
-        if output_path(f, out, fmt).exists():
-            results.append({"file": str(f), "status": "skipped", "seconds": 0.0})
-        else:
-            todo.append(str(f))
-    bar = tqdm(total=len(files), initial=len(results), desc="infill", unit="clip", disable=not progress)
-
-    def record(r: dict[str, Any]) -> None:
-        results.append(r)
-        bar.update(1)
-
-    n_workers = workers or os.cpu_count() or 1
-    meta["mode"] = "ray" if (use_ray or ray_address) else "in-process"
-    interrupted = False
-    try:
-        run_files(fill_file, todo, str(out), {"model_name": model, "gaps": gaps, "frozen": frozen,
-                                              "temperature": temperature, "seed": seed, "fmt": fmt}, record, meta,
-                  use_ray=use_ray, address=ray_address, workers=n_workers, chunk=chunk, torch_threads=1)
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        bar.close()
-        counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
-        report = {**meta, "finished": datetime.now(UTC).isoformat(), "interrupted": interrupted,
-                  "counts": {"total": len(files), **counts, "not_run": len(files) - len(results)},
-                  "wall_s": round(time.perf_counter() - t0, 3),
-                  "frames_filled": sum(r.get("frames_filled", 0) for r in results if r["status"] == "ok"),
-                  "files": results,
-                  "errors": [{"file": r["file"], "error": r["error"], "stage": r["stage"]}
-                             for r in results if r["status"] == "failed"]}
-        write_report(out, report)
-    return report
+                            "frozen": frozen, "temperature": temperature, "seed": seed,
+                            "started": datetime.now(UTC).isoformat(),
+                            "mode": "ray" if (use_ray or ray_address) else "in-process"}
+    return run_job(fill_file, files, out, fmt, {"model_name": model, "gaps": gaps, "frozen": frozen,
+                                                "temperature": temperature, "seed": seed, "fmt": fmt}, meta,
+                   desc="infill", unit="clip", progress=progress, use_ray=use_ray, ray_address=ray_address,
+                   workers=workers, chunk=chunk,
+                   totals=lambda rs: {"frames_filled": sum(r.get("frames_filled", 0) for r in rs if r["status"] == "ok")})

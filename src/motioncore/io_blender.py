@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import MotioncoreError
 from .motion import Motion
-from .rotations import quat_inv, quat_mul, quat_normalize
+from .rotations import quat_apply, quat_inv, quat_mul, quat_normalize
 from .skeleton import Skeleton
 
 SUFFIXES = (".fbx", ".blend")
@@ -119,7 +119,7 @@ def read_blender(path: str | os.PathLike) -> Motion:
     for j, pj in enumerate(parents):
         if pj >= 0:
             local[:, j] = quat_mul(quat_inv(glob[:, pj]), glob[:, j])
-            pos[:, j] = quat_apply_np(quat_inv(glob[:, pj]), head[:, j] - head[:, pj])
+            pos[:, j] = quat_apply(quat_inv(glob[:, pj]), head[:, j] - head[:, pj])
             if np.abs(pos[:, j] - offsets[j]).max() < 1e-4:   # a bone that does not translate: its offset exactly
                 pos[:, j] = offsets[j]
     return Motion(sk, quat_normalize(local), pos, fps, p.stem)
@@ -188,7 +188,7 @@ def write_blender(path: str | os.PathLike, motion: Motion) -> Path:
             pb.keyframe_insert("rotation_quaternion", frame=f)
             if j in moving:   # translation from the rest offset, in the bone's rest frame (metres, Z up)
                 d = _z_up(motion.positions[i, j] - sk.offsets[j]) / UNITS
-                pb.location = quat_apply_np(quat_inv(rest_q[n]), d)
+                pb.location = quat_apply(quat_inv(rest_q[n]), d)
                 pb.keyframe_insert("location", frame=f)
     scene.frame_start, scene.frame_end = 1, T
     bpy.ops.object.mode_set(mode="OBJECT")
@@ -208,9 +208,3 @@ def write_blender(path: str | os.PathLike, motion: Motion) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
-
-
-def quat_apply_np(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    from .rotations import quat_apply
-
-    return np.asarray(quat_apply(np.asarray(q, np.float64), np.asarray(v, np.float64)))

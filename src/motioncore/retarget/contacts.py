@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..infill import mask_runs
 from ..kinematics import BodyJoints, find_body_joints, foot_contacts
 from ..motion import Motion
 from ..rotations import axis_angle_to_quat, quat_apply, quat_between, quat_inv, quat_mul, quat_normalize
@@ -64,17 +65,11 @@ def source_contacts(source: Motion) -> np.ndarray:
     return foot_contacts(gp, tuple(c[2] for c in chains), source.fps, h, v)
 
 
-def _runs(c: np.ndarray) -> list[tuple[int, int]]:
-    """[start, stop) runs of True."""
-    d = np.diff(np.concatenate([[0], c.astype(np.int8), [0]]))
-    return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1), strict=True))
-
-
 def _goals(p: np.ndarray, contact: np.ndarray, blend: int) -> tuple[np.ndarray, np.ndarray]:
     """Per frame goal position (T, 3) and weight (T,) for one ankle with positions p (T, 3)."""
     T = len(p)
     goal, w = p.copy(), np.zeros(T)
-    for s, e in _runs(contact):
+    for s, e in mask_runs(contact):
         xz = p[s:e, [0, 2]].mean(axis=0)
         lo, hi = max(0, s - blend), min(T, e + blend)
         for t in range(lo, hi):
