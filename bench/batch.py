@@ -13,10 +13,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from motioncore.batch import run_batch
-from motioncore.bvh import write_bvh
+from motioncore.batch.run import run_batch
+from motioncore.core.motion import Motion
 from motioncore.data import load
-from motioncore.motion import Motion
+from motioncore.io.bvh import write_bvh
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Benchmark: load every Bandai Namco dataset-2 BVH clip with motioncore.bvh.read_bvh and with the
+"""Benchmark: load every Bandai Namco dataset-2 BVH clip with motioncore.io.bvh.read_bvh and with the
 PyPI parsers `bvhio` and `bvh`, on the same files, in the same run.
 
 Legend: T frames, J joints, C channels. Only parsing is timed: the clips are extracted once (outside
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 
-from motioncore.bvh import read_bvh
+from motioncore.io.bvh import read_bvh
 
 ARCHIVE = "bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz"
 REPO = Path(__file__).resolve().parents[1]

@@ -38,7 +38,7 @@ from motioncore.eval.baselines import BASELINES
 from motioncore.eval.infill import evaluate_infill
 from motioncore.eval.run import load_eval_sets
 from motioncore.models.registry import load_model
-from motioncore.sampling import _tokens, grid_prior, sample_values, static_order
+from motioncore.models.sampling import _tokens, grid_prior, sample_values, static_order
 
 
 def uncached_fill(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: int, n_trans: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def uncached_fill(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: 
 
 def cached_flat(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: int, n_trans: int) -> torch.Tensor:
     """The same decoding through the cached loop (``sampling._decode``)."""
-    from motioncore.sampling import _decode
+    from motioncore.models.sampling import _decode
 
     model, cfg = fill.model, fill.model.cfg
     C = cfg.grid_channels

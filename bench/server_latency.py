@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import zmq
 
-from motioncore import protocol as P
-from motioncore.client import Client, read_connection_file
+from motioncore.wire import protocol as P
+from motioncore.wire.client import Client, read_connection_file
 
 ECHO = textwrap.dedent("""
     import sys, zmq
@@ -40,10 +40,10 @@ ECHO = textwrap.dedent("""
 """)
 
 # The protocol's floor: the same signed JSON messages, decoded and answered by a bare loop (no poller,
-# no handler table, no workers). What a server built on motioncore.protocol cannot go below.
+# no handler table, no workers). What a server built on motioncore.wire.protocol cannot go below.
 PROTO_ECHO = textwrap.dedent("""
     import sys, zmq
-    from motioncore import protocol as P
+    from motioncore.wire import protocol as P
     codec = P.Codec(sys.argv[1], P.Limits(), session="0" * 32)
     ctx = zmq.Context(); s = ctx.socket(zmq.ROUTER); port = s.bind_to_random_port("tcp://127.0.0.1")
     print(port, flush=True)
@@ -54,7 +54,7 @@ PROTO_ECHO = textwrap.dedent("""
 
 ROLLOUT_CLIENT = textwrap.dedent("""
     import json, sys, time, numpy as np
-    from motioncore.client import Client
+    from motioncore.wire.client import Client
     conn, seconds = sys.argv[1], float(sys.argv[2])
     x = np.random.default_rng(int(sys.argv[3])).standard_normal(342).astype(np.float32)
     with Client(conn) as c:
@@ -137,7 +137,7 @@ def latency(conn: Path, n: int, blocks: int) -> dict[str, list[float]]:
         codec.decode(floor.recv_multipart())
         return (time.perf_counter_ns() - t) / 1e3
 
-    def t_client() -> float:   # motioncore.client.Client.health()
+    def t_client() -> float:   # motioncore.wire.client.Client.health()
         t = time.perf_counter_ns()
         client.health()
         return (time.perf_counter_ns() - t) / 1e3
@@ -201,7 +201,7 @@ def main() -> None:
         for name, label in (("echo", "bare pyzmq ROUTER/DEALER echo, same sizes"),
                             ("floor", "protocol floor: signed JSON decoded and answered by a bare loop"),
                             ("server", "`health` via motioncore server (protocol by hand)"),
-                            ("client", "`health` via `motioncore.client.Client`")):
+                            ("client", "`health` via `motioncore.wire.client.Client`")):
             p50, p99 = pct(lat[name])
             rows.append((label, len(lat[name]), p50, p99, p50 / e50, p99 / e99))
         roll = []

@@ -5,7 +5,7 @@ Cases (bundled checkpoints, CPU, one torch thread on both sides):
     path) through the server, against ``Controller.rollout(path, 1)`` in this process.
   pfnn-biped, 120 frames: the same path for 4 s, per frame.
   anyorder-body in-fill: ``infill`` rotation form, a 30-frame gap between 10 context frames and a target
-    frame of a Bandai test clip (temperature 0, bisection), against ``motioncore.infill.fill_clip``
+    frame of a Bandai test clip (temperature 0, bisection), against ``motioncore.tasks.infill.fill_clip``
     in this process (needs the mocap; skipped without it).
   learnet-biped style.adapt: a Bandai elderly walk as the exemplar (rotation form) and 120 frames along
     the path, against ``StyleAdapter`` code + controller + rollout in this process (needs the mocap).
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 
-from motioncore.client import Client
+from motioncore.wire.client import Client
 
 
 def _start(folder: Path) -> tuple[subprocess.Popen, Path]:
@@ -63,8 +63,8 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=5)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    from motioncore.control import Controller
-    from motioncore.paths import Path as RootPath
+    from motioncore.tasks.locomotion import Controller
+    from motioncore.tasks.paths import Path as RootPath
 
     print(f"# bench/server_models.py, {datetime.date.today()}, {cpu_name()}, {os.cpu_count()} cores, CPU only, "
           f"torch {torch.__version__}, Python {platform.python_version()}")
@@ -103,7 +103,7 @@ def _infill_rows(c: Client, args) -> list:
         print("anyorder-body or the mocap missing: no in-fill row")
         return []
     from motioncore.data import load
-    from motioncore.infill import fill_clip
+    from motioncore.tasks.infill import fill_clip
 
     model, meta = load_model("anyorder-body")
     clip = load("bandai", "test", fps=30, progress=False)[0].motion
@@ -127,8 +127,8 @@ def _style_rows(c: Client, args, pts: np.ndarray) -> list:
         print("the mocap is missing: no style row")
         return []
     from motioncore.data import load
-    from motioncore.paths import Path as RootPath
-    from motioncore.style import StyleAdapter
+    from motioncore.tasks.paths import Path as RootPath
+    from motioncore.tasks.style import StyleAdapter
 
     ad = StyleAdapter.load("learnet-biped")
     ex = next(x for x in load("bandai2", progress=False) if x.labels.get("style") == "elderly"

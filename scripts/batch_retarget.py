@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from motioncore.cli import main
+from motioncore.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["retarget", *sys.argv[1:]]))

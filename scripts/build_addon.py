@@ -1,4 +1,4 @@
-"""Build the Blender extension zip: vendor protocol/client, fetch pyzmq wheels, zip the add-on.
+"""Build the Blender extension zip: vendor motioncore.wire (protocol, client), fetch pyzmq wheels, zip the add-on.
 
     python scripts/build_addon.py                 # -> dist/motioncore_blender-<version>.zip
     python scripts/build_addon.py --skip-wheels   # offline: no wheels, no wheels list in the manifest
@@ -29,19 +29,19 @@ EXCLUDE_FILES = {"README.md"}
 _WHEELS_RE = re.compile(r"^wheels\s*=\s*\[.*?\]\s*$", re.S | re.M)
 
 
-def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore") -> list[Path]:
-    """Copy protocol.py and client.py into ``addon_dir/vendor`` (the only rewrite: an absolute
+def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore" / "wire") -> list[Path]:
+    """Copy wire/protocol.py and wire/client.py into ``addon_dir/vendor`` (the only rewrite: an absolute
     ``motioncore`` import between them becomes relative). Returns the written files."""
     out_dir = addon_dir / "vendor"
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in VENDORED:
         text = (src_dir / name).read_text(encoding="utf-8")
-        text = re.sub(r"^from motioncore import protocol", "from . import protocol", text, flags=re.M)
+        text = re.sub(r"^from motioncore.wire import protocol", "from . import protocol", text, flags=re.M)
         (out_dir / name).write_text(text, encoding="utf-8")
         written.append(out_dir / name)
     init = out_dir / "__init__.py"
-    init.write_text('"""Copies of motioncore.protocol and motioncore.client (scripts/build_addon.py)."""\n')
+    init.write_text('"""Copies of motioncore.wire.protocol and motioncore.wire.client (scripts/build_addon.py)."""\n')
     return [init, *written]
 
 
@@ -104,7 +104,7 @@ def build_zip(addon_dir: Path, dist_dir: Path, wheels: list[Path] | None) -> Pat
 
 
 def build(addon_dir: Path = ROOT / "addon", dist_dir: Path = ROOT / "dist", *, skip_wheels: bool = False,
-          src_dir: Path = ROOT / "src" / "motioncore") -> Path:
+          src_dir: Path = ROOT / "src" / "motioncore" / "wire") -> Path:
     vendor(addon_dir, src_dir)
     wheels = None if skip_wheels else download_wheels(addon_dir)
     return build_zip(addon_dir, dist_dir, wheels)

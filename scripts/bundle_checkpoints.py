@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from motioncore.checkpoint import load_tensors, save_tensors
+from motioncore.models.checkpoint import load_tensors, save_tensors
 from motioncore.models.registry import BUNDLED
 
 

@@ -106,7 +106,7 @@ def test_infill_operator_fills_every_frame_keeps_user_keys_and_caches_variations
     op.variations, op.temperature = 3, 1.0
     assert op.execute(ctx(arm)) == {"FINISHED"}, op.reports
     first = [k.co[1] for k in ch[('pose.bones["Spine"].rotation_quaternion', 1)].keyframe_points]
-    from motioncore.client import Client
+    from motioncore.wire.client import Client
     with Client(server[1]) as c:
         before = c.health(stats=True)["received"]
     op.variation = 3

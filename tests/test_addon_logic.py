@@ -263,7 +263,7 @@ def test_connection_path_env_overrides_and_host_port_key_file(tmp_path, monkeypa
     assert jobs.connection_path() is None
     p = jobs.write_connection_file("127.0.0.1", 5555, "k" * 64, str(tmp_path))
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
-    from motioncore.client import read_connection_file
+    from motioncore.wire.client import read_connection_file
     assert read_connection_file(p)["port"] == 5555
     with pytest.raises(ValueError, match="port"):
         jobs.write_connection_file("h", 0, "k", str(tmp_path))
@@ -366,7 +366,7 @@ def test_vendored_copies_equal_the_library(tmp_path):
     written = build_addon.vendor(addon)
     assert {p.name for p in written} == {"__init__.py", "protocol.py", "client.py"}
     for name in ("protocol.py", "client.py"):
-        assert (addon / "vendor" / name).read_bytes() == (SRC / name).read_bytes()
+        assert (addon / "vendor" / name).read_bytes() == (SRC / "wire" / name).read_bytes()
 
 
 def test_build_skip_wheels_zip_layout(tmp_path):
@@ -381,7 +381,7 @@ def test_build_skip_wheels_zip_layout(tmp_path):
     with zipfile.ZipFile(zpath) as z:
         names = set(z.namelist())
         manifest = tomllib.loads(z.read("blender_manifest.toml").decode())
-        assert z.read("vendor/client.py") == (SRC / "client.py").read_bytes()
+        assert z.read("vendor/client.py") == (SRC / "wire" / "client.py").read_bytes()
     assert {"blender_manifest.toml", "__init__.py", "operators.py", "keys.py", "vendor/protocol.py"} <= names
     assert not any(n.endswith(("README.md", ".pyc")) or n.startswith("wheels/") for n in names)
     assert "wheels" not in manifest and manifest["id"] == "motioncore"   # no wheels: no wheels list
@@ -444,13 +444,13 @@ def test_operator_ids_and_classes_tuple():
     tree = ast.parse((ADDON / "operators.py").read_text())
     ids = {n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
            and any(isinstance(t, ast.Name) and t.id == "bl_idname" for t in n.targets)}
-    assert ids == {"motioncore.connect", "motioncore.infill", "motioncore.hands_infill", "motioncore.walk_path",
+    assert ids == {"motioncore.connect", "motioncore.tasks.infill", "motioncore.hands_infill", "motioncore.walk_path",
                    "motioncore.style_adapt", "motioncore.retarget", "motioncore.map_bones"}
     assert "classes = (" in (ADDON / "__init__.py").read_text()
 
 
 def test_not_available_errors_are_reported_from_the_typed_server_error():
-    from motioncore import protocol as P
+    from motioncore.wire import protocol as P
     describe = requests.describe_error
     msg = describe("In-fill", P.error_from_content({"code": "unknown_type", "message": "no handler"}))
     assert msg == "In-fill: not available on this server (unknown_type: no handler)"

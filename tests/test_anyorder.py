@@ -9,6 +9,7 @@ from dataclasses import asdict
 import pytest
 import torch
 
+from motioncore.core.rotations import matrix_to_rot6d, quat_normalize, rot6d_to_matrix
 from motioncore.errors import ShapeError
 from motioncore.models.anyorder import (
     AnyOrderConfig,
@@ -25,8 +26,7 @@ from motioncore.models.anyorder import (
     sample_values,
     ungroup_channels,
 )
-from motioncore.rotations import matrix_to_rot6d, quat_normalize, rot6d_to_matrix
-from motioncore.sampling import teacher_forced
+from motioncore.models.sampling import teacher_forced
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0)
 
@@ -53,7 +53,7 @@ def _values(model: AnyOrderTransformer, B: int, T: int, gen: torch.Generator) ->
 
 def _tokens(model, values, order):
     """own/target/value inputs of a teacher-forced order (start token first), as sampling builds them."""
-    from motioncore.sampling import _tokens as build
+    from motioncore.models.sampling import _tokens as build
 
     B, T, C = values.shape[:3]
     src = torch.cat([order.new_full((B, 1), -1), order[:, :-1]], 1)

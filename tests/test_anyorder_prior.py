@@ -7,7 +7,14 @@ import torch
 
 from motioncore.errors import ShapeError
 from motioncore.models.anyorder import AnyOrderTransformer, group_channels, key_prior, motion_config
-from motioncore.sampling import grid_prior, log_likelihood, make_loss_fn, motion_conditions, sample, teacher_forced
+from motioncore.models.sampling import (
+    grid_prior,
+    log_likelihood,
+    make_loss_fn,
+    motion_conditions,
+    sample,
+    teacher_forced,
+)
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0, num_mixtures=3)
 

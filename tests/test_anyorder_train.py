@@ -8,8 +8,8 @@ import pytest
 import torch
 from conftest import needs_data
 
+from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
-from motioncore.skeleton import Skeleton
 from motioncore.train.anyorder import AnyOrderRecipe, train_anyorder_from_args
 from motioncore.train.loop import TrainConfig
 
@@ -112,7 +112,7 @@ def test_fill_matches_sampling_sample(trained, test_windows):
     """The batched fill equals ``sampling.sample`` on one window (temperature 0, bisection, one frame/step)."""
     from motioncore.eval.anyorder_fill import load_fill
     from motioncore.models.anyorder import elements_to_motion
-    from motioncore.sampling import sample
+    from motioncore.models.sampling import sample
     from motioncore.train.anyorder import to_elements
 
     path, _, meta = trained
@@ -156,8 +156,8 @@ def test_skeleton_mismatch_is_a_clear_error(trained):
 
 
 def test_load_fill_rejects_other_kinds(tmp_path):
-    from motioncore.checkpoint import save_model
     from motioncore.eval.anyorder_fill import is_anyorder_checkpoint, load_fill
+    from motioncore.models.checkpoint import save_model
     from motioncore.models.registry import build
 
     cfg = {"input_dim": 4, "output_dim": 3, "hidden_dim": 8}

@@ -1,4 +1,4 @@
-"""Batch retargeting (motioncore.batch, `motioncore retarget`): outputs, report, resume, interruption,
+"""Batch retargeting (motioncore.batch.run, `motioncore retarget`): outputs, report, resume, interruption,
 inputs untouched, Ray kept optional and matching the in-process run byte for byte."""
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from conftest import needs_data
 
-from motioncore.batch import REPORT_NAME, BatchError, parse_scale, run_batch
-from motioncore.bvh import read_bvh, write_bvh
-from motioncore.cli_batch import main as cli_main
-from motioncore.motion import Motion
+from motioncore.batch.run import REPORT_NAME, BatchError, parse_scale, run_batch
+from motioncore.cli.main import main as cli_main
+from motioncore.core.motion import Motion
+from motioncore.io.bvh import read_bvh, write_bvh
 
 pytestmark = needs_data
 HAVE_RAY = importlib.util.find_spec("ray") is not None
-CLI = [sys.executable, "-m", "motioncore.cli_batch", "retarget"]
+CLI = [sys.executable, "-m", "motioncore.cli", "retarget"]
 
 
 def _trim(m: Motion, n: int, name: str | None = None) -> Motion:
@@ -159,7 +159,7 @@ def test_plan_stage_name_clash_and_bad_arguments(clips: dict, tmp_path: Path) ->
 
 
 def test_without_ray_flag_ray_is_never_imported(clips: dict, tmp_path: Path) -> None:
-    code = ("import sys; from motioncore.cli_batch import main; "
+    code = ("import sys; from motioncore.cli.main import main; "
             f"rc = main(['retarget', {str(clips['src'])!r}, '--target', {str(clips['target'])!r}, "
             f"'--out', {str(tmp_path / 'out')!r}, '--quiet']); print(rc, 'ray' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -167,7 +167,7 @@ def test_without_ray_flag_ray_is_never_imported(clips: dict, tmp_path: Path) -> 
 
 
 def test_missing_ray_names_the_scale_extra(clips: dict, tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['ray'] = None; from motioncore.cli_batch import main; "
+    code = ("import sys; sys.modules['ray'] = None; from motioncore.cli.main import main; "
             f"sys.exit(main(['retarget', {str(clips['src'])!r}, '--target', {str(clips['target'])!r}, "
             f"'--out', {str(tmp_path / 'out')!r}, '--ray']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -199,9 +199,9 @@ def test_ray_run_matches_in_process(clips: dict, tmp_path: Path) -> None:
 def test_match_model_gives_the_checkpoints_twists_with_the_same_joints(tmp_path: Path) -> None:
     import numpy as np
 
-    from motioncore.bvh import read_bvh, write_bvh
-    from motioncore.checkpoint import read_meta
     from motioncore.data import load
+    from motioncore.io.bvh import read_bvh, write_bvh
+    from motioncore.models.checkpoint import read_meta
     from motioncore.models.registry import resolve
 
     src = tmp_path / "src"
@@ -224,8 +224,8 @@ def test_match_model_gives_the_checkpoints_twists_with_the_same_joints(tmp_path:
 
 
 def clips_target_cmu(tmp_path: Path) -> Path:
-    from motioncore.bvh import write_bvh
     from motioncore.data import load
+    from motioncore.io.bvh import write_bvh
 
     p = tmp_path / "cmu_target.bvh"
     write_bvh(p, load("cmu", progress=False)[0].motion.slice(0, 2))
@@ -233,7 +233,7 @@ def clips_target_cmu(tmp_path: Path) -> Path:
 
 
 def test_fbx_without_bpy_stops_before_any_work_naming_the_extra(clips: dict, tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['bpy'] = None; from motioncore.cli_batch import main; "
+    code = ("import sys; sys.modules['bpy'] = None; from motioncore.cli.main import main; "
             f"sys.exit(main(['retarget', {str(clips['src'])!r}, '--target', {str(clips['target'])!r}, "
             f"'--out', {str(tmp_path / 'out')!r}, '--format', 'fbx', '--quiet']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
-from motioncore.batch_generate import run_batch_generate
-from motioncore.bvh import read_bvh
+from motioncore.batch.generate import run_batch_generate
+from motioncore.io.bvh import read_bvh
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
-CLI = [sys.executable, "-m", "motioncore.cli"]
+CLI = [sys.executable, "-m", "motioncore.cli.main"]
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -68,9 +68,9 @@ def test_batch_generate_on_ray_matches_in_process(paths: Path, tmp_path: Path, o
 @needs_data
 @pytest.mark.skipif(not HAVE_RAY, reason="ray not installed (the 'scale' extra)")
 def test_batch_infill_on_ray_matches_in_process(tmp_path: Path, one_thread) -> None:
-    from motioncore.batch_infill import run_batch_infill
-    from motioncore.bvh import write_bvh
+    from motioncore.batch.infill import run_batch_infill
     from motioncore.data import load
+    from motioncore.io.bvh import write_bvh
 
     src = tmp_path / "src"
     src.mkdir()

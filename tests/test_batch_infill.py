@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
-from motioncore.batch import BatchError
-from motioncore.batch_infill import frozen_runs, gap_mask
+from motioncore.batch.infill import frozen_runs, gap_mask
+from motioncore.batch.run import BatchError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -32,10 +32,10 @@ def test_frozen_runs_and_gap_masks():
 
 @needs_data
 def test_batch_fills_resumes_and_reports(tmp_path, capsys):
-    from motioncore.bvh import read_bvh, write_bvh
-    from motioncore.cli import main
+    from motioncore.cli.main import main
+    from motioncore.core.rotations import quat_angle
     from motioncore.data import load
-    from motioncore.rotations import quat_angle
+    from motioncore.io.bvh import read_bvh, write_bvh
 
     src = tmp_path / "src"
     src.mkdir()
@@ -71,7 +71,7 @@ def test_batch_fills_resumes_and_reports(tmp_path, capsys):
     capsys.readouterr()
     assert main(["batch", "infill", str(src), "--out", str(out), "--quiet"]) == 2
     assert "nothing to fill" in capsys.readouterr().err
-    from motioncore.batch_infill import run_batch_infill
+    from motioncore.batch.infill import run_batch_infill
 
     with pytest.raises(BatchError, match="no .bvh, .fbx or .blend files"):
         run_batch_infill(str(tmp_path / "empty*"), str(out), frozen=3, progress=False)
@@ -80,8 +80,8 @@ def test_batch_fills_resumes_and_reports(tmp_path, capsys):
 @needs_data
 def test_a_long_clip_is_filled_gap_by_gap_in_local_windows():
     from motioncore.data import load
-    from motioncore.infill import CONTEXT, fill_clip
     from motioncore.models.registry import load_model
+    from motioncore.tasks.infill import CONTEXT, fill_clip
 
     model, meta = load_model("anyorder-body")
     m = next(c.motion for c in load("bandai", "test", fps=30, progress=False) if c.motion.num_frames >= 200)
@@ -91,7 +91,7 @@ def test_a_long_clip_is_filled_gap_by_gap_in_local_windows():
     long = fill_clip(model, meta, q, root, known)  # 200 frames > window: the gap alone, in [90, 130)
     a, b = 100 - CONTEXT, 120 + CONTEXT
     local = fill_clip(model, meta, q[a:b], root[a:b], known[a:b], window=None)
-    from motioncore.rotations import quat_angle
+    from motioncore.core.rotations import quat_angle
 
     assert quat_angle(long.rotations[0, a:b], local.rotations[0]).max() < 1e-5  # same rotations (signs may differ)
     np.testing.assert_array_equal(long.rotations[0, known], q[known])

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.checkpoint import read_meta
+from motioncore.models.checkpoint import read_meta
 from motioncore.models.registry import BUNDLED, bundled_names, load_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")

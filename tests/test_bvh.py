@@ -1,4 +1,4 @@
-"""Tests for motioncore.bvh: parsing, Euler conventions, FK, write/read round trips, error messages
+"""Tests for motioncore.io.bvh: parsing, Euler conventions, FK, write/read round trips, error messages
 and real mocap files (skipped only when the mocap folder is absent)."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from motioncore.bvh import RoundtripResult, format_bvh, read_bvh, roundtrip, roundtrip_main, write_bvh
+from motioncore.core.motion import Motion
+from motioncore.core.rotations import quat_angle
+from motioncore.core.skeleton import Skeleton
 from motioncore.errors import BVHError
-from motioncore.motion import Motion
-from motioncore.rotations import quat_angle
-from motioncore.skeleton import Skeleton
+from motioncore.io.bvh import RoundtripResult, format_bvh, read_bvh, roundtrip, roundtrip_main, write_bvh
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 POS = ("Xposition", "Yposition", "Zposition")

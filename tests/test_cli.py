@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
-from motioncore.bvh import read_bvh, write_bvh
-from motioncore.cli import main
-from motioncore.motion import Motion
-from motioncore.skeleton import Skeleton
+from motioncore.cli.main import main
+from motioncore.core.motion import Motion
+from motioncore.core.skeleton import Skeleton
+from motioncore.io.bvh import read_bvh, write_bvh
 
 
 @needs_data

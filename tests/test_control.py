@@ -9,15 +9,15 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.bvh import read_bvh
-from motioncore.cli_controllers import main
-from motioncore.control import Controller, MANNController, PFNNController, blend_scale, stack_states
+from motioncore.cli.main import main
+from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
 from motioncore.features import Normaliser, mann_layout, pfnn_layout
+from motioncore.io.bvh import read_bvh
 from motioncore.models.mann import MANN, MANNConfig
 from motioncore.models.pfnn import PFNN, PFNNConfig
-from motioncore.paths import Path, PathError, PathTrack, load_path, parse_path
-from motioncore.skeleton import Skeleton
+from motioncore.tasks.locomotion import Controller, MANNController, PFNNController, blend_scale, stack_states
+from motioncore.tasks.paths import Path, PathError, PathTrack, load_path, parse_path
 
 torch.set_num_threads(1)
 
@@ -95,8 +95,8 @@ def test_blend_scale_follows_holdens_bias():
 
 
 def test_align_bones_points_each_bone_at_its_child_and_keeps_twist():
-    from motioncore.control import align_bones
-    from motioncore.rotations import axis_angle_to_quat, quat_apply, quat_mul
+    from motioncore.core.rotations import axis_angle_to_quat, quat_apply, quat_mul
+    from motioncore.tasks.locomotion import align_bones
 
     ctl = _untrained("pfnn")
     sk, rng = ctl.skeleton, np.random.default_rng(0)

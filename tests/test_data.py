@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
+from motioncore.core.kinematics import facing_directions
 from motioncore.data import REGISTRY, load, window_starts
 from motioncore.data.cache import unpack
 from motioncore.data.windows import TEST, TRAIN, lafan1_windows
 from motioncore.errors import DataError
-from motioncore.kinematics import facing_directions
 
 # Frame counts from ../shared/mocap/README.md and each SOURCE.md.
 EXPECTED = {"bandai1": (174, 31914, 30, 22), "bandai2": (962, 149239, 30, 22), "dog": (46, 96221, 60, 21),

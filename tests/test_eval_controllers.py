@@ -9,8 +9,8 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.bvh import read_bvh
-from motioncore.cli_controllers import main, run_demo
+from motioncore.cli.controllers import run_demo
+from motioncore.cli.main import main
 from motioncore.errors import MotioncoreError
 from motioncore.eval.controllers import (
     ControllerEvalConfig,
@@ -22,6 +22,7 @@ from motioncore.eval.controllers import (
     path_error,
     skating_terms,
 )
+from motioncore.io.bvh import read_bvh
 
 torch.set_num_threads(1)
 

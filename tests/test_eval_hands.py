@@ -8,9 +8,10 @@ import pytest
 import torch
 from conftest import needs_data
 
+from motioncore.core.rotations import quat_angle, quat_normalize, quat_slerp
 from motioncore.errors import MotioncoreError
-from motioncore.eval.hands import FINGERTIPS, HandsTask, hand_keys, interp_channels
-from motioncore.rotations import quat_angle, quat_normalize, quat_slerp
+from motioncore.eval.hands import FINGERTIPS, HandsTask, hand_keys
+from motioncore.tasks.infill import interp_channels
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 NAMES = ("WRIST", "THUMB_CMC_FE", "THUMB_CMC_AA", "THUMB_MCP_FE", "THUMB_IP_FE", "INDEX_MCP", "INDEX_PIP_FE",
@@ -52,7 +53,7 @@ def test_interp_slerps_each_channel_between_its_own_keys():
 
 @needs_data
 def test_benchmark_on_a_tiny_model(tmp_path, capsys):
-    from motioncore.cli import main
+    from motioncore.cli.main import main
     from motioncore.eval.hands import evaluate_hands
     from motioncore.train.anyorder import AnyOrderRecipe, train_anyorder
     from motioncore.train.loop import TrainConfig

@@ -6,6 +6,8 @@ import json
 import numpy as np
 import pytest
 
+from motioncore.core.rotations import axis_angle_to_quat
+from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError, ShapeError
 from motioncore.eval import (
     BASELINES,
@@ -24,8 +26,6 @@ from motioncore.eval import (
     zerovel,
 )
 from motioncore.eval.metrics import STD_EPS
-from motioncore.rotations import axis_angle_to_quat
-from motioncore.skeleton import Skeleton
 
 LENGTHS = ("5", "15", "30", "45")
 

@@ -9,6 +9,10 @@ import pytest
 import torch
 from conftest import needs_data
 
+from motioncore.core.kinematics import find_body_joints
+from motioncore.core.motion import Motion
+from motioncore.core.rotations import axis_angle_to_quat, quat_angle
+from motioncore.core.skeleton import Skeleton
 from motioncore.errors import DataError, ShapeError
 from motioncore.features import (
     ACTIONS,
@@ -41,10 +45,6 @@ from motioncore.features import (
     trajectory_offsets,
 )
 from motioncore.features.common import wrap_angle
-from motioncore.kinematics import find_body_joints
-from motioncore.motion import Motion
-from motioncore.rotations import axis_angle_to_quat, quat_angle
-from motioncore.skeleton import Skeleton
 
 # Tolerances. Y is float32: a value v carries ~6e-8 * |v| of rounding, i.e. <= 2e-5 cm for the <= 300 cm
 # positions here and ~1e-7 rad per rotation; FK through the 8-joint leg chains (bones <= 50 cm) adds at most
@@ -155,8 +155,8 @@ def test_foot_phase_from_synthetic_contacts():
 
 @needs_data
 def test_phase_on_a_real_walk(bandai1_train):
+    from motioncore.core.kinematics import foot_contacts
     from motioncore.features.common import contact_onsets, side_contacts
-    from motioncore.kinematics import foot_contacts
 
     c = next(c for c in bandai1_train if c.labels["content"] == "walk")
     _, gp = c.motion.global_transforms()

@@ -19,8 +19,8 @@ import pytest
 import zmq
 from test_server import X, spawn, stop
 
-from motioncore import protocol as P
-from motioncore.client import Client, read_connection_file
+from motioncore.wire import protocol as P
+from motioncore.wire.client import Client, read_connection_file
 
 N = int(os.environ.get("FUZZ_N", 10_000))
 FRAME_LIMIT = 1 << 20   # server started with --max-message-mb 1: buffers up to 1 MiB

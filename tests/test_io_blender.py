@@ -1,4 +1,4 @@
-""".fbx and .blend through bpy (motioncore.io_blender), run in the real-Blender venv of
+""".fbx and .blend through bpy (motioncore.io.blender), run in the real-Blender venv of
 tests/test_blender_real.py (bpy 5.0.1) with motioncore's src on PYTHONPATH: a Bandai clip written to
 .blend and .fbx and read back; a retarget batch reading .bvh and .fbx, targeting a .blend, writing .fbx.
 Skipped with MOTIONCORE_SKIP_BLENDER=1, like the other real-Blender tests."""
@@ -35,8 +35,8 @@ def _run(script: str, *args: str) -> dict:
 
 @needs_data
 def test_blend_and_fbx_round_trip_a_bandai_clip(tmp_path):
-    from motioncore.bvh import write_bvh
     from motioncore.data import load
+    from motioncore.io.bvh import write_bvh
 
     write_bvh(tmp_path / "in.bvh", load("bandai2", "test")[0].motion.slice(0, 40))
     res = _run("io_roundtrip.py", str(tmp_path / "in.bvh"), str(tmp_path), str(tmp_path / "res.json"))
@@ -48,8 +48,8 @@ def test_blend_and_fbx_round_trip_a_bandai_clip(tmp_path):
 
 @needs_data
 def test_retarget_batch_reads_and_writes_fbx_and_blend(tmp_path):
-    from motioncore.bvh import write_bvh
     from motioncore.data import load
+    from motioncore.io.bvh import write_bvh
 
     write_bvh(tmp_path / "bandai.bvh", load("bandai2", "test")[0].motion.slice(0, 30))
     cmu = load("cmu", progress=False)[0].motion

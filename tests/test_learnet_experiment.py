@@ -11,7 +11,6 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.checkpoint import read_meta
 from motioncore.experiments.learnet_style import (
     CONDITIONS,
     ExemplarSampler,
@@ -27,6 +26,7 @@ from motioncore.experiments.learnet_style import (
     prepare,
 )
 from motioncore.models import PFNN
+from motioncore.models.checkpoint import read_meta
 
 pytestmark = [needs_data, pytest.mark.data]
 

@@ -1,4 +1,4 @@
-"""motioncore.protocol without sockets: round trips, and one malformed message per validation step."""
+"""motioncore.wire.protocol without sockets: round trips, and one malformed message per validation step."""
 from __future__ import annotations
 
 import ast
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from motioncore import protocol as P
+from motioncore.wire import protocol as P
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = b"0123456789abcdef" * 4
@@ -238,7 +238,7 @@ def test_step7_check_array_and_check_field():
 
 @pytest.mark.parametrize("module", ["protocol.py", "client.py"])
 def test_protocol_and_client_import_only_stdlib_numpy_zmq(module):
-    tree = ast.parse((ROOT / "src" / "motioncore" / module).read_text())
+    tree = ast.parse((ROOT / "src" / "motioncore" / "wire" / module).read_text())
     allowed = set(sys.stdlib_module_names) - {"pickle", "marshal", "shelve"} | {"numpy", "zmq", "__future__"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

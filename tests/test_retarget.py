@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
-from motioncore.motion import Motion
+from motioncore.core.motion import Motion
+from motioncore.core.rotations import quat_apply, quat_inv, quat_normalize, quat_to_matrix
+from motioncore.core.skeleton import Skeleton
 from motioncore.retarget import (
     PRESETS,
     JointMap,
@@ -20,8 +22,6 @@ from motioncore.retarget import (
     rest_rotations,
     retarget,
 )
-from motioncore.rotations import quat_apply, quat_inv, quat_normalize, quat_to_matrix
-from motioncore.skeleton import Skeleton
 
 # A 21-joint humanoid with Bandai joint names (so presets and mirror pairs apply); offsets in cm, Y up.
 _HUMANOID = [  # name, parent, offset
@@ -302,11 +302,11 @@ def test_contacts_pin_planted_ankles_and_change_nothing_else():
     """CMU 02_01 (a walk) onto Bandai: with contacts=True each planted run of the source's ankle holds the
     target's ankle in place (x, z) where the leg can reach; the feet keep their world rotation and nothing
     above the hips changes."""
+    from motioncore.core.kinematics import resample
     from motioncore.data import load
-    from motioncore.infill import mask_runs
-    from motioncore.kinematics import resample
     from motioncore.retarget import retarget
     from motioncore.retarget.contacts import leg_chains, source_contacts
+    from motioncore.tasks.infill import mask_runs
 
     clip = next(c for c in load("cmu") if c.name == "02_01")
     src = resample(clip.motion, 30.0)
@@ -334,9 +334,9 @@ def test_contacts_pin_planted_ankles_and_change_nothing_else():
 
 @needs_data
 def test_retarget_quality_figures_on_two_cmu_clips():
+    from motioncore.core.kinematics import resample
     from motioncore.data import load
     from motioncore.eval.retarget_quality import clip_figures
-    from motioncore.kinematics import resample
 
     tgt = load("bandai2", "test")[0].motion.skeleton
     for clip in [c for c in load("cmu") if c.name in ("02_01", "03_01")]:
@@ -351,8 +351,8 @@ def test_missing_joints_held_at_rest_or_filled_by_a_per_element_model():
     """A ManipNet hand captured without its pinky onto the full hand: 'rest' holds the pinky at rest,
     'infill' fills it with anyorder-hands from the other fingers; every other joint is the same either
     way; a whole-frame checkpoint is refused with the reason."""
+    from motioncore.core.kinematics import resample
     from motioncore.data import load
-    from motioncore.kinematics import resample
     from motioncore.models.registry import load_model
 
     m = resample(load("manipnet-right", "test")[0].motion, 30.0).slice(0, 60)
@@ -382,8 +382,8 @@ def test_match_convention_moves_no_joint_and_matches_the_targets_rotations():
     """CMU 02_01 onto Bandai, twists matched to the Bandai train split's mean local rotations: joint
     positions unchanged to 1e-9 cm, the rotations' mean distance to the reference halves or better (to
     within a few degrees of a real Bandai clip's), leaves' mean rotation equal to the reference."""
+    from motioncore.core.kinematics import resample
     from motioncore.data import load
-    from motioncore.kinematics import resample
     from motioncore.retarget.twist import _mean_quat, match_convention, mean_rotations
 
     train = load("bandai", "train", fps=30, progress=False)

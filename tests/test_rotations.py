@@ -1,4 +1,4 @@
-"""motioncore.rotations against independent references (scipy, explicit matrix products), numpy and torch."""
+"""motioncore.core.rotations against independent references (scipy, explicit matrix products), numpy and torch."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +6,7 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation, Slerp
 
-from motioncore.errors import ShapeError
-from motioncore.rotations import (
+from motioncore.core.rotations import (
     EULER_ORDERS,
     axis_angle_to_matrix,
     axis_angle_to_quat,
@@ -34,6 +33,7 @@ from motioncore.rotations import (
     rot6d_to_matrix,
     rot6d_to_quat,
 )
+from motioncore.errors import ShapeError
 
 N = 64
 

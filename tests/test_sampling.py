@@ -6,10 +6,10 @@ import itertools
 import pytest
 import torch
 
+from motioncore.core.rotations import matrix_to_rot6d, rot6d_to_matrix
 from motioncore.errors import ShapeError
 from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer, entropy, motion_config
-from motioncore.rotations import matrix_to_rot6d, rot6d_to_matrix
-from motioncore.sampling import (
+from motioncore.models.sampling import (
     ORDERS,
     bisection_frames,
     conditioned_order,

@@ -31,9 +31,9 @@ from motioncore_server.app import Server, ServerConfig
 from motioncore_server.handlers import DEBUG_HANDLERS, HANDLERS
 from motioncore_server.registry import Loader, Registry, ServedModel, debug_mlp
 
-from motioncore import protocol as P
-from motioncore.checkpoint import load_state_into, save_model
-from motioncore.client import Client, add_subcommands, ping, read_connection_file
+from motioncore.models.checkpoint import load_state_into, save_model
+from motioncore.wire import protocol as P
+from motioncore.wire.client import Client, add_subcommands, ping, read_connection_file
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(60)
@@ -241,7 +241,7 @@ def test_docs_list_exactly_the_handler_table():
 
 
 def test_a_client_written_from_the_docs_alone(srv):
-    """Only zmq, json and hmac, following docs/protocol.md: no motioncore.protocol or client."""
+    """Only zmq, json and hmac, following docs/protocol.md: no motioncore.wire.protocol or client."""
     info = json.loads(srv.connection_file.read_text())
     key = info["key"].encode("ascii")
     ctx = zmq.Context()
@@ -513,8 +513,8 @@ def test_client_recovers_transparently_after_a_server_restart(tmp_path):
 
 LOAD_WORKER = textwrap.dedent("""
     import json, sys, time, numpy as np, zmq
-    from motioncore import protocol as P
-    from motioncore.client import read_connection_file
+    from motioncore.wire import protocol as P
+    from motioncore.wire.client import read_connection_file
     info = read_connection_file(sys.argv[1]); n = int(sys.argv[2]); seed = int(sys.argv[3])
     codec = P.Codec(info["key"], P.CLIENT_LIMITS)
     ctx = zmq.Context(); s = ctx.socket(zmq.DEALER); s.linger = 0
@@ -594,7 +594,7 @@ def test_ping_and_the_subcommands(srv, capsys):
 
 
 def test_serve_subcommand_runs_the_server_module():
-    code = ("import argparse, sys; from motioncore.client import add_subcommands; p = argparse.ArgumentParser(); "
+    code = ("import argparse, sys; from motioncore.wire.client import add_subcommands; p = argparse.ArgumentParser(); "
             "add_subcommands(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
     out = subprocess.run([sys.executable, "-c", code, "serve", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "--allow-remote" in out.stdout and "--models-dir" in out.stdout

@@ -1,4 +1,4 @@
-"""The rotation form of ``infill``, served by an any-order checkpoint (``motioncore.infill.fill_clip``).
+"""The rotation form of ``infill``, served by an any-order checkpoint (``motioncore.tasks.infill.fill_clip``).
 
 The checkpoint here is an untrained grouped-frame model with the keys' interpolation prior on the real
 Bandai skeleton: at temperature 0 it returns the interpolation itself, which makes its output checkable.
@@ -10,9 +10,9 @@ import pytest
 import torch
 from conftest import needs_data, server_process
 
-from motioncore import protocol as P
-from motioncore.client import Client
-from motioncore.rotations import quat_angle
+from motioncore.core.rotations import quat_angle
+from motioncore.wire import protocol as P
+from motioncore.wire.client import Client
 
 pytestmark = [pytest.mark.timeout(120), needs_data]
 T = 25
@@ -20,9 +20,9 @@ T = 25
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    from motioncore.checkpoint import save_model
     from motioncore.data import lafan1_windows, load
     from motioncore.models.anyorder import AnyOrderTransformer, motion_config
+    from motioncore.models.checkpoint import save_model
     from motioncore.train.anyorder import body_joints, root_stats
 
     clips = load("bandai", "test", fps=30, progress=False)[:2]
@@ -47,7 +47,7 @@ def served(tmp_path_factory):
 
 
 def test_fills_between_keys_keeps_the_keys_and_is_seeded(served):
-    from motioncore.eval.hands import interp_channels
+    from motioncore.tasks.infill import interp_channels
 
     p, c, q, root = served
     known = np.zeros(T, bool)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from conftest import needs_data, server_process
 
-from motioncore import protocol as P
-from motioncore.client import Client
-from motioncore.control import Controller
-from motioncore.paths import Path as RootPath
+from motioncore.tasks.locomotion import Controller
+from motioncore.tasks.paths import Path as RootPath
+from motioncore.wire import protocol as P
+from motioncore.wire.client import Client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -145,7 +145,7 @@ def _bandai_walk(style: str):
 def test_style_adapt_walks_the_path_in_the_exemplars_style(server):
     """learnet-biped: an exemplar clip in the rotation form -> z and a rollout equal to the in-process
     StyleAdapter's; the returned z reproduces it; two styles give two codes and two walks."""
-    from motioncore.style import StyleAdapter
+    from motioncore.tasks.style import StyleAdapter
 
     p, c = server
     frames = 60
@@ -183,8 +183,8 @@ def test_style_adapt_names_what_is_wrong_with_the_exemplar(server):
     r = c.style_adapt(STRAIGHT, rotations=ex.rotations[:, :-1], root=root, joints=names[:-1], frames=10)
     assert r.content["missing_joints"] == ["Toes_R"]                     # a few: left at the rest pose
     # an exemplar keyed at 60 fps is resampled to the model's 30: the same code as the 30 fps clip
-    from motioncore.kinematics import resample
-    from motioncore.motion import Motion
+    from motioncore.core.kinematics import resample
+    from motioncore.core.motion import Motion
 
     m60 = resample(Motion(ex.skeleton, ex.rotations, ex.positions, ex.fps), 60.0)
     z30 = c.style_adapt(STRAIGHT, rotations=ex.rotations, root=root, frames=10).arrays["z"]

@@ -6,8 +6,7 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
-from motioncore.errors import ShapeError
-from motioncore.kinematics import (
+from motioncore.core.kinematics import (
     BodyJoints,
     find_body_joints,
     foot_contacts,
@@ -18,9 +17,10 @@ from motioncore.kinematics import (
     root_trajectory,
     side_of,
 )
-from motioncore.motion import Motion
-from motioncore.rotations import quat_angle, quat_normalize
-from motioncore.skeleton import Skeleton
+from motioncore.core.motion import Motion
+from motioncore.core.rotations import quat_angle, quat_normalize
+from motioncore.core.skeleton import Skeleton
+from motioncore.errors import ShapeError
 
 
 def wxyz(r: Rotation) -> np.ndarray:
@@ -174,6 +174,6 @@ def test_reframe_is_rigid_and_faces_plus_z():
     d0 = np.linalg.norm(gp0[:, :, None] - gp0[:, None], axis=-1)
     d1 = np.linalg.norm(gp1[:, :, None] - gp1[:, None], axis=-1)
     np.testing.assert_allclose(d0, d1, atol=1e-9)  # rigid
-    from motioncore.kinematics import facing_directions
+    from motioncore.core.kinematics import facing_directions
     np.testing.assert_allclose(facing_directions(gp1[9], body), [0, 0, 1], atol=1e-9)
     np.testing.assert_allclose(gp1[:, body.root, [0, 2]].mean(0), 0, atol=1e-9)  # centred

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from motioncore.checkpoint import CheckpointError, load_state_into, load_tensors, save_model
+from motioncore.models.checkpoint import CheckpointError, load_state_into, load_tensors, save_model
 from motioncore.train.loop import TrainConfig, fit
 
 

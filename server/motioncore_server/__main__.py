@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from motioncore.errors import MotioncoreError
-from motioncore.protocol import Limits, ProtocolError
+from motioncore.wire.protocol import Limits, ProtocolError
 
 from . import setup_logging
 from .app import Server, ServerConfig

@@ -28,7 +28,7 @@ import torch
 import zmq
 
 import motioncore
-from motioncore.protocol import (
+from motioncore.wire.protocol import (
     RESULT,
     Codec,
     InternalError,
@@ -64,7 +64,7 @@ class ServerConfig:
     ip: str = "127.0.0.1"                 # interface to bind; anything but loopback needs allow_remote
     port: int | None = None               # None: the connection file's port if it has one, else random
     allow_remote: bool = False            # permit a non-loopback ip (messages are signed, not encrypted)
-    connection_file: Path | None = None   # None: motioncore.client.default_connection_file()
+    connection_file: Path | None = None   # None: motioncore.wire.client.default_connection_file()
     device: str = "auto"                  # auto | cpu | cuda | cuda:N
     models: list[Path] = field(default_factory=list)        # extra checkpoints
     models_dirs: list[Path] = field(default_factory=list)   # folders of checkpoints

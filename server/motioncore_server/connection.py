@@ -1,7 +1,7 @@
 """Connection files: how clients find the server and its key (as Jupyter's kernel-*.json).
 
 A connection file is JSON ``{transport, ip, port, key, signature_scheme, server_session, pid}`` written
-atomically with mode 0600 inside a 0700 folder (``motioncore.client.runtime_dir()`` by default). A server
+atomically with mode 0600 inside a 0700 folder (``motioncore.wire.client.runtime_dir()`` by default). A server
 started on an existing file reuses its ip, port and key (so clients of a crashed server reconnect by
 themselves) but always gets a new ``server_session``. On shutdown the server removes the file only if it
 still names its own session.
@@ -17,8 +17,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from motioncore.client import ConnectionFileError, default_connection_file, read_connection_file, runtime_dir
-from motioncore.protocol import SIGNATURE_SCHEME
+from motioncore.wire.client import ConnectionFileError, default_connection_file, read_connection_file, runtime_dir
+from motioncore.wire.protocol import SIGNATURE_SCHEME
 
 __all__ = ["default_connection_file", "new_key", "new_session", "previous", "remove_if_ours", "write"]
 

@@ -1,7 +1,7 @@
 """The handler table: request type -> function. Handlers get an already decoded and validated message
 (protocol steps 1-6) plus a :class:`Context`; they do step 7 (their own field and array checks), never
 touch sockets, and return a :class:`Result`, or a :class:`Batched` (one row for ``model.step``, which
-the micro-batcher stacks with others), or raise a ``motioncore.protocol.ProtocolError`` subclass (any
+the micro-batcher stacks with others), or raise a ``motioncore.wire.protocol.ProtocolError`` subclass (any
 other exception becomes ``internal``).
 
 Register a new type with ``HANDLERS["my.type"] = Handler(fn)``. ``inline=True`` only for cheap control
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from motioncore.protocol import (
+from motioncore.wire.protocol import (
     PROTOCOL_VERSION,
     Cancelled,
     InvalidRequest,
@@ -365,8 +365,8 @@ def _skeleton(content: Mapping[str, Any], field_name: str) -> int:
 
 def _full_skeleton(content: Mapping[str, Any], field_name: str):
     """A motioncore Skeleton from a wire skeleton that also carries ``offsets`` (J lists of 3 numbers)."""
+    from motioncore.core.skeleton import Skeleton
     from motioncore.errors import MotioncoreError
-    from motioncore.skeleton import Skeleton
 
     J = _skeleton(content, field_name)
     sk = content[field_name]
@@ -387,8 +387,8 @@ def _full_skeleton(content: Mapping[str, Any], field_name: str):
 def retarget(req: Message, ctx: Context) -> Result:
     """rotations (T, J, 4) WXYZ unit quaternions + root (T, 3) on source -> the same on target, with
     motioncore.retarget (name-matched joints, rest-pose alignment, leg-length root scaling)."""
+    from motioncore.core.motion import Motion
     from motioncore.errors import MotioncoreError
-    from motioncore.motion import Motion
     from motioncore.retarget import auto_map, leg_scale
     from motioncore.retarget import retarget as retarget_motion
 

@@ -12,7 +12,7 @@ the per-frame features and the pose decoding stay in numpy on the CPU.
 
 ``learnet-pfnn`` checkpoints (``learnet-biped``) serve ``style.adapt``: an exemplar clip (rotation form)
 or a style code ``z``, plus the same path form; the path is walked by the learnet's PFNN with the
-exemplar's code baked in (`motioncore.style`).
+exemplar's code baked in (`motioncore.tasks.style`).
 """
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from motioncore.checkpoint import load_state_into
-from motioncore.control import UNITS_PER_METRE, Controller
 from motioncore.errors import MotioncoreError
+from motioncore.models.checkpoint import load_state_into
 from motioncore.models.registry import BUNDLED, build, bundled_names
-from motioncore.paths import Path as RootPath
-from motioncore.protocol import InvalidRequest
+from motioncore.tasks.locomotion import UNITS_PER_METRE, Controller
+from motioncore.tasks.paths import Path as RootPath
+from motioncore.wire.protocol import InvalidRequest
 
 from .handlers import MAX_ROLLOUT_FRAMES
 from .registry import CONTROLLER_KINDS, ServedModel, register_loader
@@ -122,8 +122,8 @@ for _kind, _tasks in CONTROLLER_TASKS.items():
 
 def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
     """Registry loader for any-order in-filling checkpoints (kind ``anyorder``): the rotation form of
-    ``infill`` (docs/protocol.md), run by ``motioncore.infill.fill_clip`` on the server's device."""
-    from motioncore.infill import fill_clip
+    ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the server's device."""
+    from motioncore.tasks.infill import fill_clip
 
     model = build("anyorder", dict(meta.get("config") or {}))
     name = str(meta.get("name") or meta.get("bundled_name") or "anyorder")
@@ -208,7 +208,7 @@ register_loader("anyorder", ("infill",), load_anyorder)
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
     """Registry loader for ``learnet-pfnn`` checkpoints: ``style.adapt`` (docs/protocol.md)."""
-    from motioncore.style import StyleAdapter
+    from motioncore.tasks.style import StyleAdapter
 
     model = build("learnet-pfnn", dict(meta.get("config") or {}))
     name = str(meta.get("name") or meta.get("bundled_name") or "learnet-pfnn")

@@ -1,6 +1,6 @@
 """The model registry: checkpoints found at start-up, loaded lazily (on first use, in a worker thread).
 
-A checkpoint is ``NAME.safetensors`` + ``NAME.json`` (see motioncore.checkpoint); its JSON names a
+A checkpoint is ``NAME.safetensors`` + ``NAME.json`` (see motioncore.models.checkpoint); its JSON names a
 ``kind``. ``LOADERS`` maps each kind to a :class:`Loader`: the request types the kind serves and a
 function that builds a :class:`ServedModel` from the loaded tensors and metadata. The model owners add
 their kinds there, e.g.::
@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from motioncore.checkpoint import CheckpointError, load_tensors, read_meta
-from motioncore.protocol import ModelUnavailable
+from motioncore.models.checkpoint import CheckpointError, load_tensors, read_meta
+from motioncore.wire.protocol import ModelUnavailable
 
 log = logging.getLogger("motioncore_server")
 
-# Checkpoint kinds that are path controllers (motioncore.control; served by motioncore_server.models).
+# Checkpoint kinds that are path controllers (motioncore.tasks.locomotion; served by motioncore_server.models).
 CONTROLLER_KINDS = ("pfnn", "phase-mlp", "mann")
 
 # The fields of a checkpoint's JSON that `models` reports (when present).

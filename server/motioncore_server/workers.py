@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import zmq
 
-from motioncore.protocol import (
+from motioncore.wire.protocol import (
     PROGRESS,
     RESULT,
     Busy,

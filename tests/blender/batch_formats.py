@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from motioncore.batch import read_motion, run_batch
-from motioncore.bvh import read_bvh
-from motioncore.io_blender import write_blender
+from motioncore.batch.run import read_motion, run_batch
+from motioncore.io.blender import write_blender
+from motioncore.io.bvh import read_bvh
 
 
 def main() -> None:

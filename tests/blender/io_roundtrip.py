@@ -2,7 +2,7 @@
 
     python io_roundtrip.py IN.bvh OUTDIR OUT.json
 
-A BVH clip written to .blend and .fbx with motioncore.io_blender and read back: world joint position
+A BVH clip written to .blend and .fbx with motioncore.io.blender and read back: world joint position
 error (cm) and frame counts, as JSON."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from motioncore.bvh import read_bvh
-from motioncore.io_blender import read_blender, write_blender
+from motioncore.io.blender import read_blender, write_blender
+from motioncore.io.bvh import read_bvh
 
 
 def main() -> None:

@@ -1,4 +1,6 @@
-"""Real mocap datasets: registry, content-hash cache, fixed clip-level splits, LaFAN1-style windows."""
+"""Layer data: mocap datasets (registry, cache, splits, windows). May import io, core, errors.
+
+Real mocap datasets: registry, content-hash cache, fixed clip-level splits, LaFAN1-style windows."""
 from __future__ import annotations
 
 from .cache import cache_root, data_root

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..bvh import read_bvh
+from ..core.kinematics import resample
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
 from ..errors import DataError
-from ..kinematics import resample
-from ..motion import Motion
-from ..skeleton import Skeleton
+from ..io.bvh import read_bvh
 from .cache import cache_root, data_root, file_sha256, require, unpack
 from .registry import REGISTRY, DatasetSpec
 

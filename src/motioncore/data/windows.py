@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.kinematics import BodyJoints, find_body_joints, reframe
+from ..core.rotations import quat_continuity
+from ..core.skeleton import Skeleton
 from ..errors import DataError
-from ..kinematics import BodyJoints, find_body_joints, reframe
-from ..rotations import quat_continuity
-from ..skeleton import Skeleton
 from .datasets import Clip
 
 TRAIN = (50, 20)  # (length, offset)

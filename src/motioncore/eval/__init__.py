@@ -1,4 +1,6 @@
-"""Evaluation: LaFAN1 in-betweening metrics (L2Q, L2P, NPSS), naive baselines and the benchmark runner."""
+"""Layer eval: benchmarks (in-betweening, hands, controllers, retargeting). May import retarget, tasks and every layer below.
+
+Evaluation: LaFAN1 in-betweening metrics (L2Q, L2P, NPSS), naive baselines and the benchmark runner."""
 from __future__ import annotations
 
 from .baselines import BASELINES, Fill, interp, zerovel

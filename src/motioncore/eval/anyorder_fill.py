@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..core.rotations import quat_continuity
+from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError, ShapeError
 from ..models.anyorder import (
     AnyOrderTransformer,
@@ -30,9 +32,7 @@ from ..models.anyorder import (
     sample_values,
     ungroup_channels,
 )
-from ..rotations import quat_continuity
-from ..sampling import ORDERS, static_order
-from ..skeleton import Skeleton
+from ..models.sampling import ORDERS, static_order
 from .baselines import Fill
 
 __all__ = ["AnyOrderFill", "load_fill", "is_anyorder_checkpoint"]
@@ -40,7 +40,7 @@ __all__ = ["AnyOrderFill", "load_fill", "is_anyorder_checkpoint"]
 
 def is_anyorder_checkpoint(name_or_path: str | Path) -> bool:
     """True when ``name_or_path`` resolves to a checkpoint (bundled or a path) of kind ``anyorder``."""
-    from ..checkpoint import CheckpointError, read_meta
+    from ..models.checkpoint import CheckpointError, read_meta
     from ..models.registry import resolve
 
     try:
@@ -115,7 +115,7 @@ class AnyOrderFill:
                     seed: int) -> tuple[np.ndarray, np.ndarray]:
         """q (B, T, J, 4), root (B, T, 3) with T = n_past + n_trans + 1 -> transition quaternions
         (B, n_trans, J, 4) and root translations (B, n_trans, 3)."""
-        from ..sampling import _decode, grid_prior  # the batched cached loop behind sampling.sample
+        from ..models.sampling import _decode, grid_prior  # the batched cached loop behind sampling.sample
 
         model, cfg = self.model, self.model.cfg
         param = next(model.parameters())

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..core.rotations import quat_normalize, quat_slerp
+from ..core.skeleton import Skeleton
 from ..errors import ShapeError
-from ..rotations import quat_normalize, quat_slerp
-from ..skeleton import Skeleton
 
 Fill = Callable[[Skeleton, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
 

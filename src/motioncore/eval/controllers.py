@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.motion import Motion
 from ..errors import MotioncoreError
 from ..features.common import ground_joints, ground_velocity, one_hot, root_frames
 from ..features.mann import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
 from ..features.pfnn import CONTACT_HEIGHT, CONTACT_SPEED
-from ..motion import Motion
-from ..paths import Path, distance_to_polyline
+from ..tasks.paths import Path, distance_to_polyline
 
 PFNN_MODES = ("weights", "constant", "linear", "cubic")  # compared with the exact model ("outputs")
 
@@ -170,7 +170,7 @@ def next_frame_errors(ctl: Any, rows: Mapping[str, np.ndarray], cfg: ControllerE
     pose = lambda yn: ctl.y_norm.inverse(yn)[:, cols]  # noqa: E731  (N, J', 3) cm
     out: dict[str, Any] = {"test_rows": int(len(x)), "next_frame_cm": joint_position_error(pose(exact), y[:, cols])}
     if ctl.kind == "pfnn" and cfg.modes:
-        from ..control import Controller
+        from ..tasks.locomotion import Controller
 
         out["modes"] = {}
         for mode in cfg.modes:
@@ -205,7 +205,7 @@ def _clip_labels(ctl: Any, clip: Any, frames: Any) -> np.ndarray:
 
 def path_following(ctl: Any, clips: Sequence[Any], cfg: ControllerEvalConfig) -> dict[str, Any]:
     """(b) and (c): every selected clip's root path drives the controller from the clip's own state."""
-    from ..control import stack_states
+    from ..tasks.locomotion import stack_states
 
     H = 6 * ctl.step  # past frames a start state needs; the path must also reach 1 s beyond the last frame
     shortest = min(cfg.max_frames, int(ctl.fps))  # frames a clip must offer beyond those 2 s
@@ -253,7 +253,7 @@ def path_following(ctl: Any, clips: Sequence[Any], cfg: ControllerEvalConfig) ->
 def evaluate_controller(name_or_path: str, cfg: ControllerEvalConfig = ControllerEvalConfig(),
                         cache: dict | None = None, progress: bool = False) -> dict[str, Any]:
     """Every metric of one checkpoint; ``cache`` shares the test rows between checkpoints of one data set."""
-    from ..control import Controller
+    from ..tasks.locomotion import Controller
     from ..train.controllers import ControllerRecipe, build_rows
 
     t0 = time.perf_counter()

@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.rotations import quat_angle, quat_continuity
 from ..errors import MotioncoreError
-from ..rotations import quat_angle, quat_continuity, quat_slerp
+from ..tasks.infill import interp_channels
 
-__all__ = ["HandsTask", "FINGERTIPS", "hand_keys", "interp_channels", "evaluate_hands", "plot_hands", "format_hands"]
+__all__ = ["HandsTask", "FINGERTIPS", "hand_keys", "evaluate_hands", "plot_hands", "format_hands"]
 
 FINGERTIPS = ("THUMB_IP_FE", "INDEX_DIP_FE", "MIDDLE_DIP_FE", "RING_DIP_FE", "PINKY_DIP_FE")
 FPS = 30.0
@@ -71,34 +72,6 @@ def hand_keys(task: HandsTask, names: tuple[str, ...], root_joint: int) -> np.nd
     return k
 
 
-def _bracket(known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For a (T,) key mask: previous key, next key and the blend weight per frame (held outside)."""
-    T = len(known)
-    idx = np.flatnonzero(known)
-    if idx.size == 0:
-        raise MotioncoreError("a channel has no key to interpolate from")
-    t = np.arange(T)
-    nxt = idx[np.clip(np.searchsorted(idx, t), 0, idx.size - 1)]
-    prv = idx[np.clip(np.searchsorted(idx, t, side="right") - 1, 0, idx.size - 1)]
-    prv = np.where(prv > t, nxt, prv)
-    nxt = np.where(nxt < t, prv, nxt)
-    w = np.where(nxt > prv, (t - prv) / np.maximum(nxt - prv, 1), 0.0)
-    return prv, nxt, w
-
-
-def interp_channels(q: np.ndarray, root: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Interp for per-channel keys: q (N, T, J, 4), root (N, T, 3), keys (T, J + 1) -> filled copies."""
-    q, root = q.copy(), root.copy()
-    J = q.shape[2]
-    for j in range(J + 1):
-        prv, nxt, w = _bracket(keys[:, j])
-        if j < J:
-            q[:, :, j] = quat_slerp(q[:, prv, j], q[:, nxt, j], np.broadcast_to(w, q.shape[:2]))
-        else:
-            root[:] = root[:, prv] + w[None, :, None] * (root[:, nxt] - root[:, prv])
-    return q, root
-
-
 def _finger_err(a: np.ndarray, b: np.ndarray, fill: np.ndarray) -> float:
     """Mean angle in degrees between quaternions a, b (N, T, J, 4) over ``fill`` (T, J)."""
     return float(np.degrees(quat_angle(a, b))[:, fill].mean())
@@ -115,7 +88,7 @@ def evaluate_hands(model: str, task: HandsTask = HandsTask(), data: str = "manip
     from ..data import lafan1_windows, load
     from ..models.anyorder import AnyOrderTransformer, elements_to_motion
     from ..models.registry import load_model
-    from ..sampling import sample
+    from ..models.sampling import sample
     from ..train.anyorder import body_joints, to_elements
 
     net, meta = load_model(model)
@@ -189,7 +162,7 @@ def plot_hands(res: dict, path: str | Path, joints: tuple[str, ...] = ("INDEX_PI
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..atomic import atomic_write
+    from ..io.atomic import atomic_write
 
     c = res["curves"]
     names = c["names"]

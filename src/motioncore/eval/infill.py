@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from ..atomic import atomic_write, atomic_write_text
+from ..core.rotations import quat_continuity
+from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError, ShapeError
-from ..rotations import quat_continuity
-from ..skeleton import Skeleton
+from ..io.atomic import atomic_write, atomic_write_text
 from .baselines import Fill
 from .metrics import l2p_frames, l2q_frames, npss_terms
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..kinematics import find_body_joints, resample
-from ..motion import Motion
-from ..rotations import quat_inv, quat_mul
-from ..skeleton import Skeleton
+from ..core.kinematics import find_body_joints, resample
+from ..core.motion import Motion
+from ..core.rotations import quat_inv, quat_mul
+from ..core.skeleton import Skeleton
 
 
 @dataclass
@@ -55,8 +55,8 @@ def _vec_angle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def skating(m: Motion) -> tuple[float, int]:
     """(summed slide in the motion's units, frame pairs in contact) of its ankles and toes."""
-    from ..eval.controllers import skating_terms
     from ..retarget.contacts import contact_thresholds
+    from .controllers import skating_terms
 
     feet = list(find_body_joints(m.skeleton).feet)
     h, v = contact_thresholds(m.skeleton)

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bvh import read_bvh
+from ..core.kinematics import resample
+from ..core.skeleton import Skeleton
 from ..data import load
 from ..data.datasets import Clip
 from ..data.registry import REGISTRY
 from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
-from ..kinematics import resample
-from ..skeleton import Skeleton
+from ..io.bvh import read_bvh
 from .anyorder_fill import is_anyorder_checkpoint, load_fill
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
@@ -49,7 +49,7 @@ def model_skeleton(names: list[str]) -> tuple[Skeleton, np.ndarray | None] | Non
     """(skeleton, rotation convention or None) of the first any-order checkpoint among ``names`` (None:
     baselines only). The convention is the training data's mean local rotation per joint, stored in the
     checkpoint's metadata (``convention``), used to match retargeted clips' twists to it."""
-    from ..checkpoint import read_meta
+    from ..models.checkpoint import read_meta
     from ..models.registry import resolve
 
     for name in names:

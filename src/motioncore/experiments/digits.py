@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..checkpoint import save_model
 from ..models.anyorder import AnyOrderConfig, AnyOrderTransformer
-from ..sampling import ORDERS, conditioned_order, log_likelihood, make_loss_fn, sample, static_order
+from ..models.checkpoint import save_model
+from ..models.sampling import ORDERS, conditioned_order, log_likelihood, make_loss_fn, sample, static_order
 from ..train.loop import TrainConfig, fit
 
 LEVELS = 17  # pixel intensities 0..16

@@ -44,15 +44,15 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..checkpoint import load_state_into, load_tensors, read_meta, save_model
+from ..core.kinematics import find_body_joints
 from ..data import Clip, get_spec, load
 from ..errors import DataError, MotioncoreError
 from ..features.common import Layout, Normaliser, ground_joints, layout_normalisers
 from ..features.pfnn import GAITS, pfnn_dataset, pfnn_layout
-from ..kinematics import find_body_joints
+from ..models.checkpoint import load_state_into, load_tensors, read_meta, save_model
 from ..models.learnet import StyleEncoderConfig
+from ..models.learnet_pfnn import LearnetPFNN
 from ..models.pfnn import PFNN, PFNNConfig
-from ..style import LearnetPFNN
 from ..train.loop import TrainConfig, fit
 
 CONDITIONS = ("base", "learnet", "learnet_wrong_style", "finetuned")

@@ -1,4 +1,6 @@
-"""Feature layouts of the papers: PFNN (Holden et al. 2017) for bipeds and MANN (Zhang, Starke et al.
+"""Layer features: PFNN and MANN feature layouts. May import data, io, core, errors.
+
+Feature layouts of the papers: PFNN (Holden et al. 2017) for bipeds and MANN (Zhang, Starke et al.
 2018) for quadrupeds, with the shared root frames, foot-contact phase and block-wise normaliser.
 Column tables and labelling rules: docs/features.md."""
 from __future__ import annotations

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
+from ..core.kinematics import BodyJoints, facing_directions, yaw_quat
+from ..core.motion import Motion
+from ..core.rotations import quat_apply, quat_conj, quat_mul
+from ..core.skeleton import Skeleton
 from ..errors import DataError, MotioncoreError, ShapeError
-from ..kinematics import BodyJoints, facing_directions, yaw_quat
-from ..motion import Motion
-from ..rotations import quat_apply, quat_conj, quat_mul
-from ..skeleton import Skeleton
 
 TRAJ_PAST = 6  # trajectory samples before the current frame (k = -6..-1)
 TRAJ_FUTURE = 6  # samples from the current frame on (k = 0..5)
@@ -219,7 +219,7 @@ def clip_features(motion: Motion, body: BodyJoints | None = None, per_second: bo
     """Root frames and root-relative positions / velocities / rotations of every frame, for the joints
     followed by the end sites ``sites`` (indices into ``skeleton.end_sites``). Velocities are per frame,
     or per second with ``per_second``. Ground joints (Bandai's ``joint_Root``) become the root frame."""
-    from ..kinematics import find_body_joints
+    from ..core.kinematics import find_body_joints
 
     sk = motion.skeleton
     body = body or find_body_joints(sk)
@@ -243,7 +243,7 @@ def local_rotations_from_root_relative(skeleton: Skeleton, rot_root_space: np.nd
     row is used). Joints above the body root (Bandai's ``joint_Root``) are given their rest transform
     (identity, rest offset), as in the source files, so writing ``rotations`` and putting the translation
     on the body root gives a valid BVH of the same skeleton. Other joints take their rest offsets."""
-    from ..kinematics import find_body_joints
+    from ..core.kinematics import find_body_joints
 
     body = body or find_body_joints(skeleton)
     J = skeleton.num_joints
@@ -280,7 +280,7 @@ def local_pose(skeleton: Skeleton, rot_root_space: np.ndarray, pos_root_space: n
                body: BodyJoints | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Full local arrays for a `Motion` / BVH: rotations (..., J, 4) and translations (..., J, 3) (rest
     offsets, with the body root's translation from `local_rotations_from_root_relative`)."""
-    from ..kinematics import find_body_joints
+    from ..core.kinematics import find_body_joints
 
     body = body or find_body_joints(skeleton)
     rot, trans = local_rotations_from_root_relative(skeleton, rot_root_space, frame, pos_root_space, body)
@@ -367,7 +367,7 @@ def foot_phase(global_positions: np.ndarray, left_feet: Sequence[int], right_fee
     """Phase (T,) in [0, 2 pi) and radians per frame (T,) from foot contacts (`kinematics.foot_contacts`:
     within ``height`` of the joint's lowest point in the clip and slower than ``speed`` units/s; the
     defaults suit cm at 30-60 fps). A side is in contact when any of its joints is."""
-    from ..kinematics import foot_contacts
+    from ..core.kinematics import foot_contacts
 
     ct = foot_contacts(global_positions, tuple(left_feet) + tuple(right_feet), fps, height, speed)
     nl = len(left_feet)

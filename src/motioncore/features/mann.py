@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 from scipy.ndimage import gaussian_filter1d, minimum_filter1d, uniform_filter1d
 
+from ..core.kinematics import BodyJoints, find_body_joints, side_of
+from ..core.motion import Motion
+from ..core.rotations import matrix_to_quat, quat_to_matrix
+from ..core.skeleton import Skeleton
 from ..data.datasets import Clip
 from ..errors import DataError
-from ..kinematics import BodyJoints, find_body_joints, side_of
-from ..motion import Motion
-from ..rotations import matrix_to_quat, quat_to_matrix
-from ..skeleton import Skeleton
 from .common import (
     TRAJ_FUTURE,
     TRAJ_PAST,

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.kinematics import BodyJoints, find_body_joints, foot_contacts, side_of
+from ..core.motion import Motion
+from ..core.rotations import axis_angle_to_quat, quat_to_axis_angle
+from ..core.skeleton import Skeleton
 from ..data.datasets import Clip
 from ..errors import DataError
-from ..kinematics import BodyJoints, find_body_joints, foot_contacts, side_of
-from ..motion import Motion
-from ..rotations import axis_angle_to_quat, quat_to_axis_angle
-from ..skeleton import Skeleton
 from .common import (
     TRAJ_FUTURE,
     TRAJ_PAST,

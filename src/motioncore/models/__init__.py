@@ -1,4 +1,6 @@
-"""Motion models: PFNN (phase-blended), MANN (gated experts) and the one-shot style learnet."""
+"""Layer models: nets (PFNN, MANN, learnet, any-order), registry, checkpoints, sampling. May import io, core, errors.
+
+Motion models: PFNN (phase-blended), MANN (gated experts) and the one-shot style learnet."""
 from __future__ import annotations
 
 from .learnet import FactorizedAdapter, FactorizedLinear, StyleEncoder, StyleEncoderConfig

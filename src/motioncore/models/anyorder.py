@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..core.rotations import matrix_to_rot6d, quat_to_rot6d, rot6d_to_matrix, rot6d_to_quat
 from ..errors import ShapeError
-from ..rotations import matrix_to_rot6d, quat_to_rot6d, rot6d_to_matrix, rot6d_to_quat
 
 __all__ = [
     "KIND_DIMS", "HEADS", "AnyOrderConfig", "AnyOrderTransformer", "KVCache", "nll", "entropy",
@@ -212,7 +212,7 @@ class AnyOrderTransformer(nn.Module):
     """Decoder over (value, own position, target position) tokens; returns raw head parameters.
 
     Use ``nll``, ``entropy`` and ``sample_values`` (module functions) on the output; orders, losses and
-    sampling loops live in ``motioncore.sampling``.
+    sampling loops live in ``motioncore.models.sampling``.
     """
 
     def __init__(self, cfg: AnyOrderConfig):

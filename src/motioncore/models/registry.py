@@ -11,27 +11,22 @@ from typing import Any
 
 import torch
 
-from ..checkpoint import CheckpointError, load_state_into, load_tensors, read_meta
+from .checkpoint import CheckpointError, load_state_into, load_tensors, read_meta
 
 BUNDLED = Path(__file__).resolve().parents[1] / "checkpoints"
 
 
 def _kinds() -> dict[str, tuple[type, type]]:
+    from .anyorder import AnyOrderConfig, AnyOrderTransformer
     from .baselines import PhaseMLP, PhaseMLPConfig
+    from .learnet_pfnn import LearnetPFNN, LearnetPFNNConfig
     from .mann import MANN, MANNConfig
     from .pfnn import PFNN, PFNNConfig
 
     kinds: dict[str, tuple[type, type]] = {"pfnn": (PFNNConfig, PFNN), "mann": (MANNConfig, MANN),
-                                           "phase-mlp": (PhaseMLPConfig, PhaseMLP)}
-    try:
-        from .anyorder import AnyOrderConfig, AnyOrderTransformer
-
-        kinds["anyorder"] = (AnyOrderConfig, AnyOrderTransformer)
-    except ImportError:  # pragma: no cover - optional while the model is under construction
-        pass
-    from ..style import LearnetPFNN, LearnetPFNNConfig
-
-    kinds["learnet-pfnn"] = (LearnetPFNNConfig, LearnetPFNN)
+                                           "phase-mlp": (PhaseMLPConfig, PhaseMLP),
+                                           "anyorder": (AnyOrderConfig, AnyOrderTransformer),
+                                           "learnet-pfnn": (LearnetPFNNConfig, LearnetPFNN)}
     return kinds
 
 

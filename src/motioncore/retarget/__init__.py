@@ -1,4 +1,6 @@
-"""Retargeting: joint maps (presets, auto-matching, override files) and world-space rotation-offset
+"""Layer retarget: joint maps and retargeting onto another skeleton. May import tasks and every layer below.
+
+Retargeting: joint maps (presets, auto-matching, override files) and world-space rotation-offset
 retargeting of a Motion onto another Skeleton. See docs/retarget.md."""
 from __future__ import annotations
 

@@ -30,10 +30,18 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..kinematics import find_body_joints, mirror_map
-from ..motion import Motion
-from ..rotations import matrix_to_quat, quat_apply, quat_between, quat_continuity, quat_inv, quat_mul, quat_normalize
-from ..skeleton import Skeleton
+from ..core.kinematics import find_body_joints, mirror_map
+from ..core.motion import Motion
+from ..core.rotations import (
+    matrix_to_quat,
+    quat_apply,
+    quat_between,
+    quat_continuity,
+    quat_inv,
+    quat_mul,
+    quat_normalize,
+)
+from ..core.skeleton import Skeleton
 from .mapping import JointMap, RetargetError, _roles, detect_preset
 
 __all__ = ["leg_length", "leg_scale", "rest_rotations", "retarget"]
@@ -201,8 +209,8 @@ _INFILL_MODELS: dict[str, tuple] = {}
 
 
 def _infill_missing(motion: Motion, unmapped: np.ndarray, infill_model: str | tuple | None) -> Motion:
-    from ..infill import fill_joints
     from ..models.registry import load_model
+    from ..tasks.infill import fill_joints
 
     if infill_model is None:
         raise RetargetError("missing='infill' needs infill_model (a per-element any-order checkpoint)")

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
-from ..skeleton import Skeleton
 
 __all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "apply_overrides", "auto_map",
            "detect_preset", "load_overrides", "normalise_name"]

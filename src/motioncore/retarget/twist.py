@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..motion import Motion
-from ..rotations import axis_angle_to_quat, quat_inv, quat_mul, quat_normalize
+from ..core.motion import Motion
+from ..core.rotations import axis_angle_to_quat, quat_inv, quat_mul, quat_normalize
 
 __all__ = ["mean_rotations", "match_convention"]
 

@@ -106,7 +106,7 @@ class AnyOrderRecipe:
 def body_joints(skeleton):
     """``BodyJoints`` for windowing: ``find_body_joints`` for bodies; for a hand (ManipNet: WRIST,
     INDEX_MCP, PINKY_MCP) the wrist as root and index minus pinky knuckle as the across vector."""
-    from ..kinematics import BodyJoints, find_body_joints
+    from ..core.kinematics import BodyJoints, find_body_joints
 
     names = [n.upper() for n in skeleton.names]
     if "WRIST" in names and "INDEX_MCP" in names and "PINKY_MCP" in names:
@@ -200,10 +200,10 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
     ``out_dir`` also holds the resumable ``train.state.*``, ``loss.png`` and ``anyorder.history.json``."""
     import torch
 
-    from ..checkpoint import save_model
     from ..data import get_spec
+    from ..models.checkpoint import save_model
     from ..models.registry import build
-    from ..sampling import make_loss_fn
+    from ..models.sampling import make_loss_fn
     from .loop import fit
 
     out = Path(out_dir)

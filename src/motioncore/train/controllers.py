@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..checkpoint import save_model
 from ..data import get_spec, load
 from ..errors import MotioncoreError
+from ..models.checkpoint import save_model
 from .loop import TrainConfig, fit
 
 

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from .errors import ShapeError
-from .models.anyorder import AnyOrderTransformer, KVCache, entropy, key_prior, nll, sample_values
+from ..errors import ShapeError
+from .anyorder import AnyOrderTransformer, KVCache, entropy, key_prior, nll, sample_values
 
 __all__ = [
     "ORDERS", "positions", "bisection_frames", "static_order", "teacher_forced", "log_likelihood", "sample",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ShapeError
+from ..errors import ShapeError
 from .skeleton import Skeleton
 
 

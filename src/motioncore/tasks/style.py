@@ -17,74 +17,21 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor, nn
 
-from .errors import MotioncoreError
-from .models.learnet import StyleEncoder, StyleEncoderConfig
-from .models.pfnn import PFNN, PFNNConfig
-from .motion import Motion
-
-
-@dataclass
-class LearnetPFNNConfig:
-    """The two halves of a ``learnet-pfnn`` checkpoint's config (as JSON objects or configs)."""
-
-    pfnn: Any
-    encoder: Any
-
-    def __post_init__(self) -> None:
-        if isinstance(self.pfnn, dict):
-            self.pfnn = PFNNConfig(**self.pfnn)
-        if isinstance(self.encoder, dict):
-            self.encoder = StyleEncoderConfig(**self.encoder)
-
-
-class LearnetPFNN(nn.Module):
-    """A PFNN with style adapters plus the encoder that reads z from an exemplar clip."""
-
-    def __init__(self, pfnn_cfg: PFNNConfig | LearnetPFNNConfig, encoder_cfg: StyleEncoderConfig | None = None):
-        super().__init__()
-        if isinstance(pfnn_cfg, LearnetPFNNConfig):
-            pfnn_cfg, encoder_cfg = pfnn_cfg.pfnn, pfnn_cfg.encoder  # type: ignore[union-attr]
-        assert isinstance(pfnn_cfg, PFNNConfig) and isinstance(encoder_cfg, StyleEncoderConfig)
-        if pfnn_cfg.style_dim != encoder_cfg.z_dim or pfnn_cfg.style_rank < 1:
-            raise ValueError(f"style_dim {pfnn_cfg.style_dim} must equal z_dim {encoder_cfg.z_dim}, style_rank >= 1")
-        self.pfnn = PFNN(pfnn_cfg)
-        self.encoder = StyleEncoder(encoder_cfg)
-
-    def forward(self, x: Tensor, phase: Tensor, z: Tensor | None = None) -> Tensor:
-        """x (B, D_in), phase (B,), z (B, Z) or None -> y (B, D_out)."""
-        return self.pfnn(x, phase, z)
-
-    def encode(self, exemplar: Tensor, lengths: Tensor | None = None) -> Tensor:
-        """exemplar (W, L, D_in) z-scored X rows -> z (W, Z)."""
-        return self.encoder(exemplar, lengths)
-
-
-class StyledPFNN(nn.Module):
-    """The learnet's PFNN with one style code fixed: ``forward(x, phase, mode)`` like a plain PFNN, so a
-    `PFNNController` rolls it out unchanged."""
-
-    def __init__(self, pfnn: PFNN, z: Tensor):
-        super().__init__()
-        self.pfnn, self.cfg = pfnn, pfnn.cfg
-        self.register_buffer("z", z.reshape(1, -1))
-
-    def forward(self, x: Tensor, phase: Tensor, mode: str = "outputs") -> Tensor:
-        z: Tensor = self.z  # type: ignore[assignment]  # a registered buffer
-        return self.pfnn(x, phase, z.to(x.dtype).expand(x.shape[0], -1), mode)
+from ..core.motion import Motion
+from ..errors import MotioncoreError
+from ..models.learnet_pfnn import LearnetPFNN, StyledPFNN
 
 
 class StyleAdapter:
     """A loaded ``learnet-pfnn`` checkpoint: exemplar clip -> style code -> path controller."""
 
     def __init__(self, model: LearnetPFNN, meta: dict[str, Any]):
-        from .control import Controller
+        from .locomotion import Controller
 
         self.model, self.meta = model.eval(), meta
         plain = {**meta, "kind": "pfnn", "config": meta["config"]["pfnn"]}
@@ -96,7 +43,7 @@ class StyleAdapter:
 
     @staticmethod
     def load(name_or_path: str | os.PathLike, device: str | torch.device = "cpu") -> StyleAdapter:
-        from .models.registry import load_model
+        from ..models.registry import load_model
 
         model, meta = load_model(str(name_or_path), device)
         if meta.get("kind") != "learnet-pfnn":
@@ -110,8 +57,8 @@ class StyleAdapter:
     def exemplar_rows(self, motion: Motion) -> np.ndarray:
         """(N, D_in) raw PFNN input rows of an exemplar clip on the model's skeleton (phase from the
         feet, gait from speed, as in training). Raises MotioncoreError naming the problem."""
-        from .features.common import clip_features
-        from .features.pfnn import gait_labels, pfnn_clip
+        from ..features.common import clip_features
+        from ..features.pfnn import gait_labels, pfnn_clip
 
         if not motion.skeleton.same_topology(self.skeleton):
             raise MotioncoreError(f"exemplar: needs the model's {self.skeleton.num_joints}-joint skeleton "
@@ -139,7 +86,7 @@ class StyleAdapter:
         ``ground``: ``root`` is the root joint's ground projection (a rig's object location): the root
         joint's rest height is added. Joints the request lacks stay at their rest pose; more than a
         quarter missing raises, naming them. Extra joints are ignored."""
-        from .kinematics import resample
+        from ..core.kinematics import resample
 
         names = list(self.skeleton.names)
         joints = names if joints is None else list(joints)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import MotioncoreError
+from ..errors import MotioncoreError
 from .motion import Motion
 from .rotations import quat_apply, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from .skeleton import Skeleton

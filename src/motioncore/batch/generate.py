@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .batch import BatchError, discover, output_path, run_job, write_motion
+from .run import BatchError, discover, output_path, run_job, write_motion
 
 __all__ = ["generate_file", "run_batch_generate"]
 
@@ -24,7 +24,7 @@ _CONTROLLERS: dict[tuple[str, str], Any] = {}   # per process (a Ray worker load
 
 
 def _controller(model: str, mode: str) -> Any:
-    from .control import Controller
+    from ..tasks.locomotion import Controller
 
     if (model, mode) not in _CONTROLLERS:
         _CONTROLLERS[(model, mode)] = Controller.load(model, mode)
@@ -35,8 +35,8 @@ def generate_file(path: str, out_dir: str, model: str = "pfnn-biped", mode: str 
                   frames: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Walk ``model`` along the path file ``path`` and write ``out_dir/<base name>.bvh``; a JSON-ready
     result dict (never raises for a bad file)."""
-    from .control import generate
-    from .paths import load_path
+    from ..tasks.locomotion import generate
+    from ..tasks.paths import load_path
 
     t0 = time.perf_counter()
     out = output_path(path, out_dir, fmt)
@@ -60,7 +60,7 @@ def generate_file(path: str, out_dir: str, model: str = "pfnn-biped", mode: str 
     except KeyboardInterrupt:
         raise
     except Exception as e:   # a bad file must never stop the batch
-        from .errors import MotioncoreError
+        from ..errors import MotioncoreError
 
         res.update(stage=stage, error=str(e) if isinstance(e, MotioncoreError) else f"{type(e).__name__}: {e}")
     res["seconds"] = time.perf_counter() - t0

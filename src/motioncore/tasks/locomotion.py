@@ -33,9 +33,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from .checkpoint import CheckpointError
-from .errors import MotioncoreError
-from .features.common import (
+from ..core.kinematics import find_body_joints, resample
+from ..core.motion import Motion
+from ..core.rotations import quat_apply, quat_between, quat_mul
+from ..core.skeleton import Skeleton
+from ..errors import MotioncoreError
+from ..features.common import (
     TRAJ_FUTURE,
     TRAJ_PAST,
     Layout,
@@ -51,8 +54,8 @@ from .features.common import (
     one_hot,
     trajectory_step,
 )
-from .features.mann import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
-from .features.pfnn import (
+from ..features.mann import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
+from ..features.pfnn import (
     CONTACT_HEIGHT,
     CONTACT_SPEED,
     advance_phase,
@@ -61,11 +64,8 @@ from .features.pfnn import (
     pfnn_encode,
     pfnn_layout,
 )
-from .kinematics import find_body_joints, resample
-from .motion import Motion
+from ..models.checkpoint import CheckpointError
 from .paths import Path, PathError, PathTrack, resolve_labels
-from .rotations import quat_apply, quat_between, quat_mul
-from .skeleton import Skeleton
 
 UNITS_PER_METRE = 100.0  # all our mocap (and so every checkpoint) is in cm
 POSITION_BIAS = 1.5  # Holden's blend bias for future positions (and MANN velocities): larger = follow the path later
@@ -218,7 +218,7 @@ class Controller:
     def load(name_or_path: str | FilePath, mode: str = "outputs") -> Controller:
         """A bundled model name (``pfnn-biped``, ``mann-dog``) or a checkpoint path. PFNN and PhaseMLP
         checkpoints roll out as PFNN (phase from Δphase), MANN and single-expert MANN as MANN."""
-        from .models.registry import load_model
+        from ..models.registry import load_model
 
         model, meta = load_model(name_or_path)
         return Controller.from_model(model, meta, mode)
@@ -475,7 +475,7 @@ class PFNNController(Controller):
         super().__init__(model, meta, mode)
         self.runtime = None
         if self.mode in ("constant", "linear", "cubic"):
-            from .models.pfnn import PFNNRuntime
+            from ..models.pfnn import PFNNRuntime
 
             self.runtime = PFNNRuntime.from_model(model, self.mode)  # type: ignore[arg-type]
 
@@ -490,7 +490,7 @@ class PFNNController(Controller):
         return Pose(np.repeat(jp[None], batch, 0), np.zeros((batch, J, 3)), rot)
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from .features.pfnn import gait_labels
+        from ..features.pfnn import gait_labels
 
         return one_hot(gait_labels(cf.frames, self.fps, None, self.labels), len(self.labels))
 
@@ -550,7 +550,7 @@ class MANNController(Controller):
         return clip_features(motion, self.body, per_second=True, sites=find_paws(self.skeleton, self.body))
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from .features.mann import dog_actions
+        from ..features.mann import dog_actions
 
         return dog_actions(motion, self.body)[1]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ShapeError
+from ..errors import ShapeError
 from .rotations import quat_apply, quat_mul
 
 POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")

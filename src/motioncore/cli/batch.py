@@ -8,7 +8,7 @@ from typing import Any
 
 
 def _cmd_retarget(args: argparse.Namespace) -> int:
-    from .batch import run_batch
+    from ..batch.run import run_batch
 
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
@@ -31,7 +31,7 @@ def _print_errors(report: dict) -> int:
 
 
 def _cmd_batch_infill(args: argparse.Namespace) -> int:
-    from .batch_infill import run_batch_infill
+    from ..batch.infill import run_batch_infill
 
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
@@ -45,7 +45,7 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
 
 
 def _cmd_batch_generate(args: argparse.Namespace) -> int:
-    from .batch_generate import run_batch_generate
+    from ..batch.generate import run_batch_generate
 
     report = run_batch_generate(args.src, args.out, model=args.model, mode=args.mode, frames=args.frames,
                                 progress=not args.quiet, use_ray=args.ray, ray_address=args.ray_address,
@@ -126,13 +126,3 @@ def add_subcommands(sub: Any) -> None:
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_cmd_batch_generate)
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m motioncore.cli_batch retarget ...``: the full `motioncore` command, where these live."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,8 +18,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .atomic import atomic_write, atomic_write_text
-from .errors import MotioncoreError
+from ..errors import MotioncoreError
+from ..io.atomic import atomic_write, atomic_write_text
 
 FORMAT = 1
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import atomic_write_text
-from .errors import MotioncoreError
+from ..errors import MotioncoreError
+from ..io.atomic import atomic_write_text
 
 __all__ = ["BatchError", "discover", "output_path", "parse_scale", "process_file", "run_batch",
            "run_chunk", "run_files", "run_job", "write_report", "STAGES", "REPORT_NAME"]
@@ -70,12 +70,12 @@ CLIP_SUFFIXES = (".bvh", ".fbx", ".blend")   # .fbx and .blend through bpy (the 
 
 
 def read_motion(path: str | os.PathLike[str]) -> Any:
-    """A clip from .bvh (motioncore.bvh) or .fbx / .blend (motioncore.io_blender, needs bpy)."""
+    """A clip from .bvh (motioncore.io.bvh) or .fbx / .blend (motioncore.io.blender, needs bpy)."""
     if Path(path).suffix.lower() in (".fbx", ".blend"):
-        from .io_blender import read_blender
+        from ..io.blender import read_blender
 
         return read_blender(path)
-    from .bvh import read_bvh
+    from ..io.bvh import read_bvh
 
     return read_bvh(path)
 
@@ -83,11 +83,11 @@ def read_motion(path: str | os.PathLike[str]) -> Any:
 def write_motion(path: str | os.PathLike[str], motion: Any) -> None:
     """Write atomically as .bvh, .fbx or .blend by the suffix."""
     if Path(path).suffix.lower() in (".fbx", ".blend"):
-        from .io_blender import write_blender
+        from ..io.blender import write_blender
 
         write_blender(path, motion)
         return
-    from .bvh import write_bvh
+    from ..io.bvh import write_bvh
 
     write_bvh(path, motion)
 
@@ -146,8 +146,8 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
     write ``out_dir/<base name>.<fmt>`` atomically. Never raises for a bad file: returns
     ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds"}``.
     The joint map is built once per distinct source skeleton (cached in this process)."""
-    from .retarget import auto_map, retarget
-    from .skeleton import Skeleton
+    from ..core.skeleton import Skeleton
+    from ..retarget import auto_map, retarget
 
     t0 = time.perf_counter()
     out = output_path(path, out_dir, fmt)
@@ -350,7 +350,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     ``on_result`` is called after each file (progress hooks, tests)."""
     from tqdm import tqdm
 
-    from .retarget import load_overrides
+    from ..retarget import load_overrides
 
     wall0 = time.perf_counter()
     if fmt not in ("bvh", "fbx", "blend"):
@@ -385,8 +385,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     target_d = tgt_skel.to_dict()
     convention = None
     if match_model is not None:   # the twist convention of a checkpoint trained on the target skeleton
-        from .checkpoint import read_meta
-        from .models.registry import resolve
+        from ..models.checkpoint import read_meta
+        from ..models.registry import resolve
 
         try:
             meta_m = read_meta(resolve(match_model))

@@ -8,7 +8,7 @@ Every call has a timeout (the longest silence accepted: each ``progress`` messag
 timeout the socket is closed and reopened (Lazy Pirate); idempotent requests (protocol.IDEMPOTENT) are
 resent under a fresh id, others raise :class:`RequestTimeout`. A changed ``server_session`` in a reply
 means the server restarted: the client says hello again and carries on, with no caller action.
-Error replies raise the typed exceptions of :mod:`motioncore.protocol` (``Busy``, ``ModelUnavailable``...).
+Error replies raise the typed exceptions of :mod:`motioncore.wire.protocol` (``Busy``, ``ModelUnavailable``...).
 """
 from __future__ import annotations
 

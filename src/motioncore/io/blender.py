@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import MotioncoreError
-from .motion import Motion
-from .rotations import quat_apply, quat_inv, quat_mul, quat_normalize
-from .skeleton import Skeleton
+from ..core.motion import Motion
+from ..core.rotations import quat_apply, quat_inv, quat_mul, quat_normalize
+from ..core.skeleton import Skeleton
+from ..errors import MotioncoreError
 
 SUFFIXES = (".fbx", ".blend")
 A = np.array([np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0])   # Y-up -> Z-up, WXYZ
@@ -131,7 +131,7 @@ def _q(m) -> np.ndarray:
 
 def _rotation_of(m: np.ndarray) -> np.ndarray:
     """WXYZ rotation of a 4x4 matrix with scale (columns normalised)."""
-    from .rotations import matrix_to_quat
+    from ..core.rotations import matrix_to_quat
 
     r = np.asarray(m, np.float64)[:3, :3]
     return matrix_to_quat(r / np.linalg.norm(r, axis=0, keepdims=True))

@@ -26,10 +26,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import MotioncoreError, ShapeError
-from .rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize
+from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
+from ..errors import MotioncoreError, ShapeError
 
-__all__ = ["fill_clip", "fill_joints", "Filled", "mask_runs"]
+__all__ = ["fill_clip", "fill_joints", "Filled", "interp_channels", "mask_runs"]
+
+
+def _bracket(known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For a (T,) key mask: previous key, next key and the blend weight per frame (held outside)."""
+    T = len(known)
+    idx = np.flatnonzero(known)
+    if idx.size == 0:
+        raise MotioncoreError("a channel has no key to interpolate from")
+    t = np.arange(T)
+    nxt = idx[np.clip(np.searchsorted(idx, t), 0, idx.size - 1)]
+    prv = idx[np.clip(np.searchsorted(idx, t, side="right") - 1, 0, idx.size - 1)]
+    prv = np.where(prv > t, nxt, prv)
+    nxt = np.where(nxt < t, prv, nxt)
+    w = np.where(nxt > prv, (t - prv) / np.maximum(nxt - prv, 1), 0.0)
+    return prv, nxt, w
+
+
+def interp_channels(q: np.ndarray, root: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Interp for per-channel keys: q (N, T, J, 4), root (N, T, 3), keys (T, J + 1) -> filled copies."""
+    q, root = q.copy(), root.copy()
+    J = q.shape[2]
+    for j in range(J + 1):
+        prv, nxt, w = _bracket(keys[:, j])
+        if j < J:
+            q[:, :, j] = quat_slerp(q[:, prv, j], q[:, nxt, j], np.broadcast_to(w, q.shape[:2]))
+        else:
+            root[:] = root[:, prv] + w[None, :, None] * (root[:, nxt] - root[:, prv])
+    return q, root
 
 
 @dataclass(frozen=True)
@@ -137,12 +165,11 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     """fill_clip on one window (the whole clip as given)."""
     import torch
 
-    from .eval.hands import interp_channels
-    from .kinematics import facing_directions, yaw_quat
-    from .models.anyorder import elements_to_motion, group_channels, ungroup_channels
-    from .sampling import sample
-    from .skeleton import Skeleton
-    from .train.anyorder import body_joints, to_elements
+    from ..core.kinematics import facing_directions, yaw_quat
+    from ..core.skeleton import Skeleton
+    from ..models.anyorder import elements_to_motion, group_channels, ungroup_channels
+    from ..models.sampling import sample
+    from ..train.anyorder import body_joints, to_elements
 
     sk = Skeleton.from_dict(meta["skeleton"])
     J, rj = sk.num_joints, int(meta["root_joint"])

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ShapeError
+from ..errors import ShapeError
 
 __all__ = [
     "quat_identity", "quat_normalize", "quat_conj", "quat_inv", "quat_mul", "quat_apply",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 def _cmd_data_list(args: argparse.Namespace) -> int:
-    from .data import REGISTRY, summary
+    from ..data import REGISTRY, summary
 
     names = args.names or [n for n in REGISTRY if not REGISTRY[n].union]
     rows = [summary(n) for n in names]
@@ -30,8 +30,8 @@ def _cmd_data_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_unpack(args: argparse.Namespace) -> int:
-    from .data import REGISTRY, data_root
-    from .data.cache import unpack
+    from ..data import REGISTRY, data_root
+    from ..data.cache import unpack
 
     names = args.names or [n for n in REGISTRY if not REGISTRY[n].union]
     seen: set[str] = set()
@@ -44,7 +44,7 @@ def _cmd_data_unpack(args: argparse.Namespace) -> int:
 
 
 def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
-    from .bvh import roundtrip_main
+    from ..io.bvh import roundtrip_main
 
     files: list[str] = []
     for f in args.files:
@@ -54,8 +54,8 @@ def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval_infill(args: argparse.Namespace) -> int:
-    from .eval.infill import format_table, plot_results, write_json
-    from .eval.run import run_infill_eval
+    from ..eval.infill import format_table, plot_results, write_json
+    from ..eval.run import run_infill_eval
 
     results, n = run_infill_eval(args.data, args.model or ["zerovel", "interp"],
                                  tuple(args.lengths), progress=not args.quiet)
@@ -76,8 +76,8 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
 def _cmd_eval_hands(args: argparse.Namespace) -> int:
     import json
 
-    from .atomic import atomic_write_text
-    from .eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
+    from ..eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
+    from ..io.atomic import atomic_write_text
 
     task = HandsTask(every=args.every, fingertips=args.fingertips, window=args.window)
     res = evaluate_hands(args.model, task, n_samples=args.samples, temperature=args.temperature, order=args.order,
@@ -94,7 +94,7 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval_retarget(args: argparse.Namespace) -> int:
-    from .eval.retarget_quality import Options, markdown, run
+    from ..eval.retarget_quality import Options, markdown, run
 
     res = run(Options(fps=args.fps, png=args.png or None, out=args.json), progress=not args.quiet)
     print(markdown(res))
@@ -106,8 +106,8 @@ def _cmd_eval_retarget(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from .eval.baselines import BASELINES
-    from .models.registry import bundled_names, describe
+    from ..eval.baselines import BASELINES
+    from ..models.registry import bundled_names, describe
 
     models = [{"name": n, "kind": "baseline", "task": "infill", "joints": None, "fps": None,
                "training_data": None, "licence": None} for n in BASELINES]
@@ -122,11 +122,11 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     if args.model == "anyorder":
-        from .train.anyorder import train_anyorder_from_args
+        from ..train.anyorder import train_anyorder_from_args
 
         return train_anyorder_from_args(args)
-    from .train.controllers import ControllerRecipe, train_controller
-    from .train.loop import TrainConfig, config_from
+    from ..train.controllers import ControllerRecipe, train_controller
+    from ..train.loop import TrainConfig, config_from
 
     model = {"pfnn": "pfnn", "mann": "mann"}[args.model]
     if args.baseline:
@@ -213,12 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", help="run folder (default runs/<model>); holds the checkpoint, state, loss.png")
     t.add_argument("--restart", action="store_true", help="ignore a saved training state in --out")
     t.add_argument("--quiet", action="store_true")
-    from .train.anyorder import add_anyorder_arguments
+    from ..train.anyorder import add_anyorder_arguments
 
     add_anyorder_arguments(t)  # --d-model --n-layers --n-heads --d-ff --num-mixtures --window --max-windows
     t.set_defaults(func=_cmd_train)
 
-    from .client import add_subcommands as add_server_commands
+    from ..wire.client import add_subcommands as add_server_commands
 
     add_server_commands(sub)  # serve, ping
 
@@ -226,17 +226,17 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_cmd_models)
 
-    from .cli_controllers import add_subcommands  # generate, demo, eval controllers
+    from .controllers import add_subcommands  # generate, demo, eval controllers
 
     add_subcommands(sub)
-    from .cli_batch import add_subcommands as add_batch_commands
+    from .batch import add_subcommands as add_batch_commands
 
     add_batch_commands(sub)  # retarget
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import MotioncoreError
+    from ..errors import MotioncoreError
 
     args = build_parser().parse_args(argv)
     try:

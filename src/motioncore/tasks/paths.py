@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MotioncoreError
+from ..errors import MotioncoreError
 
 FIELDS = ("points", "fps", "speed", "gait", "facing")  # the keys path.json may hold
 TANGENT_HALF_WINDOW_M = 0.25  # tangent at s = direction from s - w to s + w along the path (smooths corners)

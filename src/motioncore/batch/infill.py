@@ -1,7 +1,7 @@
 """Batch in-filling: fill dropped or marked frames in many BVH clips with an any-order checkpoint.
 
 ``motioncore batch infill SRC --out DIR`` reads every BVH under SRC (folder or glob), finds the frames to
-fill, fills them with ``motioncore.infill.fill_clip`` and writes ``DIR/<base name>.bvh`` (temporary file
+fill, fills them with ``motioncore.tasks.infill.fill_clip`` and writes ``DIR/<base name>.bvh`` (temporary file
 + rename, so a killed run leaves no half file; a re-run skips finished outputs) plus ``DIR/report.json``
 (per file: status, frames filled, gaps, seconds, error and stage). Inputs are never modified; a bad file
 is recorded and the batch goes on; the exit code is 1 when any file failed.
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .batch import CLIP_SUFFIXES, BatchError, discover, output_path, read_motion, run_job, write_motion
+from .run import CLIP_SUFFIXES, BatchError, discover, output_path, read_motion, run_job, write_motion
 
 __all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
 
@@ -35,7 +35,7 @@ STAGES = ("read", "gaps", "map", "fill", "write")
 
 def frozen_runs(rotations: np.ndarray, root: np.ndarray, min_len: int) -> list[tuple[int, int]]:
     """[start, end) runs of at least ``min_len`` frames equal to the frame before them (bit for bit)."""
-    from .infill import mask_runs
+    from ..tasks.infill import mask_runs
 
     same = np.r_[False, (rotations[1:] == rotations[:-1]).all((1, 2)) & (root[1:] == root[:-1]).all(1)]
     return [(s, e) for s, e in mask_runs(same) if e - s >= min_len]
@@ -57,8 +57,8 @@ def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
               temperature: float = 0.0, seed: int = 0, fmt: str = "bvh") -> dict[str, Any]:
     """Fill one clip; a JSON-ready result dict (never raises for a bad file)."""
-    from .infill import fill_clip, mask_runs
-    from .models.registry import load_model
+    from ..models.registry import load_model
+    from ..tasks.infill import fill_clip, mask_runs
 
     t0 = time.perf_counter()
     out = output_path(path, out_dir, fmt)
@@ -96,7 +96,7 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         pos = m.positions.copy()
         pos[:, rj] = f.root[0]
         stage = "write"
-        from .motion import Motion
+        from ..core.motion import Motion
 
         write_motion(out, Motion(m.skeleton, f.rotations[0], pos, m.fps, m.name))
         res.update(status="ok", stage=None)

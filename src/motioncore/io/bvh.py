@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.motion import Motion
+from ..core.rotations import euler_to_quat, quat_angle, quat_to_euler
+from ..core.skeleton import Skeleton
+from ..errors import BVHError, MotioncoreError, ShapeError
 from .atomic import atomic_write_text
-from .errors import BVHError, MotioncoreError, ShapeError
-from .motion import Motion
-from .rotations import euler_to_quat, quat_angle, quat_to_euler
-from .skeleton import Skeleton
 
 __all__ = ["read_bvh", "write_bvh", "format_bvh", "roundtrip", "roundtrip_main", "RoundtripResult"]
 

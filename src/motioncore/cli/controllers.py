@@ -1,14 +1,13 @@
 """The controller subcommands of `motioncore`: ``generate`` (a BVH along a path.json), ``demo`` (the
 biped and the dog along a built-in S-shaped path with a speed-up, BVH + PNG) and ``eval controllers``.
 
-`cli.py` registers them with ``add_subcommands(sub)``; ``main`` runs them on their own (tests).
+`cli/main.py` registers them with ``add_subcommands(sub)``; run them through `motioncore.cli.main.main`.
 Heavy imports happen inside the handlers so ``motioncore --help`` stays instant.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path as FilePath
@@ -18,7 +17,7 @@ DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints 
 DEMO_INFILL = "anyorder-body"  # bundled in-filling model: re-fills the biped's walk between sparse keys
 DEMO_KEY_EVERY = 30  # the in-fill demo keeps the first 10 frames and then one key every N frames
 RUN_CHECKPOINTS = ("runs/pfnn/pfnn", "runs/pfnn-base/phase-mlp", "runs/mann/mann", "runs/mann-base/mann-1")
-MODES = ("outputs", "weights", "constant", "linear", "cubic")  # as motioncore.control.MODES (kept torch-free)
+MODES = ("outputs", "weights", "constant", "linear", "cubic")  # as motioncore.tasks.locomotion.MODES (kept torch-free)
 
 
 # ----------------------------------------------------------------------------- generate
@@ -26,15 +25,15 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from .bvh import write_bvh
-    from .control import Controller, generate
-    from .paths import PathError, load_path
+    from ..io.bvh import write_bvh
+    from ..tasks.locomotion import Controller, generate
+    from ..tasks.paths import PathError, load_path
 
     torch.set_num_threads(args.threads)
     path = load_path(args.path)  # validated before anything is loaded or written
     out = FilePath(args.out)
     if out.suffix.lower() != ".bvh":
-        from .errors import MotioncoreError
+        from ..errors import MotioncoreError
 
         raise MotioncoreError(f"--out: expected a .bvh file name, got {str(out)!r}")
     t0 = time.perf_counter()
@@ -63,7 +62,7 @@ def demo_path(character: str) -> Any:
     then canters 5 m. The bends (radius >= 4 m) suit both gaits."""
     import numpy as np
 
-    from .paths import Path
+    from ..tasks.paths import Path
 
     bend, straight, shift = (8.0, 6.0, 3.0) if character == "biped" else (7.0, 5.0, 2.0)
     z = np.linspace(0.0, bend + straight, 141)
@@ -84,11 +83,11 @@ def run_demo(out_dir: str | os.PathLike, models: dict[str, str] | None = None,
     into ``biped_infill.bvh``. ``models`` overrides the bundled names (tests)."""
     import numpy as np
 
-    from .bvh import write_bvh
-    from .control import Controller
-    from .errors import MotioncoreError
-    from .eval.controllers import contact_rule, feet_positions, foot_contacts
-    from .models.registry import bundled_names
+    from ..errors import MotioncoreError
+    from ..eval.controllers import contact_rule, feet_positions, foot_contacts
+    from ..io.bvh import write_bvh
+    from ..models.registry import bundled_names
+    from ..tasks.locomotion import Controller
 
     models = dict(DEMO_MODELS, **(models or {}))
     for character, name in models.items():
@@ -135,13 +134,12 @@ def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
     angle to the walk over the filled frames, for the model and for Interp (slerp between the keys)."""
     import numpy as np
 
-    from .bvh import read_bvh, write_bvh
-    from .errors import MotioncoreError
-    from .eval.hands import interp_channels
-    from .infill import fill_clip
-    from .models.registry import load_model
-    from .motion import Motion
-    from .rotations import quat_angle
+    from ..core.motion import Motion
+    from ..core.rotations import quat_angle
+    from ..errors import MotioncoreError
+    from ..io.bvh import read_bvh, write_bvh
+    from ..models.registry import load_model
+    from ..tasks.infill import fill_clip, interp_channels
 
     t0 = time.perf_counter()
     model, meta = load_model(name)
@@ -229,7 +227,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- eval controllers
 def _default_checkpoints() -> list[str]:
-    from .models.registry import bundled_names
+    from ..models.registry import bundled_names
 
     runs = [r for r in RUN_CHECKPOINTS if FilePath(r + ".json").is_file()]
     return runs or [n for n in DEMO_MODELS.values() if n in bundled_names()]
@@ -238,8 +236,8 @@ def _default_checkpoints() -> list[str]:
 def _cmd_eval_controllers(args: argparse.Namespace) -> int:
     import torch
 
-    from .errors import MotioncoreError
-    from .eval.controllers import ControllerEvalConfig, evaluate_controllers, format_table, write_json
+    from ..errors import MotioncoreError
+    from ..eval.controllers import ControllerEvalConfig, evaluate_controllers, format_table, write_json
 
     torch.set_num_threads(args.threads)
     names = args.model or _default_checkpoints()
@@ -262,7 +260,7 @@ def _cmd_eval_controllers(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- registration
 def _eval_subparsers(subparsers: Any) -> Any:
-    """The sub-action group of ``motioncore eval`` (created if cli.py has no ``eval`` yet)."""
+    """The sub-action group of ``motioncore eval`` (created if cli/main.py has no ``eval`` yet)."""
     parser = subparsers.choices.get("eval") or subparsers.add_parser("eval", help="evaluation")
     for action in parser._actions:  # argparse keeps the sub-action group only here
         if isinstance(action, argparse._SubParsersAction):
@@ -303,13 +301,3 @@ def add_subcommands(subparsers: Any) -> None:
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_controllers)
 
-
-def main(argv: list[str] | None = None) -> int:
-    """The full `motioncore` command (these subcommands live there)."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
