@@ -32,7 +32,7 @@ from ..errors import ShapeError
 __all__ = [
     "KIND_DIMS", "HEADS", "AnyOrderConfig", "AnyOrderTransformer", "KVCache", "nll", "entropy",
     "mog_nll", "mog_entropy", "split_mog", "sample_values", "project", "group_channels",
-    "ungroup_channels", "key_prior", "motion_config", "motion_to_elements", "elements_to_motion",
+    "ungroup_channels", "key_prior", "key_envelope", "motion_config", "motion_to_elements", "elements_to_motion",
 ]
 
 KIND_DIMS = {"rot6d": 6, "vec3": 3}  # value width of each channel kind (mog head)
@@ -53,6 +53,8 @@ class AnyOrderConfig:
     prior: bool = False  # mog: every token also carries the keys' interpolation at its target (``key_prior``);
     #                      the mixture means are offsets from it (a residual on in-betweening's baseline)
     offset_scale: float = 0.1  # prior: mean = prior + offset_scale * raw output
+    key_envelope: bool = False  # prior: the offset is scaled by sin(pi * position in gap), so it vanishes at
+    #                             the keys (short gaps cannot stray far from the interpolation); 1 outside gaps
     d_model: int = 128  # D: token width
     n_layers: int = 4  # transformer blocks
     n_heads: int = 4  # attention heads; d_model / n_heads must be even (rotary pairs)
@@ -82,6 +84,8 @@ class AnyOrderConfig:
                 raise ValueError(f"num_classes: the categorical head needs >= 2, got {self.num_classes}")
             if kinds or self.group_frames or self.prior:
                 raise ValueError("channel_kinds, group_frames and prior apply to the mog head only")
+        if self.key_envelope and not self.prior:
+            raise ValueError("key_envelope: needs prior=True (it shapes the offset from the keys' interpolation)")
         elif self.num_mixtures < 1:
             raise ValueError(f"num_mixtures: must be >= 1, got {self.num_mixtures}")
         if kinds and len(kinds) != self.num_channels:
@@ -301,7 +305,10 @@ class AnyOrderTransformer(nn.Module):
         K, E = self.cfg.num_mixtures, self.cfg.element_dim
         rest = out[..., K:].unflatten(-1, (K, 2 * E))  # (B, L, K, 2E): means, raw stds
         base = (prior[..., :E] * prior[..., E:E + 1]).to(out.dtype).unsqueeze(-2)  # (B, L, 1, E)
-        mean = base + self.cfg.offset_scale * rest[..., :E]
+        offset = self.cfg.offset_scale * rest[..., :E]
+        if self.cfg.key_envelope:
+            offset = offset * key_envelope(prior[..., E:]).to(out.dtype)[..., None, None]
+        mean = base + offset
         return torch.cat([out[..., :K], torch.cat([mean, rest[..., E:]], -1).flatten(-2)], -1)
 
     def _check(self, values: Tensor, own: Tensor, target: Tensor) -> None:
@@ -423,6 +430,14 @@ def project(cfg: AnyOrderConfig, values: Tensor, channel: Tensor) -> Tensor:
     out = out.clone()
     out[..., idx] = gs.flatten(-2)
     return out
+
+
+def key_envelope(flags: Tensor) -> Tensor:
+    """The offset's scale at each element from ``key_prior``'s last 3 features (..., 3): sin(pi * w) for
+    an element inside a gap (w its position between the keys), so the offset is 0 at a key and largest in
+    the gap's middle; 1 outside any gap (before the first key, after the last, no key). -> (...)."""
+    w, span = flags[..., 1], flags[..., 2]
+    return torch.where(span > 0, torch.sin(math.pi * w), torch.ones_like(w))
 
 
 def key_prior(values: Tensor, known: Tensor) -> Tensor:

@@ -65,6 +65,8 @@ class AnyOrderRecipe:
     group_frames: bool = False  # one element per frame (E = 6J + 3): 1/(J+1) the tokens, whole-frame keys only
     prior: bool = False  # tokens carry the keys' interpolation at their target; means are offsets from it
     offset_scale: float = 0.1  # prior: mean = prior + offset_scale * raw output
+    key_envelope: bool = False  # prior: the offset vanishes at the keys (sin(pi * position in gap))
+    mirror: bool = False  # also train on every training clip mirrored left/right (kinematics.mirror)
     track_wrist: bool = False  # loss: half the rows also key the body root joint and the root every 1-10 frames
     window: int = 50  # training window length (frames at 30 fps; LaFAN1's data.windows.TRAIN: 50)
     offset: int = 20  # window stride (LaFAN1: 20)
@@ -97,7 +99,7 @@ class AnyOrderRecipe:
         cfg = motion_config(num_joints, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                             d_ff=self.d_ff, num_mixtures=self.num_mixtures, dropout=self.dropout,
                             max_frames=max(256, self.window), group_frames=self.group_frames, prior=self.prior,
-                            offset_scale=self.offset_scale)
+                            offset_scale=self.offset_scale, key_envelope=self.key_envelope)
         d = asdict(cfg)
         d["channel_kinds"] = list(d["channel_kinds"])
         return d
@@ -144,7 +146,28 @@ def build_windows(recipe: AnyOrderRecipe, progress: bool = True):
     tr, va = np.flatnonzero(~val), np.flatnonzero(val)
     if len(tr) == 0:
         raise MotioncoreError(f"{recipe.dataset}: no training windows of {recipe.window} frames")
-    return w, _spread(tr, recipe.max_windows), _spread(va, recipe.max_val_windows), clips
+    tr = _spread(tr, recipe.max_windows)
+    if recipe.mirror:  # the training windows' mirror images; validation stays as captured
+        w, tr = _add_mirrored(w, tr, clips, recipe)
+    return w, tr, _spread(va, recipe.max_val_windows), clips
+
+
+def _add_mirrored(w, tr: np.ndarray, clips, recipe: AnyOrderRecipe):
+    """Append the mirror image of every training window to ``w``; returns (windows, train indices)."""
+    from dataclasses import replace
+
+    from ..data import lafan1_windows
+    from ..kinematics import mirror
+
+    flipped = [replace(c, motion=mirror(c.motion)) for c in clips]
+    m = lafan1_windows(flipped, recipe.window, recipe.offset, body=w.body)
+    if len(m) != len(w):
+        raise MotioncoreError(f"mirroring changed the window count ({len(w)} -> {len(m)})")
+    n = len(w)
+    out = type(w)(w.skeleton, np.concatenate([w.rotations, m.rotations[tr]]),
+                  np.concatenate([w.positions, m.positions[tr]]), np.concatenate([w.clip_index, m.clip_index[tr]]),
+                  w.body)
+    return out, np.concatenate([tr, n + np.arange(len(tr))])
 
 
 ROOT_SCALE_FRAMES = 10  # the root is scaled by the spread of its displacement over this many frames
@@ -236,10 +259,25 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
             f"{recipe.window} frames (stride {recipe.offset}) at {FPS:g} fps from "
             f"{len(set(w.clip_index[tr].tolist()))} of {len(clips)} clips; {len(va)} validation windows",
             "licence": spec.licence, "citation": spec.citation, "history": history, "train_wall_s": wall,
+            "device": _device_note(cfg),
             "windows_per_s": trained / max(history[-1]["wall_s"], 1e-9) if history else 0.0}
     save_model(out / CHECKPOINT_NAME, model, "anyorder", mcfg, meta)
     (out / f"{CHECKPOINT_NAME}.history.json").write_text(json.dumps(history, indent=1))
     return model.eval(), meta
+
+
+def _device_note(cfg: TrainConfig) -> str:
+    """Where the run trained, for the checkpoint's metadata: the device and its name or CPU threads."""
+    import platform
+
+    import torch
+
+    from .loop import pick_device
+
+    dev = pick_device(cfg.device)
+    if dev.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(dev)})"
+    return f"cpu ({platform.processor() or platform.machine()}, {cfg.threads} thread(s))"
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -262,6 +300,10 @@ def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
                    help="anyorder: predict offsets from the keys' interpolation (see docs/anyorder.md)")
     g.add_argument("--track-wrist", action="store_true", default=None,
                    help="anyorder: also train on rows whose root joint and root are keyed every 1-10 frames")
+    g.add_argument("--key-envelope", action="store_true", default=None,
+                   help="anyorder: with --prior, the offset vanishes at the keys (short gaps stay near Interp)")
+    g.add_argument("--mirror", action="store_true", default=None,
+                   help="anyorder: also train on every training clip mirrored left/right")
     g.add_argument("--dropout", type=float, help="anyorder: dropout (default 0.1)")
     g.add_argument("--offset-scale", type=float, help="anyorder: prior models' mean offset scale (default 0.1)")
 
@@ -278,7 +320,8 @@ def train_anyorder_from_args(args: argparse.Namespace) -> int:
         "data": a("data") or "bandai", "d_model": a("d_model"), "n_layers": a("n_layers"), "n_heads": a("n_heads"),
         "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"), "offset": a("offset"),
         "max_windows": a("max_windows"), "max_clips": a("max_clips"), "group_frames": a("group_frames"),
-        "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout"), "offset_scale": a("offset_scale")})
+        "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout"), "offset_scale": a("offset_scale"),
+        "key_envelope": a("key_envelope"), "mirror": a("mirror")})
     base = {"batch_size": 16, "lr": 3e-4}
     flags = {"epochs": a("epochs"), "batch_size": a("batch_size"), "lr": a("lr"), "device": a("device"),
              "threads": a("threads"), "max_minutes": a("max_minutes")}
