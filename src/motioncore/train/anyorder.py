@@ -157,7 +157,7 @@ def _add_mirrored(w, tr: np.ndarray, clips, recipe: AnyOrderRecipe):
     from dataclasses import replace
 
     from ..data import lafan1_windows
-    from ..kinematics import mirror
+    from ..core.kinematics import mirror
 
     flipped = [replace(c, motion=mirror(c.motion)) for c in clips]
     m = lafan1_windows(flipped, recipe.window, recipe.offset, body=w.body)
