@@ -431,7 +431,7 @@ class _InfillBase(_ServerOperator):
 class MOTIONCORE_OT_infill(_InfillBase):
     """Fill the frames between your keyed poses (keys you set are kept)"""
 
-    bl_idname = "motioncore.tasks.infill"
+    bl_idname = "motioncore.infill"
     bl_label = "In-fill Between Keys"
     label = "In-fill"
 

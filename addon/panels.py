@@ -39,7 +39,7 @@ class MOTIONCORE_PT_main(bpy.types.Panel):
 
         box = layout.box()
         box.label(text="Fill and retarget")
-        box.operator("motioncore.tasks.infill", icon="KEYFRAME")
+        box.operator("motioncore.infill", icon="KEYFRAME")
         box.operator("motioncore.hands_infill", icon="VIEW_PAN")
         box.operator("motioncore.retarget", icon="ARMATURE_DATA")
 

@@ -8,7 +8,7 @@
    twin armature: the same curves;
 4. with a live server (CONNECTION_FILE): Walk-along-path through ``bpy.ops.motioncore.walk_path``, then
    one ``ed.undo`` reverts it;
-5. with a server that is down: ``bpy.ops.motioncore.tasks.infill`` reports an error and writes nothing;
+5. with a server that is down: ``bpy.ops.motioncore.infill`` reports an error and writes nothing;
 6. with the live server: the walk on a rig with tilted, rolled bones poses every bone as the model's
    joint (world rotations compared); In-fill between two keyed poses (every frame of the gap keyed,
    equal to the server's answer, the user's keys unchanged, one undo); Style from example.
@@ -175,7 +175,7 @@ def main() -> None:
     before = snapshot(target)
     t = time.perf_counter()
     try:
-        r = bpy.ops.motioncore.tasks.infill("EXEC_DEFAULT", True)
+        r = bpy.ops.motioncore.infill("EXEC_DEFAULT", True)
         res["down"] = {"result": sorted(r)}
     except RuntimeError as e:  # bpy turns an operator's ERROR report into RuntimeError in background
         res["down"] = {"error": str(e)}
@@ -334,7 +334,7 @@ def live_infill(conn: str) -> dict:
     user = user_keys(rig)
     bpy.ops.ed.undo_push(message="before in-fill")
     t = time.perf_counter()
-    r = bpy.ops.motioncore.tasks.infill("EXEC_DEFAULT", True)
+    r = bpy.ops.motioncore.infill("EXEC_DEFAULT", True)
     out = {"result": sorted(r), "s": time.perf_counter() - t}
     after = snapshot(rig)
     frames = np.arange(1, 32, dtype=np.float64)
