@@ -207,3 +207,15 @@ def windows(missing: np.ndarray, context: int = CONTEXT) -> list[tuple[int, int]
             out.append((a, b))
     return out
 
+
+
+def object_offset_for(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray],
+                      rel: np.ndarray) -> np.ndarray:
+    """(T, 3) the object offset o (armature axes) for which :func:`root_in_parent` gives ``rel``, the bones'
+    own channels unchanged: o = R_p rel - (h_b - h_p)."""
+    ms = chain_pose(rests, locs, quats)
+    now = root_in_parent(rests, locs, quats)
+    if len(ms) == 1:
+        return np.asarray(rel) - now
+    rp = ms[-2][:, :3, :3] @ np.asarray(rests[-2], np.float64)[:3, :3].T
+    return np.einsum("tij,tj->ti", rp, np.asarray(rel) - now)
