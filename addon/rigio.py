@@ -52,7 +52,7 @@ def read_rig(arm: Any, action: Any, slot: Any, candidates: list[str]) -> dict[st
             keyed[b], modes[b] = f, mode
     bones = _parents_first(arm, set(keyed))
     locs = {b: fcurves.user_key_frames(fcmap, _path(b, "location"), 3) for b in bones}
-    with_loc = [b for b in bones if locs[b] is not None and locs[b].size]
+    with_loc = [b for b in bones if (k := locs[b]) is not None and k.size]
     root = next((b for b in with_loc if _varies(fcmap, _path(b, "location"))), with_loc[0] if with_loc else
                 (bones[0] if bones else None))
     chain: list[str] = []
@@ -118,7 +118,7 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int]) -> list
         for k in rig["root_keys"]:
             rk &= keys.constraints({"r": k}, ["r"], lo, hi)[:, 0]
     else:
-        rk = np.ones(hi - lo + 1, bool)   # no root motion anywhere: the rest position, known
+        rk = known.all(axis=1)   # no root motion anywhere: the rest position, a key where the pose is keyed
     known = np.concatenate([known, rk[:, None]], axis=1)
     missing = ~known.all(axis=1)
     if not missing.any():
