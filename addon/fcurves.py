@@ -233,3 +233,50 @@ def write_location(obj: Any, frames: np.ndarray, location: np.ndarray, group: st
     action, slot = ensure_action(obj)
     fcs = ensure_fcurves(action, slot, [("location", i) for i in range(3)], group=group)
     return sum(write_keys(fc, frames, location[:, i]).new_frames.size for i, fc in enumerate(fcs))
+
+
+# ------------------------------------------------------------------ channels of any rotation mode
+
+def fcurve_map(action: Any, slot: Any) -> dict[tuple[str, int], Any]:
+    """(data_path, index) -> f-curve for every f-curve of ``slot`` (4.4+) or the action, read once."""
+    if action is None:
+        return {}
+    if blender_version() >= SLOTTED_ACTIONS and slot is None:
+        slot = action.slots[0] if len(action.slots) else None
+        if slot is None:
+            return {}
+    fcs = fcurve_collection(action, slot, ensure=False)
+    return {} if fcs is None else {(fc.data_path, fc.array_index): fc for fc in fcs}
+
+
+def user_key_frames(fcmap: dict[tuple[str, int], Any], path: str, n: int) -> np.ndarray | None:
+    """Frames of the animator's keys (not GENERATED) on any of the ``n`` channels of ``path``; None when
+    the property has no f-curve at all."""
+    parts = [read_keys(fcmap[(path, i)]) for i in range(n) if (path, i) in fcmap]
+    if not parts:
+        return None
+    return np.unique(np.round(np.concatenate([f[~g] for f, _, g in parts])))
+
+
+def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray) -> np.ndarray:
+    """(T, n) the channels of ``path`` evaluated at ``frames`` (``default`` where a channel has no f-curve)."""
+    out = np.tile(np.asarray(default, np.float64), (len(frames), 1))
+    for i in range(out.shape[1]):
+        fc = fcmap.get((path, i))
+        if fc is not None:
+            out[:, i] = [fc.evaluate(float(f)) for f in frames]
+    return out
+
+
+def write_channels(obj: Any, path: str, frames: np.ndarray, values: np.ndarray, group: str) -> int:
+    """Write (T, n) ``values`` at ``frames`` on the n channels of ``path`` (merge rule of :mod:`.keys`);
+    returns the keys written (added, or our GENERATED keys refreshed)."""
+    if not len(frames):
+        return 0
+    action, slot = ensure_action(obj)
+    fcs = ensure_fcurves(action, slot, [(path, i) for i in range(values.shape[1])], group=group)
+    n = 0
+    for i, fc in enumerate(fcs):
+        plan = write_keys(fc, frames, values[:, i])
+        n += plan.new_frames.size + plan.refreshed
+    return n

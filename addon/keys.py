@@ -30,6 +30,7 @@ class ChannelMerge:
     values: np.ndarray       # (N,) existing keys' values after the merge
     new_frames: np.ndarray   # (M,) frames of keys to add
     new_values: np.ndarray   # (M,) their values
+    refreshed: int = 0       # our GENERATED keys given new values
 
     @property
     def changed(self) -> bool:
@@ -83,7 +84,7 @@ def merge_channel(key_frames: Sequence[float] | np.ndarray, key_values: Sequence
     refresh = gen_hit & ~user_hit
     values[gen_idx[gen_near[refresh]]] = pv[refresh]
     add = ~user_hit & ~gen_hit
-    return ChannelMerge(values, fr[add].copy(), pv[add].copy())
+    return ChannelMerge(values, fr[add].copy(), pv[add].copy(), int(refresh.sum()))
 
 
 # ------------------------------------------------------------------------------------------- ranges

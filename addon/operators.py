@@ -14,6 +14,7 @@ import bpy
 import numpy as np
 
 from . import fcurves, keys, requests, rigmap
+from .rigio import infill_segments, read_rig, write_segment
 from .jobs import JobResult, Worker, connection_path, run_sync
 from .props import bone_map, preferences, scene, settings
 
@@ -122,10 +123,12 @@ class _ServerOperator(bpy.types.Operator):
             self.report({"ERROR"}, describe_error(self.label, res.error))
             return {"CANCELLED"}
         try:
-            self.report({"INFO"}, self.apply(context, res.value))
+            msg = self.apply(context, res.value)
         except ValueError as e:
             self.report({"ERROR"}, f"{self.label}: {e}")
             return {"CANCELLED"}
+        settings(context).last_report = f"{self.label}: {msg}"   # what scripts and tests read back
+        self.report({"INFO"}, msg)
         return {"FINISHED"}
 
     def execute(self, context: bpy.types.Context) -> set[str]:  # type: ignore[override]
@@ -368,64 +371,76 @@ class _InfillBase(_ServerOperator):
     variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
                                       description="Samples to draw (temperature > 0 makes them differ)")
     variation: bpy.props.IntProperty(name="Show Variation", default=1, min=1, max=8,  # type: ignore[valid-type]
-                                     description="Which sample to write")
+                                     description="Which of this request's samples to write",
+                                     options={"SKIP_SAVE"})   # a new run starts at the first sample
     temperature: bpy.props.FloatProperty(name="Temperature", default=0.0, min=0.0, max=2.0,  # type: ignore[valid-type]
                                          description="0: the most likely motion; 1: the model's spread")
     order: bpy.props.EnumProperty(name="Order", items=ORDERS, default="bisection")  # type: ignore[valid-type]
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)  # type: ignore[valid-type]
 
     def bones(self, arm: Any) -> list[str]:
-        return _quat_bones(arm)
+        return [pb.name for pb in arm.pose.bones]
 
     def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
         arm = _armature(context)
         action, slot = fcurves.assigned_action(arm)
         if action is None:
             raise ValueError(f"{arm.name!r} has no action: key at least two poses first")
-        bones = self.bones(arm)
-        if not bones:
-            raise ValueError("no bones in quaternion rotation mode")
-        keyed = fcurves.bone_key_frames(action, slot, bones)
-        rng = keys.fill_range(keyed, _selected_bones(arm), *_scene_range_and_preview(context))
+        rig = read_rig(arm, action, slot, self.bones(arm))
+        if not rig["bones"]:
+            raise ValueError("no bone has rotation keys: key at least two poses first")
+        rng = keys.fill_range(rig["keyed"], _selected_bones(arm), *_scene_range_and_preview(context))
         if rng is None:
             raise ValueError("key the selected bones on at least two frames inside the frame range")
-        frames = np.arange(rng[0], rng[1] + 1, dtype=np.float64)
-        offsets = rest_offsets(arm)
-        pose = fcurves.sample_rotations(action, slot, bones, frames)   # (T, B, 4) in the bones' rest frames
-        motion = np.stack([rigmap.to_model(pose[:, j], offsets.get(b)) for j, b in enumerate(bones)], axis=1)
-        known = keys.constraints(keyed, bones, rng[0], rng[1])        # partial keys are constraints too
+        segs = infill_segments(arm, rig, rng)
         opts = (self.model, _preset(context), int(self.variations), float(self.temperature), str(self.order),
-                int(self.seed))
-        kn = np.asarray(known, bool)
+                int(self.seed), _scene_fps(context))
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
-        key = fingerprint(arm.name, bones, frames, np.where(kn[..., None], motion, 0.0), kn,
+        key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
+                                                    for g in segs], *[g["frames"] for g in segs],
                           sorted(bone_map(arm).items()), *opts)
-        self._state.update(armature=arm.name, bones=bones, frames=frames, offsets=offsets, key=key)
+        self._state.update(armature=arm.name, rig=rig, segments=segs, key=key)
         if key in _REPLIES:
             cached = _REPLIES[key]
             return lambda c: cached
-        return requests.infill_job(motion, known, bones, self.model or None, _preset(context),
-                                   temperature=opts[3], samples=opts[2], order=opts[4], seed=opts[5],
-                                   overrides=bone_map(arm))
+        return requests.infill_segments_job(
+            [{k: g[k] for k in ("rotations", "known", "root")} for g in segs], rig["bones"], rig["heads"],
+            rig["parents"], self.model or None, _preset(context), fps=opts[6], temperature=opts[3],
+            samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
-        _, arrays = value
-        bones, frames = self._state["bones"], self._state["frames"]
-        out = arrays.get("rotations")
-        if out is None or out.ndim != 4 or out.shape[1:] != (frames.size, len(bones), 4):
-            raise ValueError(f"the server's rotations have shape {None if out is None else out.shape}, "
-                             f"expected (S, {frames.size}, {len(bones)}, 4)")
+        content, arrays = value
+        rig, segs = self._state["rig"], self._state["segments"]
+        B = len(rig["bones"])
+        outs = [arrays.get(f"rotations.{i}") for i in range(len(segs))]
+        for o, g in zip(outs, segs):
+            if o is None or o.ndim != 4 or o.shape[1:] != (g["frames"].size, B, 4):
+                raise ValueError(f"the server's rotations have shape {None if o is None else o.shape}, "
+                                 f"expected (S, {g['frames'].size}, {B}, 4)")
         _REPLIES[self._state["key"]] = value
         while len(_REPLIES) > _REPLIES_KEPT:
             del _REPLIES[next(iter(_REPLIES))]
-        offsets = self._state["offsets"]
-        pick = min(max(int(self.variation), 1), out.shape[0]) - 1
-        q = np.stack([rigmap.to_rig(np.asarray(out[pick, :, j], np.float64), offsets.get(b))
-                      for j, b in enumerate(bones)], axis=1)
-        added = fcurves.write_rotations(bpy.data.objects[self._state["armature"]], bones, frames,
-                                        keys.quat_continuity(q))
-        more = f"; variation {pick + 1} of {out.shape[0]} (F9 to pick another)" if out.shape[0] > 1 else ""
-        return f"filled {added} keys on {len(bones)} bones (your keys kept){more}"
+        S = outs[0].shape[0]
+        pick = min(max(int(self.variation), 1), S) - 1
+        unmapped = set(content["segments"][0].get("unmapped", [])) if content.get("segments") else set()
+        arm = bpy.data.objects[self._state["armature"]]
+        written, bones_written = 0, set()
+        for i, g in enumerate(segs):
+            n, names = write_segment(arm, rig, g, outs[i][pick], arrays[f"root.{i}"][pick], unmapped)
+            written += n
+            bones_written |= names
+        settings_used = [f"temperature {float(self.temperature):g}"] if self.temperature else []
+        if S > 1:
+            settings_used.append(f"{S} variations (showing {pick + 1}; F9 to pick another)")
+        if self.order != "bisection":
+            settings_used.append(f"order {self.order}")
+        if self.seed:
+            settings_used.append(f"seed {self.seed}")
+        gaps = sum(len(keys.gaps(np.flatnonzero(g["known"].all(1)), 0, g["frames"].size - 1)) for g in segs)
+        root = "; the root" if "root" in bones_written else ""
+        more = f" ({', '.join(settings_used)})" if settings_used else ""
+        n_b = len(bones_written - {"root"})
+        return f"filled {written} keys on {n_b} bones{root} in {gaps} gap(s) (your keys kept){more}"
 
 
 class MOTIONCORE_OT_infill(_InfillBase):
@@ -448,7 +463,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         finger_roles = {r for p in rigmap.PRESETS.values() for r in p if r.split("_")[0] in
                         ("thumb", "index", "middle", "ring", "pinky", "hand", "wrist", "fingers")}
         names = {rigmap.normalise(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
-        return [b for b in _quat_bones(arm) if rigmap.normalise(b) in names]
+        return [pb.name for pb in arm.pose.bones if rigmap.normalise(pb.name) in names]
 
 
 class MOTIONCORE_OT_style_adapt(_WalkBase):

@@ -80,6 +80,7 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
     style_model: StringProperty(name="Style Model", default="", description="Style model (empty: the server's default)")  # type: ignore[valid-type]
     status: StringProperty(name="Status", default="Not connected")  # type: ignore[valid-type]
     progress: StringProperty(name="Progress", default="")  # type: ignore[valid-type]
+    last_report: StringProperty(name="Last Report", default="")  # type: ignore[valid-type]
 
 
 classes = (MotioncorePreferences, MotioncoreBoneMapItem, MotioncoreSceneSettings)

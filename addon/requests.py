@@ -90,6 +90,53 @@ def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], m
     return job
 
 
+def rig_units(info: dict[str, Any], names: Sequence[str], heads: np.ndarray, parents: Sequence[int]) -> float:
+    """Model units per rig (armature) unit from the bones mapped to model joints whose parents are mapped
+    too (`rigclip.units_scale`: the nearest power of ten, so a rig in the model's units is exact)."""
+    from .rigclip import units_scale
+
+    sk = info["skeleton"]
+    col = {n: i for i, n in enumerate(sk["names"])}
+    off = np.asarray(sk.get("offsets") or np.zeros((len(col), 3)), np.float64)
+    ml, rl = [], []
+    for b, (n, p) in enumerate(zip(names, parents, strict=True)):
+        if p >= 0 and n in col and names[p] in col and sk["parents"][col[n]] == col[names[p]]:
+            ml.append(np.linalg.norm(off[col[n]]))
+            rl.append(np.linalg.norm(np.asarray(heads[b]) - np.asarray(heads[p])))
+    return units_scale(np.array(ml), np.array(rl))
+
+
+def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequence[str], heads: np.ndarray,
+                        parents: Sequence[int], model: str | None, rig_preset: str | None = None, *,
+                        fps: float | None = None, temperature: float = 0.0, samples: int = 1,
+                        order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None) -> Job:
+    """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4)
+    model-space local rotations, ``known`` (T, B + 1) (column B: the root translation), ``root`` (T, 3) the
+    root bone's head relative to its parent in armature units and axes (`rigclip.root_in_parent`).
+    ``heads`` (B, 3) rest heads and ``parents`` give the rig's units (`rig_units`); ``fps`` the scene's
+    rate (the server resamples to the model's). Returns ({"segments": [reply content, ...], "scale": s},
+    {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up})."""
+    def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        info = find_model(c, "infill", model)
+        names = joint_names(bones, info["skeleton"]["names"], rig_preset, overrides)
+        scale = rig_units(info, names, heads, parents)
+        content: dict[str, Any] = {"model": info["name"], "joints": names, "temperature": float(temperature),
+                                   "samples": int(samples), "order": order, "seed": int(seed)}
+        if fps:
+            content["fps"] = float(fps)
+        replies, arrays = [], {}
+        for i, seg in enumerate(segments):
+            root = z_up_to_y_up(seg["root"]) * scale
+            rc, ra = call(c, "infill", content, {"rotations": np.asarray(seg["rotations"], np.float32),
+                                                 "root": root.astype(np.float32),
+                                                 "known": np.asarray(seg["known"], bool)})
+            replies.append(rc)
+            arrays[f"rotations.{i}"] = ra["rotations"]
+            arrays[f"root.{i}"] = y_up_to_z_up(np.asarray(ra["root"], np.float64)) / scale
+        return {"segments": replies, "scale": scale, "model": info["name"]}, arrays
+    return job
+
+
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
               model: str | None, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
               gait: str | None = None, overrides: Mapping[str, str] | None = None, speed: float = 0.0,

@@ -197,8 +197,16 @@ class Quat(tuple):
 class Matrix:
     """A bone's rest rotation (WXYZ) standing in for ``matrix_local`` / ``matrix_world``."""
 
-    def __init__(self, q: Any = (1.0, 0.0, 0.0, 0.0)):
-        self.q = tuple(float(x) for x in q)
+    def __init__(self, q: Any = (1.0, 0.0, 0.0, 0.0), t: Any = (0.0, 0.0, 0.0)):
+        self.q, self.t = tuple(float(x) for x in q), tuple(float(x) for x in t)
+
+    def __iter__(self) -> Any:
+        """The rows of the 4x4 matrix (rotation q, translation t), as mathutils.Matrix iterates."""
+        w, x, y, z = np.asarray(self.q) / np.linalg.norm(self.q)
+        r = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+             [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+             [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+        return iter([[*r[i], self.t[i]] for i in range(3)] + [[0.0, 0.0, 0.0, 1.0]])
 
     def to_quaternion(self) -> Quat:
         return Quat(self.q)
@@ -215,7 +223,7 @@ class Vec(tuple):
 class Bone:
     def __init__(self, name: str, head: Any, rest: Any = (1.0, 0.0, 0.0, 0.0)):
         self.name, self.head_local = name, tuple(head)
-        self.matrix_local = Matrix(rest)
+        self.matrix_local = Matrix(rest, head)
         self.parent: Bone | None = None
         self.children: list[Bone] = []
         self.select = False

@@ -110,7 +110,7 @@ def test_infill_operator_fills_every_frame_keeps_user_keys_and_caches_variations
     with Client(server[1]) as c:
         before = c.health(stats=True)["received"]
     op.variation = 3
-    assert op.execute(ctx(arm)) == {"FINISHED"} and "variation 3 of 3" in op.reports[-1][1]
+    assert op.execute(ctx(arm)) == {"FINISHED"} and "showing 3" in op.reports[-1][1]
     third = [k.co[1] for k in ch[('pose.bones["Spine"].rotation_quaternion', 1)].keyframe_points]
     with Client(server[1]) as c:
         assert c.health(stats=True)["received"] == before + 2    # this hello and health only: the pick was cached

@@ -123,7 +123,7 @@ for _kind, _tasks in CONTROLLER_TASKS.items():
 def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
     """Registry loader for any-order in-filling checkpoints (kind ``anyorder``): the rotation form of
     ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the server's device."""
-    from motioncore.tasks.infill import fill_clip
+    from motioncore.tasks.infill import fill_clip_at
 
     model = build("anyorder", dict(meta.get("config") or {}))
     name = str(meta.get("name") or meta.get("bundled_name") or "anyorder")
@@ -181,7 +181,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             done[0] += 1
 
         try:
-            out = fill_clip(model, meta, q, inputs["root"], km, fill=fm,
+            out = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
                             order=str(content.get("order") or "bisection"),
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
                             seed=int(content.get("seed") or 0), check=check)

@@ -29,7 +29,7 @@ import numpy as np
 from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from ..errors import MotioncoreError, ShapeError
 
-__all__ = ["fill_clip", "fill_joints", "Filled", "interp_channels", "mask_runs"]
+__all__ = ["fill_clip", "fill_clip_at", "fill_joints", "Filled", "interp_channels", "mask_runs", "resample_frames"]
 
 
 def _bracket(known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -123,6 +123,56 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     out_q = quat_continuity(np.where(~todo[None, :, :J, None], quat_normalize(q)[None], out_q), axis=1)
     out_q = np.where(~todo[None, :, :J, None], q[None], out_q)  # untouched elements bit-identical
     return Filled(out_q, out_r, keys, todo)
+
+
+def resample_frames(n_frames: int, fps_from: float, fps_to: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Frames at ``fps_to`` covering a clip of ``n_frames`` at ``fps_from``: (i0, i1, w) per new frame, the
+    clip frames around its time and the blend weight (w = 0 exactly on a clip frame). The last new frame
+    reaches the clip's end (held there when the durations do not divide)."""
+    if n_frames < 1 or fps_from <= 0 or fps_to <= 0:
+        raise MotioncoreError(f"resampling needs frames and positive rates, got {n_frames}, {fps_from}, {fps_to}")
+    dur = (n_frames - 1) / fps_from
+    m = int(np.ceil(dur * fps_to - 1e-6)) + 1
+    x = np.minimum(np.arange(m) * (fps_from / fps_to), n_frames - 1)   # new frame times in clip frames
+    i0 = np.minimum(np.floor(x + 1e-6).astype(np.int64), n_frames - 1)
+    w = np.where(np.abs(x - i0) < 1e-6, 0.0, x - i0)
+    return i0, np.minimum(i0 + 1, n_frames - 1), w
+
+
+def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
+                 fps: float | None, fill: np.ndarray | None = None, **kw) -> Filled:
+    """:func:`fill_clip` for a clip at ``fps`` frames per second (None: the checkpoint's rate). The clip goes
+    to the checkpoint's rate (``meta["fps"]``) and back: a model frame is known where the clip's frames
+    around its time are both known (its value interpolated between them: slerp, lerp for the root), the
+    model fills the rest, and each clip element to fill is interpolated between the model frames around its
+    time. Elements not filled come back bit-identical, so the motion is the same in seconds whatever the
+    scene's rate."""
+    q_in = np.asarray(rotations, np.float64)
+    mfps = float(meta.get("fps") or 0.0)
+    if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
+        return fill_clip(model, meta, rotations, root, known, fill=fill, **kw)
+    T, J = q_in.shape[:2]
+    r_in = np.asarray(root, np.float64)
+    keys = _known_mask(known, T, J)
+    todo = ~keys if fill is None else _known_mask(fill, T, J)
+    q = quat_continuity(quat_normalize(q_in), axis=0)
+    i0, i1, w = resample_frames(T, float(fps), mfps)
+    mq = quat_slerp(q[i0], q[i1], np.broadcast_to(w[:, None], (w.size, J)))
+    mr = r_in[i0] + w[:, None] * (r_in[i1] - r_in[i0])
+    mk = keys[i0] & (keys[i1] | (w == 0)[:, None])
+    mfill = ~mk if fill is None else (todo[i0] | todo[i1]) & ~mk
+    out = fill_clip(model, meta, mq, mr, mk, fill=None if fill is None else mfill, **kw)
+    S = out.rotations.shape[0]
+    b0, b1, v = resample_frames(mq.shape[0], mfps, float(fps))    # back: clip frames from model frames
+    b0, b1, v = b0[:T], b1[:T], np.pad(v, (0, max(0, T - v.size)))[:T]
+    if b0.size < T:   # the model's frames end before the clip's last frame: hold the last one
+        b0, b1 = np.pad(b0, (0, T - b0.size), mode="edge"), np.pad(b1, (0, T - b1.size), mode="edge")
+    fq = quat_slerp(out.rotations[:, b0], out.rotations[:, b1], np.broadcast_to(v[None, :, None], (S, T, J)))
+    fr = out.root[:, b0] + v[None, :, None] * (out.root[:, b1] - out.root[:, b0])
+    fq = quat_continuity(np.where(~todo[None, :, :J, None], q[None], fq), axis=1)
+    fq = np.where(~todo[None, :, :J, None], q_in[None], fq)
+    fr = np.where(~todo[None, :, J:], r_in[None], fr)
+    return Filled(fq, fr, keys, todo)
 
 
 def fill_joints(model, meta: dict, rotations: np.ndarray, root: np.ndarray, missing: np.ndarray,

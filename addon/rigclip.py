@@ -1,0 +1,221 @@
+"""Rigs as animators have them, in plain numpy (no bpy): every rotation mode read as quaternions and written
+back in the bone's own mode, the root translation wherever the rig carries it, and the windows of frames
+an in-fill needs. The operators read f-curves into these arrays and write the results back.
+
+Legend: T frames, B bones. Quaternions are WXYZ (Blender's order). Euler angles are always (x, y, z) in
+radians whatever the order; order "XYZ" applies X first: R = Rz Ry Rx (Blender's convention).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .rigmap import quat_mul
+
+AXIS = {"X": 0, "Y": 1, "Z": 2}
+EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4),
+            **{o: ("rotation_euler", 3) for o in EULER_ORDERS}}
+CONTEXT = 10   # keyed frames sent on each side of a gap (the model's training context; tasks.infill.CONTEXT)
+
+
+def _axis_quat(axis: int, angle: np.ndarray) -> np.ndarray:
+    q = np.zeros(np.shape(angle) + (4,))
+    q[..., 0] = np.cos(angle / 2)
+    q[..., 1 + axis] = np.sin(angle / 2)
+    return q
+
+
+def euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
+    """(..., 3) Euler angles (x, y, z) in ``order`` -> (..., 4) unit WXYZ."""
+    e = np.asarray(e, np.float64)
+    q = np.zeros(e.shape[:-1] + (4,))
+    q[..., 0] = 1.0
+    for a in order:   # the first axis is applied first: q = q_last ... q_first
+        q = quat_mul(_axis_quat(AXIS[a], e[..., AXIS[a]]), q)
+    return q
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """(..., 4) WXYZ (normalised here) -> (..., 3, 3)."""
+    q = np.asarray(q, np.float64)
+    w, x, y, z = np.moveaxis(q / np.linalg.norm(q, axis=-1, keepdims=True), -1, 0)
+    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def _wrap_near(a: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    return a - 2 * np.pi * np.round((a - ref) / (2 * np.pi))
+
+
+def quat_to_euler(q: np.ndarray, order: str, prev: np.ndarray | None = None) -> np.ndarray:
+    """(..., 4) -> (..., 3) Euler (x, y, z) in ``order``; with ``prev`` (..., 3) the equivalent angles
+    nearest to it (both Euler solutions, each angle wrapped by 2 pi), as Blender's ``to_euler(order, compat)``."""
+    m = quat_to_matrix(q)
+    i, j, k = (AXIS[a] for a in order)
+    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
+    a = np.arctan2(s * m[..., k, j], m[..., k, k])
+    b = np.arcsin(np.clip(-s * m[..., k, i], -1.0, 1.0))
+    c = np.arctan2(s * m[..., j, i], m[..., i, i])
+    out = np.zeros(m.shape[:-2] + (3,))
+    out[..., i], out[..., j], out[..., k] = a, b, c
+    if prev is None:
+        return out
+    prev = np.asarray(prev, np.float64)
+    alt = np.zeros_like(out)
+    alt[..., i], alt[..., j], alt[..., k] = a + np.pi, np.pi - b, c + np.pi
+    one, two = _wrap_near(out, prev), _wrap_near(alt, prev)
+    pick = np.abs(two - prev).sum(-1, keepdims=True) < np.abs(one - prev).sum(-1, keepdims=True)
+    return np.where(pick, two, one)
+
+
+def axis_angle_to_quat(v: np.ndarray) -> np.ndarray:
+    """(..., 4) Blender axis-angle (angle, x, y, z) -> (..., 4) WXYZ (identity for a zero axis)."""
+    v = np.asarray(v, np.float64)
+    ax = v[..., 1:]
+    n = np.linalg.norm(ax, axis=-1, keepdims=True)
+    unit = np.where(n > 1e-12, ax / np.maximum(n, 1e-12), 0.0)
+    half = v[..., :1] / 2
+    return np.concatenate([np.cos(half), np.sin(half) * unit], -1) * np.where(n > 1e-12, 1.0, 0.0) + \
+        np.where(n > 1e-12, 0.0, np.array([1.0, 0, 0, 0]))
+
+
+def quat_to_axis_angle(q: np.ndarray, prev: np.ndarray | None = None) -> np.ndarray:
+    """(..., 4) WXYZ -> (..., 4) (angle, x, y, z); with ``prev`` (..., 4) the equivalent value nearest to it:
+    the axis on prev's side (angle negated with it), the angle wrapped by 2 pi, prev's axis at angle 0."""
+    q = np.asarray(q, np.float64)
+    v = q[..., 1:]
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    angle = 2 * np.arctan2(n[..., 0], q[..., 0])
+    fallback = np.array([0.0, 1.0, 0.0]) if prev is None else np.asarray(prev, np.float64)[..., 1:]
+    axis = np.where(n > 1e-9, v / np.maximum(n, 1e-12), fallback)
+    if prev is not None:
+        p = np.asarray(prev, np.float64)
+        flip = np.sum(axis * p[..., 1:], -1) < 0
+        axis = np.where(flip[..., None], -axis, axis)
+        angle = _wrap_near(np.where(flip, -angle, angle), p[..., 0])
+    return np.concatenate([angle[..., None], axis], -1)
+
+
+def to_quat(values: np.ndarray, mode: str) -> np.ndarray:
+    """(..., C) a bone's rotation channels in ``mode`` -> (..., 4) unit WXYZ."""
+    if mode == "QUATERNION":
+        v = np.asarray(values, np.float64)
+        n = np.linalg.norm(v, axis=-1, keepdims=True)
+        return np.where(n > 1e-12, v / np.maximum(n, 1e-12), np.array([1.0, 0, 0, 0]))
+    if mode == "AXIS_ANGLE":
+        return axis_angle_to_quat(values)
+    if mode in EULER_ORDERS:
+        return euler_to_quat(values, mode)
+    raise ValueError(f"unknown rotation mode {mode!r}")
+
+
+def from_quat(q: np.ndarray, mode: str, prev: np.ndarray) -> np.ndarray:
+    """(T, 4) WXYZ -> (T, C) channels in ``mode``, frame by frame continuous with the one before, the
+    first with ``prev`` (C,) (the channels' value on the frame before): no sign flips, no 360 degree jumps."""
+    q = np.asarray(q, np.float64)
+    out = np.zeros((q.shape[0], CHANNELS[mode][1]))
+    last = np.asarray(prev, np.float64)
+    for t in range(q.shape[0]):
+        if mode == "QUATERNION":
+            last = q[t] if np.dot(q[t], last) >= 0 else -q[t]
+        elif mode == "AXIS_ANGLE":
+            last = quat_to_axis_angle(q[t], last)
+        else:
+            last = quat_to_euler(q[t], mode, last)
+        out[t] = last
+    return out
+
+
+# ------------------------------------------------------------------------------------- root motion
+
+def basis(loc: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(T, 4, 4) pose-bone basis T(loc) R(q) (scale 1)."""
+    m = np.zeros(q.shape[:-1] + (4, 4))
+    m[..., :3, :3] = quat_to_matrix(q)
+    m[..., :3, 3] = loc
+    m[..., 3, 3] = 1.0
+    return m
+
+
+def chain_pose(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Armature-space pose matrices (T, 4, 4) of a bone chain, top ancestor first: ``rests`` (4, 4) the
+    bones' ``matrix_local``, ``locs`` (T, 3) / ``quats`` (T, 4) their pose channels.
+    M_0 = Rest_0 B_0, M_i = M_(i-1) Rest_(i-1)^-1 Rest_i B_i (Blender's pose evaluation without constraints)."""
+    out: list[np.ndarray] = []
+    for i, (r, lo, q) in enumerate(zip(rests, locs, quats, strict=True)):
+        m = np.asarray(r, np.float64) if i == 0 else out[-1] @ (np.linalg.inv(rests[i - 1]) @ r)
+        out.append(m @ basis(lo, q))
+    return out
+
+
+def root_in_parent(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray],
+                   object_offset: np.ndarray | None = None) -> np.ndarray:
+    """(T, 3) the root bone's (last of the chain) head relative to its parent's head, in the parent's posed
+    rotation frame (armature axes at rest): R_p^-1 (h_b - h_p + o), o the object's animated location in
+    armature axes (``object_offset`` (T, 3), zero if None). No parent: h_b + o."""
+    ms = chain_pose(rests, locs, quats)
+    h = ms[-1][:, :3, 3] + (0.0 if object_offset is None else object_offset)
+    if len(ms) == 1:
+        return h
+    rp = ms[-2][:, :3, :3] @ np.asarray(rests[-2], np.float64)[:3, :3].T
+    return np.einsum("tji,tj->ti", rp, h - ms[-2][:, :3, 3])
+
+
+def root_location(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray],
+                  rel: np.ndarray, object_offset: np.ndarray | None = None) -> np.ndarray:
+    """The inverse of :func:`root_in_parent` for the root bone's own location channels: the (T, 3) ``location``
+    that puts its head at ``rel`` (T, 3) relative to the parent (``locs[-1]`` is ignored)."""
+    parent = chain_pose(rests[:-1], locs[:-1], quats[:-1]) if len(rests) > 1 else []
+    o = 0.0 if object_offset is None else object_offset
+    rb = np.asarray(rests[-1], np.float64)
+    if not parent:
+        head, to_bone = np.asarray(rel) - o, np.broadcast_to(rb, (len(rel), 4, 4))
+    else:
+        mp = parent[-1]
+        rp = mp[:, :3, :3] @ np.asarray(rests[-2], np.float64)[:3, :3].T
+        head = mp[:, :3, 3] + np.einsum("tij,tj->ti", rp, rel) - o
+        to_bone = mp @ (np.linalg.inv(rests[-2]) @ rb)
+    inv = np.linalg.inv(to_bone)
+    return np.einsum("tij,tj->ti", inv[:, :3, :3], head) + inv[:, :3, 3]
+
+
+def units_scale(model_lengths: np.ndarray, rig_lengths: np.ndarray) -> float:
+    """Model units per rig unit: the power of ten nearest the ratio of the mapped bones' summed lengths
+    (a rig in metres -> 100 for a model in cm; a BVH imported at scale 1 -> 1, exactly)."""
+    ml, rl = float(np.sum(model_lengths)), float(np.sum(rig_lengths))
+    if ml <= 0 or rl <= 0:
+        return 1.0
+    return float(10.0 ** np.round(np.log10(ml / rl)))
+
+
+# ---------------------------------------------------------------------------------------- windows
+
+def windows(missing: np.ndarray, context: int = CONTEXT) -> list[tuple[int, int]]:
+    """Inclusive [a, b] index spans to send for a (T,) mask of frames with something to fill: each run of
+    missing frames with up to ``context`` frames on either side, overlapping spans merged."""
+    m = np.asarray(missing, bool)
+    d = np.diff(np.r_[0, m.astype(np.int8), 0])
+    out: list[tuple[int, int]] = []
+    for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1, strict=True):
+        a, b = max(0, int(s) - context), min(m.size - 1, int(e) + context)
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+
+def object_offset_for(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray],
+                      rel: np.ndarray) -> np.ndarray:
+    """(T, 3) the object offset o (armature axes) for which :func:`root_in_parent` gives ``rel``, the bones'
+    own channels unchanged: o = R_p rel - (h_b - h_p)."""
+    ms = chain_pose(rests, locs, quats)
+    now = root_in_parent(rests, locs, quats)
+    if len(ms) == 1:
+        return np.asarray(rel) - now
+    rp = ms[-2][:, :3, :3] @ np.asarray(rests[-2], np.float64)[:3, :3].T
+    return np.einsum("tij,tj->ti", rp, np.asarray(rel) - now)

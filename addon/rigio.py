@@ -1,0 +1,182 @@
+"""Reading a rig's action for an in-fill and writing the answer back (bpy objects in, plain arrays out).
+
+Any rotation mode is read by converting (`rigclip.to_quat`) and written back in the bone's own mode,
+continuous with the frame before; the user's rotation mode is never changed. The root translation is
+read where the rig carries it: the root bone's location (BVH and FBX imports put the hips motion there),
+the object's location, or both, and written back to where it came from. Only the frames around the gaps
+(`rigclip.windows`) are evaluated and written, so a long action costs little.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import fcurves, keys, rigclip, rigmap
+
+
+def _path(bone: str, prop: str) -> str:
+    return fcurves.bone_path(bone, prop)
+
+
+def _parents_first(arm: Any, names: set[str]) -> list[str]:
+    out: list[str] = []
+    todo = [b for b in arm.data.bones if b.parent is None]
+    while todo:
+        b = todo.pop(0)
+        if b.name in names:
+            out.append(b.name)
+        todo.extend(b.children)
+    return out
+
+
+def _mat(m: Any) -> np.ndarray:
+    return np.array([list(r) for r in m], np.float64)
+
+
+def _varies(fcmap: dict, path: str) -> bool:
+    vals = [fcurves.read_keys(fcmap[(path, i)])[1] for i in range(3) if (path, i) in fcmap]
+    return any(v.size and np.ptp(v) > 1e-6 for v in vals)
+
+
+def read_rig(arm: Any, action: Any, slot: Any, candidates: list[str]) -> dict[str, Any]:
+    """What an in-fill needs to know about the rig: the bones with the animator's rotation keys (parents
+    first), their modes, keyed frames, rest heads and offsets, and where the root motion lives."""
+    fcmap = fcurves.fcurve_map(action, slot)
+    keyed, modes = {}, {}
+    for b in candidates:
+        mode = arm.pose.bones[b].rotation_mode
+        path, n = rigclip.CHANNELS[mode]
+        f = fcurves.user_key_frames(fcmap, _path(b, path), n)
+        if f is not None and f.size:
+            keyed[b], modes[b] = f, mode
+    bones = _parents_first(arm, set(keyed))
+    locs = {b: fcurves.user_key_frames(fcmap, _path(b, "location"), 3) for b in bones}
+    with_loc = [b for b in bones if (k := locs[b]) is not None and k.size]
+    root = next((b for b in with_loc if _varies(fcmap, _path(b, "location"))), with_loc[0] if with_loc else
+                (bones[0] if bones else None))
+    chain: list[str] = []
+    bone = arm.data.bones[root] if root else None
+    while bone is not None:
+        chain.insert(0, bone.name)
+        bone = bone.parent
+    obj_keys = fcurves.user_key_frames(fcmap, "location", 3)
+    obj_loc = obj_keys is not None and obj_keys.size > 0
+    root_keys = [k for k in ((locs.get(root) if root in with_loc else None), obj_keys if obj_loc else None)
+                 if k is not None]
+    db = arm.data.bones
+    idx = {b: i for i, b in enumerate(bones)}
+    mw = _mat(arm.matrix_world)[:3, :3]
+    return {"fcmap": fcmap, "bones": bones, "modes": [modes[b] for b in bones], "keyed": keyed,
+            "heads": np.array([tuple(db[b].head_local) for b in bones], np.float64).reshape(-1, 3),
+            "parents": [idx.get(db[b].parent.name, -1) if db[b].parent else -1 for b in bones],
+            "offsets": {b: rigmap.rest_offset(np.array(tuple(db[b].matrix_local.to_quaternion()), np.float64))
+                        for b in bones},
+            "root": root, "chain": chain, "rests": [_mat(db[b].matrix_local) for b in chain],
+            "root_on_bone": root in with_loc, "root_on_object": obj_loc, "root_keys": root_keys,
+            "object_rs": mw}
+
+
+def _rotations(rig: dict[str, Any], bone: str, frames: np.ndarray) -> tuple[np.ndarray, str]:
+    """(T, C) raw channel values of ``bone`` at ``frames`` and its mode."""
+    mode = rig["modes"][rig["bones"].index(bone)] if bone in rig["bones"] else None
+    if mode is None:
+        mode = "QUATERNION"
+    path, n = rigclip.CHANNELS[mode]
+    default = {"QUATERNION": [1.0, 0, 0, 0], "AXIS_ANGLE": [0.0, 0, 1, 0]}.get(mode, [0.0, 0, 0])
+    return fcurves.evaluate(rig["fcmap"], _path(bone, path), default, frames), mode
+
+
+def _chain_channels(arm: Any, rig: dict[str, Any], frames: np.ndarray, quats: dict[str, np.ndarray] | None = None
+                    ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray | None]:
+    """Location and rotation channels of the root chain at ``frames`` (``quats`` overrides rotations), and
+    the object's location in armature axes (None when it carries no motion)."""
+    locs, qs = [], []
+    for b in rig["chain"]:
+        locs.append(fcurves.evaluate(rig["fcmap"], _path(b, "location"), [0.0, 0, 0], frames))
+        if quats is not None and b in quats:
+            qs.append(quats[b])
+        else:
+            raw, mode = _rotations(rig, b, frames)
+            qs.append(rigclip.to_quat(raw, mode))
+    off = None
+    if rig["root_on_object"]:
+        loc = fcurves.evaluate(rig["fcmap"], "location", [0.0, 0, 0], frames)
+        off = loc @ np.linalg.inv(rig["object_rs"]).T
+    return locs, qs, off
+
+
+def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int]) -> list[dict[str, Any]]:
+    """The windows to send for frames ``rng`` (inclusive): per window its frames, model-space rotations
+    (T, B, 4), known (T, B + 1) (the root last), the root relative to its parent (T, 3, armature units)
+    and the raw channel values (to write continuously). Raises ValueError when nothing is missing."""
+    lo, hi = rng
+    bones = rig["bones"]
+    known = keys.constraints(rig["keyed"], bones, lo, hi)
+    if rig["root_keys"]:
+        rk = np.ones(hi - lo + 1, bool)
+        for k in rig["root_keys"]:
+            rk &= keys.constraints({"r": k}, ["r"], lo, hi)[:, 0]
+    else:
+        rk = known.all(axis=1)   # no root motion anywhere: the rest position, a key where the pose is keyed
+    known = np.concatenate([known, rk[:, None]], axis=1)
+    missing = ~known.all(axis=1)
+    if not missing.any():
+        raise ValueError(f"nothing to fill: frames {lo}..{hi} are keyed on all {len(bones)} bones"
+                         f"{' and the root' if rig['root_keys'] else ''}; delete the keys where the motion "
+                         "should be filled (keys typed GENERATED count as missing)")
+    segs = []
+    for a, b in rigclip.windows(missing):
+        frames = np.arange(lo + a, lo + b + 1, dtype=np.float64)
+        raws, qs = [], []
+        for bone in bones:
+            raw, mode = _rotations(rig, bone, frames)
+            raws.append(raw)
+            qs.append(rigmap.to_model(rigclip.to_quat(raw, mode), rig["offsets"][bone]))
+        locs, cq, off = _chain_channels(arm, rig, frames)
+        root = rigclip.root_in_parent(rig["rests"], locs, cq, off) if rig["chain"] else np.zeros((frames.size, 3))
+        segs.append({"frames": frames, "rotations": np.stack(qs, axis=1), "known": known[a:b + 1],
+                     "root": root, "raw": raws})
+    return segs
+
+
+def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndarray, root: np.ndarray,
+                  unmapped: set[str]) -> tuple[int, set[str]]:
+    """Write one window's answer: (T, B, 4) model rotations for the unknown elements of each bone (in the
+    bone's mode, continuous with the frame before), and the root (T, 3) where it came from. Returns
+    (keys written, bone names written, plus "root")."""
+    frames, known = seg["frames"], seg["known"]
+    names: set[str] = set()
+    written = 0
+    final: dict[str, np.ndarray] = {}
+    for j, bone in enumerate(rig["bones"]):
+        mode = rig["modes"][j]
+        cur = np.array(seg["raw"][j], np.float64)
+        todo = ~known[:, j]
+        rq = rigmap.to_rig(np.asarray(q[:, j], np.float64), rig["offsets"][bone])
+        if todo.any() and bone not in unmapped:
+            for s, e in _runs(todo):
+                prev = cur[s - 1] if s > 0 else cur[s]
+                cur[s:e] = rigclip.from_quat(rq[s:e], mode, prev)
+            path = _path(bone, rigclip.CHANNELS[mode][0])
+            written += fcurves.write_channels(arm, path, frames[todo], cur[todo], group=bone)
+            names.add(bone)
+        final[bone] = rigclip.to_quat(cur, mode)
+    todo = ~known[:, -1]
+    if todo.any() and rig["chain"] and (rig["root_on_bone"] or rig["root_on_object"]):
+        locs, qs, off = _chain_channels(arm, rig, frames, final)
+        if rig["root_on_bone"]:
+            loc = rigclip.root_location(rig["rests"], locs, qs, root, off)
+            written += fcurves.write_channels(arm, _path(rig["root"], "location"), frames[todo], loc[todo],
+                                              group=rig["root"])
+        else:
+            o = rigclip.object_offset_for(rig["rests"], locs, qs, root)
+            loc = o @ rig["object_rs"].T
+            written += fcurves.write_channels(arm, "location", frames[todo], loc[todo], group="Object Transforms")
+        names.add("root")
+    return written, names
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    d = np.diff(np.r_[0, np.asarray(mask, bool).astype(np.int8), 0])
+    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))

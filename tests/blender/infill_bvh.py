@@ -1,0 +1,195 @@
+"""Runs INSIDE a venv with the real ``bpy`` wheel: the animator's in-fill on rigs made by Blender's own BVH
+importer (issue 12). Used by tests/test_blender_infill.py (small) and bench/blender_infill.py (full).
+
+    python infill_bvh.py ZIP SPEC.json OUT.npz CONNECTION_FILE
+
+SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps",
+"gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool}], "checks": bool}.
+Per clip: import, evaluate the truth on the gap frames, delete the keys strictly inside the gaps, evaluate
+Blender's BEZIER (auto-clamped) and LINEAR interpolation of the remaining keys, then run
+``bpy.ops.motioncore.infill`` once per gap (scene range = the gap and 10 keyed frames either side) and
+evaluate. Writes every evaluated pose (pose-bone matrices, armature space) and the reports to OUT.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+import bpy
+import numpy as np
+
+CONTEXT = 10
+
+
+def fcurves_of(obj):
+    ad = obj.animation_data
+    act = ad.action
+    if bpy.app.version >= (4, 4, 0):
+        from bpy_extras import anim_utils
+        bag = anim_utils.action_get_channelbag_for_slot(act, ad.action_slot)
+        return list(bag.fcurves)
+    return list(act.fcurves)
+
+
+def evaluate(obj, frames) -> np.ndarray:
+    """(F, B, 4, 4) pose-bone matrices (armature space) at ``frames``."""
+    sc = bpy.context.scene
+    out = np.zeros((len(frames), len(obj.pose.bones), 4, 4))
+    for i, f in enumerate(frames):
+        sc.frame_set(int(f))
+        for j, pb in enumerate(obj.pose.bones):
+            out[i, j] = np.array(pb.matrix)
+    return out
+
+
+def keys_of(obj) -> dict:
+    out = {}
+    for fc in fcurves_of(obj):
+        n = len(fc.keyframe_points)
+        co = np.empty(2 * n, np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        out[(fc.data_path, fc.array_index)] = co.reshape(-1, 2)
+    return out
+
+
+def delete_inside(obj, gaps) -> None:
+    """Delete every key strictly inside the gaps (frames first..last), in bulk."""
+    for fc in fcurves_of(obj):
+        kp = fc.keyframe_points
+        n = len(kp)
+        co = np.empty(2 * n, np.float32)
+        kp.foreach_get("co", co)
+        co = co.reshape(-1, 2)
+        keep = np.ones(n, bool)
+        for a, b in gaps:
+            keep &= ~((co[:, 0] >= a - 0.5) & (co[:, 0] <= b + 0.5))
+        interp = np.empty(n, np.int32)
+        kp.foreach_get("interpolation", interp)
+        kept, ki = co[keep], interp[keep]
+        kp.clear()
+        kp.add(len(kept))
+        kp.foreach_set("co", kept.ravel())
+        kp.foreach_set("interpolation", ki)
+        fc.update()
+
+
+def set_interpolation(obj, kind: str) -> None:
+    for fc in fcurves_of(obj):
+        kp = fc.keyframe_points
+        if not len(kp):
+            continue
+        enum = kp[0].bl_rna.properties["interpolation"].enum_items[kind].value
+        kp.foreach_set("interpolation", np.full(len(kp), enum, np.int32))
+        if kind == "BEZIER":
+            h = kp[0].bl_rna.properties["handle_left_type"].enum_items["AUTO_CLAMPED"].value
+            kp.foreach_set("handle_left_type", np.full(len(kp), h, np.int32))
+            kp.foreach_set("handle_right_type", np.full(len(kp), h, np.int32))
+        fc.update()
+
+
+def import_clip(clip: dict, tmp: str):
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+    for a in list(bpy.data.actions):
+        bpy.data.actions.remove(a)
+    kw = {} if not clip.get("rotate_mode") else {"rotate_mode": clip["rotate_mode"]}
+    bpy.ops.import_anim.bvh(filepath=clip["path"], **kw)
+    obj = bpy.context.active_object
+    if clip.get("fbx"):   # through an FBX export and re-import
+        path = f"{tmp}/{clip['name']}.fbx"
+        bpy.ops.export_scene.fbx(filepath=path, use_selection=True, bake_anim=True, add_leaf_bones=False)
+        for o in list(bpy.data.objects):
+            bpy.data.objects.remove(o)
+        for a in list(bpy.data.actions):
+            bpy.data.actions.remove(a)
+        bpy.ops.import_scene.fbx(filepath=path)
+        obj = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    sc = bpy.context.scene
+    sc.render.fps, sc.render.fps_base = int(round(clip["fps"])), 1.0
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    return obj
+
+
+def infill(obj, lo: int, hi: int, **kw) -> tuple[str, float]:
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = lo, hi
+    bpy.context.view_layer.objects.active = obj
+    t = time.perf_counter()
+    try:
+        bpy.ops.motioncore.infill("EXEC_DEFAULT", True, **kw)
+        msg = last_report()
+    except RuntimeError as e:
+        msg = "ERROR " + str(e)
+    return msg, time.perf_counter() - t
+
+
+def last_report() -> str:
+    return bpy.context.scene.motioncore.last_report
+
+
+def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> None:
+    name = clip["name"]
+    obj = import_clip(clip, tmp)
+    bones = [pb.name for pb in obj.pose.bones]
+    gaps = [tuple(g) for g in clip["gaps"]]
+    frames = np.concatenate([np.arange(a, b + 1) for a, b in gaps])
+    arrays[f"{name}/rest"] = np.array([np.array(b.matrix_local) for b in obj.data.bones])
+    arrays[f"{name}/frames"] = frames
+    arrays[f"{name}/object"] = np.array(obj.matrix_world)
+    info = {"bones": bones, "parents": [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones],
+            "modes": sorted({pb.rotation_mode for pb in obj.pose.bones}), "blender": bpy.app.version_string}
+    arrays[f"{name}/truth"] = evaluate(obj, frames)
+    delete_inside(obj, gaps)
+    user = keys_of(obj)
+    for kind in ("BEZIER", "LINEAR"):
+        set_interpolation(obj, kind)
+        arrays[f"{name}/{kind.lower()}"] = evaluate(obj, frames)
+    set_interpolation(obj, "BEZIER")
+    msgs, times = [], []
+    for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
+        m, s = infill(obj, a - CONTEXT, b + CONTEXT, variations=1, temperature=0.0)
+        msgs.append(m)
+        times.append(s)
+    arrays[f"{name}/addon"] = evaluate(obj, frames)
+    info.update(reports=msgs, op_s=times, modes_after=sorted({pb.rotation_mode for pb in obj.pose.bones}))
+    now = keys_of(obj)
+    info["user_keys_kept"] = all(
+        np.array_equal(now[k][np.isin(now[k][:, 0], v[:, 0])], v) for k, v in user.items())
+    if checks:
+        a, b = gaps[0]
+        again, _ = infill(obj, a - CONTEXT, b + CONTEXT, variations=1, temperature=0.0)                   # item 7: refills its own keys
+        info["again"] = again
+        arrays[f"{name}/again"] = evaluate(obj, frames)
+        info["no_gap"] = infill(obj, a - CONTEXT - 5, a - 2)[0]               # a range without a gap
+        info["variations"] = infill(obj, a - CONTEXT, b + CONTEXT, variations=3, temperature=1.0, variation=2)[0]
+        info["plain_after"] = infill(obj, a - CONTEXT, b + CONTEXT)[0]         # item 12: settings reset
+        arrays[f"{name}/plain_after"] = evaluate(obj, frames)
+    res[name] = info
+
+
+def main() -> None:
+    zip_path, spec_path, out_path, conn = sys.argv[1:5]
+    import os
+    import tempfile
+    os.environ["MOTIONCORE_CONNECTION_FILE"] = conn
+    spec = json.loads(open(spec_path).read())
+    res: dict = {"blender": bpy.app.version_string}
+    arrays: dict = {}
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
+    tmp = tempfile.mkdtemp()
+    for clip in spec["clips"]:
+        try:
+            run_clip(clip, tmp, res, arrays, bool(spec.get("checks")))
+        except Exception:
+            res[clip["name"]] = {"error": traceback.format_exc()}
+    np.savez(out_path, **arrays)
+    with open(out_path + ".json", "w") as f:
+        json.dump(res, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
