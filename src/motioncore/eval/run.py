@@ -2,8 +2,9 @@
 
 ``data`` is a registered dataset (its test split is evaluated, statistics come from its train split)
 or a folder / glob of BVH files (all of them are evaluated and also give the statistics, since such
-a folder has no training split). Everything is resampled to 30 fps, as LaFAN1. BVH clips on another
-skeleton than an evaluated checkpoint's are first retargeted onto the checkpoint's skeleton
+a folder has no training split). Everything is resampled to 30 fps, as LaFAN1. Clips on another
+skeleton than an evaluated checkpoint's (BVH files, or a registered set such as `cmu` for a Bandai model)
+are first retargeted onto the checkpoint's skeleton
 (`motioncore.retarget`, joints matched by name and presets), so the model and the baselines are scored
 on the same retargeted clips.
 """
@@ -68,29 +69,34 @@ def _clips_from_files(pattern: str, progress: bool, onto: tuple[Skeleton, np.nda
     if not files:
         raise DataError(f"--data {pattern!r}: not a registered dataset ({sorted(REGISTRY)}) and no BVH files "
                         f"matched")
-    clips = [Clip(resample(read_bvh(f), FPS), "test") for f in files]
-    if onto is not None:
-        from ..retarget import auto_map, retarget
+    return _onto([Clip(resample(read_bvh(f), FPS), "test") for f in files], pattern, onto)
 
-        sk, conv = onto
-        moved = 0
-        for c in clips:
-            if not (c.motion.skeleton.same_topology(sk) and list(c.motion.skeleton.names) == list(sk.names)):
-                c.motion = retarget(c.motion, sk, auto_map(c.motion.skeleton, sk), convention=conv)
-                moved += 1
-        if moved:
-            how = ", twists matched to its training data's convention" if conv is not None else ""
-            print(f"{pattern}: retargeted {moved} of {len(clips)} clips onto the model's {sk.num_joints}-joint "
-                  f"skeleton first{how}", file=sys.stderr)
+
+def _onto(clips: list[Clip], what: str, onto: tuple[Skeleton, np.ndarray | None] | None) -> list[Clip]:
+    """``clips`` retargeted onto the evaluated checkpoint's skeleton where theirs differs (in place)."""
+    if onto is None:
+        return clips
+    from ..retarget import auto_map, retarget
+
+    sk, conv = onto
+    moved = 0
+    for c in clips:
+        if not (c.motion.skeleton.same_topology(sk) and list(c.motion.skeleton.names) == list(sk.names)):
+            c.motion = retarget(c.motion, sk, auto_map(c.motion.skeleton, sk), convention=conv)
+            moved += 1
+    if moved:
+        how = ", twists matched to its training data's convention" if conv is not None else ""
+        print(f"{what}: retargeted {moved} of {len(clips)} clips onto the model's {sk.num_joints}-joint "
+              f"skeleton first{how}", file=sys.stderr)
     return clips
 
 
 def load_eval_sets(data: str, progress: bool = True, onto: tuple[Skeleton, np.ndarray | None] | None = None):
-    """(test windows 65/40, training position mean, std) for ``data``; BVH clips (not registered sets)
-    on another skeleton than ``onto`` are retargeted onto it first."""
-    if data in REGISTRY:
-        test = load(data, "test", fps=FPS, progress=progress)
-        train = load(data, "train", fps=FPS, progress=progress)
+    """(test windows 65/40, training position mean, std) for ``data``; clips on another skeleton than
+    ``onto`` (a registered set's or BVH files') are retargeted onto it first."""
+    if data in REGISTRY:  # a set on another skeleton (CMU for a Bandai model) is retargeted, both splits
+        test = _onto(load(data, "test", fps=FPS, progress=progress), f"{data} test", onto)
+        train = _onto(load(data, "train", fps=FPS, progress=progress), f"{data} train", onto)
     else:
         test = train = _clips_from_files(data, progress, onto)
     from ..train.anyorder import body_joints
