@@ -115,7 +115,7 @@ class AnyOrderFill:
                     seed: int) -> tuple[np.ndarray, np.ndarray]:
         """q (B, T, J, 4), root (B, T, 3) with T = n_past + n_trans + 1 -> transition quaternions
         (B, n_trans, J, 4) and root translations (B, n_trans, 3)."""
-        from ..models.sampling import _decode, grid_prior  # the batched cached loop behind sampling.sample
+        from ..models.sampling import _decode, grid_prior, key_frame_in  # the batched cached loop behind sampling.sample
 
         model, cfg = self.model, self.model.cfg
         param = next(model.parameters())
@@ -128,8 +128,9 @@ class AnyOrderFill:
         grid = motion_to_elements(torch.as_tensor(q), torch.as_tensor(rn))  # (B, T, J + 1, 6) float64
         if cfg.group_frames:
             grid = group_channels(cfg, grid)  # (B, T, 1, E)
-        flat = grid.to(param.device, param.dtype).flatten(1, 2).contiguous()  # (B, N, 6)
         known_mask = torch.as_tensor(known)[:, None].expand(T, C)
+        grid, back = key_frame_in(model, grid.to(param.device, param.dtype), known_mask[None].to(param.device))
+        flat = grid.flatten(1, 2).contiguous()  # (B, N, E)
         cond = known_mask.flatten().nonzero().squeeze(1).to(param.device)
         prior = grid_prior(model, flat.view(B, T, C, -1), known_mask[None].to(param.device))
         gens = [torch.Generator().manual_seed(seed + i) for i in range(B)]
@@ -152,7 +153,7 @@ class AnyOrderFill:
                 _decode(model, flat, cond, fill, dynamic, self.k, commit, prior)
         finally:
             model.train(was)
-        out = flat.view(B, T, C, E)[:, n_past:n_past + n_trans].to(torch.float64).cpu()
+        out = back(flat.view(B, T, C, E))[:, n_past:n_past + n_trans].to(torch.float64).cpu()
         if cfg.group_frames:
             out = ungroup_channels(cfg, out)  # (B, n_trans, J + 1, 6)
         quats_t, r = elements_to_motion(out)

@@ -32,7 +32,8 @@ from ..errors import ShapeError
 __all__ = [
     "KIND_DIMS", "HEADS", "AnyOrderConfig", "AnyOrderTransformer", "KVCache", "nll", "entropy",
     "mog_nll", "mog_entropy", "split_mog", "sample_values", "project", "group_channels",
-    "ungroup_channels", "key_prior", "key_envelope", "motion_config", "motion_to_elements", "elements_to_motion",
+    "ungroup_channels", "key_prior", "key_envelope", "reference_frames", "to_key_frame",
+    "from_key_frame", "motion_config", "motion_to_elements", "elements_to_motion",
 ]
 
 KIND_DIMS = {"rot6d": 6, "vec3": 3}  # value width of each channel kind (mog head)
@@ -55,6 +56,8 @@ class AnyOrderConfig:
     offset_scale: float = 0.1  # prior: mean = prior + offset_scale * raw output
     key_envelope: bool = False  # prior: the offset is scaled by sin(pi * position in gap), so it vanishes at
     #                             the keys (short gaps cannot stray far from the interpolation); 1 outside gaps
+    relative: bool = False  # motion: values are seen relative to a keyed reference frame (``to_key_frame``):
+    #                         rotations R_ref^T R_t, the root x_t - x_ref; callers convert in and out
     d_model: int = 128  # D: token width
     n_layers: int = 4  # transformer blocks
     n_heads: int = 4  # attention heads; d_model / n_heads must be even (rotary pairs)
@@ -84,6 +87,9 @@ class AnyOrderConfig:
                 raise ValueError(f"num_classes: the categorical head needs >= 2, got {self.num_classes}")
             if kinds or self.group_frames or self.prior:
                 raise ValueError("channel_kinds, group_frames and prior apply to the mog head only")
+        if self.relative and (self.head != "mog" or not self.kinds or self.kinds[-1] != "vec3"
+                              or set(self.kinds[:-1]) != {"rot6d"}):
+            raise ValueError("relative: needs a motion layout (rot6d joints, then a vec3 root)")
         if self.key_envelope and not self.prior:
             raise ValueError("key_envelope: needs prior=True (it shapes the offset from the keys' interpolation)")
         elif self.num_mixtures < 1:
@@ -464,6 +470,51 @@ def key_prior(values: Tensor, known: Tensor) -> Tensor:
     out = torch.where(has.unsqueeze(-1), a + w.unsqueeze(-1) * (b - a), 0.0)
     flags = torch.stack([has.to(values.dtype), w * has, span / GAP_SCALE * has], -1)
     return torch.cat([out, flags], -1)
+
+
+# ----------------------------------------------------------------------------- the key frame
+def reference_frames(known: Tensor) -> Tensor:
+    """Per row, the reference frame of ``to_key_frame``: the last fully known frame of the first run of
+    fully known frames (the last context frame before the first gap); -1 where no frame is fully known.
+    known (B, T, C) bool -> (B,) long."""
+    full = known.all(-1)  # (B, T)
+    T = full.shape[1]
+    t = torch.arange(T, device=known.device).expand_as(full)
+    first = torch.where(full, t, T).min(1).values  # (B,) first fully known frame (T: none)
+    after = torch.where(~full & (t > first[:, None]), t, T).min(1).values  # first frame after it not fully known
+    return torch.where(first < T, after - 1, -1)
+
+
+def _motion_view(cfg: AnyOrderConfig, grid: Tensor) -> Tensor:
+    """(B, T, Cg, E) grid -> (B, T, J + 1, 6) per-channel motion elements."""
+    return ungroup_channels(cfg, grid) if cfg.group_frames else grid
+
+
+def _grid_view(cfg: AnyOrderConfig, x: Tensor) -> Tensor:
+    return group_channels(cfg, x) if cfg.group_frames else x
+
+
+def to_key_frame(cfg: AnyOrderConfig, grid: Tensor, ref: Tensor) -> Tensor:
+    """Motion elements seen from the reference frame ``ref`` (B,) (-1: unchanged): each joint's rotation
+    R_ref^T R_t (6D), the root x_t - x_ref. A capture's per-joint rest and twist conventions mostly cancel
+    in R_ref^T R_t, and the facing in the root's. grid (B, T, Cg, E) -> same shape (new tensor)."""
+    x = _motion_view(cfg, grid)
+    idx = ref.clamp(min=0).view(-1, 1, 1, 1).expand(-1, 1, *x.shape[2:])
+    r = x.gather(1, idx)  # (B, 1, J + 1, 6)
+    rot = matrix_to_rot6d(rot6d_to_matrix(r[..., :-1, :]).transpose(-1, -2) @ rot6d_to_matrix(x[..., :-1, :]))
+    root = x[..., -1:, :] - r[..., -1:, :]
+    out = torch.cat([rot, root], -2)
+    return _grid_view(cfg, torch.where((ref >= 0).view(-1, 1, 1, 1), out, x))
+
+
+def from_key_frame(cfg: AnyOrderConfig, grid: Tensor, ref_values: Tensor, ref: Tensor) -> Tensor:
+    """Inverse of ``to_key_frame``: ``ref_values`` (B, 1, Cg, E) are the reference frame's ORIGINAL values.
+    grid (B, T, Cg, E) relative -> absolute (new tensor)."""
+    x, r = _motion_view(cfg, grid), _motion_view(cfg, ref_values)
+    rot = matrix_to_rot6d(rot6d_to_matrix(r[..., :-1, :]) @ rot6d_to_matrix(x[..., :-1, :]))
+    root = x[..., -1:, :] + r[..., -1:, :]
+    out = torch.cat([rot, root], -2)
+    return _grid_view(cfg, torch.where((ref >= 0).view(-1, 1, 1, 1), out, x))
 
 
 # ----------------------------------------------------------------------------- layouts

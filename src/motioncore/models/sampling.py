@@ -24,7 +24,17 @@ import torch
 from torch import Tensor
 
 from ..errors import ShapeError
-from .anyorder import AnyOrderTransformer, KVCache, entropy, key_prior, nll, sample_values
+from .anyorder import (
+    AnyOrderTransformer,
+    KVCache,
+    entropy,
+    from_key_frame,
+    key_prior,
+    nll,
+    reference_frames,
+    sample_values,
+    to_key_frame,
+)
 
 __all__ = [
     "ORDERS", "positions", "bisection_frames", "static_order", "teacher_forced", "log_likelihood", "sample",
@@ -109,6 +119,19 @@ def grid_prior(model, values: Tensor, known: Tensor) -> Tensor | None:
         return None
     known = torch.as_tensor(known, dtype=torch.bool, device=values.device).expand(values.shape[:3])
     return key_prior(values, known).flatten(1, 2)
+
+
+def key_frame_in(model, grid: Tensor, known: Tensor) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
+    """For ``cfg.relative`` models: ``grid`` (B, T, C, E) seen from each row's reference frame
+    (``reference_frames`` of ``known`` (B or 1, T, C)) and the function that maps a relative grid back.
+    Other models: the grid itself and the identity."""
+    cfg = model.cfg
+    if not getattr(cfg, "relative", False):
+        return grid, lambda g: g
+    known = torch.as_tensor(known, dtype=torch.bool, device=grid.device).expand(grid.shape[:3])
+    ref = reference_frames(known)  # (B,)
+    ref_values = grid.gather(1, ref.clamp(min=0).view(-1, 1, 1, 1).expand(-1, 1, *grid.shape[2:])).clone()
+    return to_key_frame(cfg, grid, ref), lambda g: from_key_frame(cfg, g, ref_values, ref)
 
 
 def teacher_forced(model: AnyOrderTransformer, values: Tensor, order: Tensor, prior: Tensor | None = None) -> Tensor:
@@ -228,6 +251,11 @@ def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor,
     flat = known_values.to(param.device).flatten(0, 1)  # (N[, E])
     flat = flat.long() if model.cfg.head == "categorical" else flat.to(param.dtype)
     flat = flat.unsqueeze(0).repeat_interleave(n_samples, 0)  # (B, N[, E]) one row per sample
+    if getattr(model.cfg, "relative", False):
+        rel, back = key_frame_in(model, flat.view(n_samples, T, C, -1), known_mask[None].to(param.device))
+        flat = rel.flatten(1, 2).contiguous()
+    else:
+        back = None
     gens = _generators(seed, n_samples)
     fill = _fill_orders(order, fill_mask, gens).to(param.device)  # (B, F)
     cond = known_mask.flatten().nonzero().squeeze(1).to(param.device)
@@ -245,6 +273,8 @@ def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor,
     finally:
         model.train(was)
     out = flat.view(n_samples, T, C, *flat.shape[2:])
+    if back is not None:
+        out = back(out)
     return (out, done) if return_order else out
 
 
@@ -374,6 +404,7 @@ def make_loss_fn(condition: str = "subset", seed: int = 0, max_cond_frac: float 
             cond = torch.zeros(B, T * C, dtype=torch.bool)
         order, n_cond = conditioned_order(cond, g)
         order, n_cond = order.to(values.device), n_cond.to(values.device)
+        values, _ = key_frame_in(model, values, cond.view(B, T, C).to(values.device))
         prior = grid_prior(model, values, cond.view(B, T, C).to(values.device))
         logp = log_likelihood(model, values, order, prior=prior)  # (B, N) in order
         scored = torch.arange(T * C, device=values.device)[None] >= n_cond[:, None]

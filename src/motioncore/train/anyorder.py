@@ -66,6 +66,7 @@ class AnyOrderRecipe:
     prior: bool = False  # tokens carry the keys' interpolation at their target; means are offsets from it
     offset_scale: float = 0.1  # prior: mean = prior + offset_scale * raw output
     key_envelope: bool = False  # prior: the offset vanishes at the keys (sin(pi * position in gap))
+    relative: bool = False  # the model sees motion from the last context key (models.anyorder.to_key_frame)
     mirror: bool = False  # also train on every training clip mirrored left/right (kinematics.mirror)
     track_wrist: bool = False  # loss: half the rows also key the body root joint and the root every 1-10 frames
     window: int = 50  # training window length (frames at 30 fps; LaFAN1's data.windows.TRAIN: 50)
@@ -99,7 +100,8 @@ class AnyOrderRecipe:
         cfg = motion_config(num_joints, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                             d_ff=self.d_ff, num_mixtures=self.num_mixtures, dropout=self.dropout,
                             max_frames=max(256, self.window), group_frames=self.group_frames, prior=self.prior,
-                            offset_scale=self.offset_scale, key_envelope=self.key_envelope)
+                            offset_scale=self.offset_scale, key_envelope=self.key_envelope,
+                            relative=self.relative)
         d = asdict(cfg)
         d["channel_kinds"] = list(d["channel_kinds"])
         return d
@@ -302,6 +304,8 @@ def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
                    help="anyorder: also train on rows whose root joint and root are keyed every 1-10 frames")
     g.add_argument("--key-envelope", action="store_true", default=None,
                    help="anyorder: with --prior, the offset vanishes at the keys (short gaps stay near Interp)")
+    g.add_argument("--relative", action="store_true", default=None,
+                   help="anyorder: the model sees motion from the last context key (generalises across captures)")
     g.add_argument("--mirror", action="store_true", default=None,
                    help="anyorder: also train on every training clip mirrored left/right")
     g.add_argument("--dropout", type=float, help="anyorder: dropout (default 0.1)")
@@ -321,7 +325,8 @@ def train_anyorder_from_args(args: argparse.Namespace) -> int:
         "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"), "offset": a("offset"),
         "max_windows": a("max_windows"), "max_clips": a("max_clips"), "group_frames": a("group_frames"),
         "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout"), "offset_scale": a("offset_scale"),
-        "key_envelope": a("key_envelope"), "mirror": a("mirror")})
+        "key_envelope": a("key_envelope"), "mirror": a("mirror"),
+        "relative": a("relative")})
     base = {"batch_size": 16, "lr": 3e-4}
     flags = {"epochs": a("epochs"), "batch_size": a("batch_size"), "lr": a("lr"), "device": a("device"),
              "threads": a("threads"), "max_minutes": a("max_minutes")}
