@@ -115,7 +115,11 @@ class AnyOrderFill:
                     seed: int) -> tuple[np.ndarray, np.ndarray]:
         """q (B, T, J, 4), root (B, T, 3) with T = n_past + n_trans + 1 -> transition quaternions
         (B, n_trans, J, 4) and root translations (B, n_trans, 3)."""
-        from ..models.sampling import _decode, grid_prior, key_frame_in  # the batched cached loop behind sampling.sample
+        from ..models.sampling import (  # the batched cached loop behind sampling.sample
+            _decode,
+            grid_prior,
+            key_frame_in,
+        )
 
         model, cfg = self.model, self.model.cfg
         param = next(model.parameters())

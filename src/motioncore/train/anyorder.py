@@ -158,8 +158,8 @@ def _add_mirrored(w, tr: np.ndarray, clips, recipe: AnyOrderRecipe):
     """Append the mirror image of every training window to ``w``; returns (windows, train indices)."""
     from dataclasses import replace
 
-    from ..data import lafan1_windows
     from ..core.kinematics import mirror
+    from ..data import lafan1_windows
 
     flipped = [replace(c, motion=mirror(c.motion)) for c in clips]
     m = lafan1_windows(flipped, recipe.window, recipe.offset, body=w.body)
