@@ -304,6 +304,9 @@ def _std_loads(raw: Any) -> Any:
 def _ms_hook(o: Any) -> Any:
     if isinstance(o, np.generic):
         return o.item()
+    for base in (str, int, float, dict, list, tuple):   # subclasses (e.g. torch's TorchVersion): as the stdlib does
+        if isinstance(o, base):
+            return base(o)
     raise TypeError(f"content value of type {type(o).__name__} is not JSON serialisable")
 
 
