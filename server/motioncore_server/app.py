@@ -196,10 +196,15 @@ class Server:
             self.registry.add_dir(d)
         if cfg.debug:
             self.registry.add_model(debug_mlp(self.device, d_hidden=cfg.debug_hidden))
-        prev = connection.previous(self.connection_file)   # refuses a file others could read or write
-        if prev is not None and connection.is_live(prev):
-            raise OSError(f"connection file {self.connection_file} names a live server (pid {prev['pid']}, "
-                          f"{prev['ip']}:{prev['port']}): stop it first, or pass another --connection-file")
+        try:
+            prev = connection.previous(self.connection_file)   # refuses a file others could read or write
+            if prev is not None and connection.is_live(prev):
+                raise OSError(f"connection file {self.connection_file} names a live server (pid {prev['pid']}, "
+                              f"{prev['ip']}:{prev['port']}): stop it first, or pass another --connection-file")
+        except Exception:
+            self._wake_r.close()
+            self._wake_w.close()
+            raise
         key = cfg.key or connection.new_key()     # fresh on every start: captured messages die with the server
         port = cfg.port if cfg.port is not None else (prev["port"] if prev and prev["ip"] == cfg.ip else 0)
         self.codec = Codec(key, cfg.limits, session=self.session, role="server")
