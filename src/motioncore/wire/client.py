@@ -227,7 +227,7 @@ class Client:
                 raise RequestTimeout(f"no reply to {type!r} within {timeout} s and the server does not answer "
                                      f"health; not resent because {type!r} is not idempotent")
         raise RequestTimeout(f"no reply to {type!r} after {tries} attempts of {timeout} s and no answer to "
-                             f"health: is the server at {endpoint(self._info)} running, and does the key in "
+                             f"health: is the server at {endpoint(self._info)} running? Does the key in "
                              f"{self.path} belong to it?")
 
     def _give_up(self, request_id: str, timeout: float) -> str:

@@ -304,9 +304,16 @@ def _std_loads(raw: Any) -> Any:
 def _ms_hook(o: Any) -> Any:
     if isinstance(o, np.generic):
         return o.item()
-    for base in (str, int, float, dict, list, tuple):   # subclasses (e.g. torch's TorchVersion): as the stdlib does
-        if isinstance(o, base):
-            return base(o)
+    if isinstance(o, str):   # subclasses (e.g. torch's TorchVersion), as the stdlib encoder takes them
+        return str(o)
+    if isinstance(o, float):
+        return float(o)
+    if isinstance(o, int):
+        return int(o)
+    if isinstance(o, dict):
+        return dict(o)
+    if isinstance(o, (list, tuple)):
+        return list(o)
     raise TypeError(f"content value of type {type(o).__name__} is not JSON serialisable")
 
 
@@ -607,7 +614,7 @@ def _parse_header(raw: Any) -> dict[str, Any]:
     seq, ts = h.get("seq"), h.get("ts")
     if type(seq) is not int or not 0 <= seq < 1 << 63:
         raise HeaderError(f"header field 'seq' must be an integer in [0, 2**63), got {seq!r}"[:200], parent_id=pid)
-    if type(ts) not in (int, float) or not math.isfinite(ts):
+    if not (type(ts) is int or type(ts) is float) or not math.isfinite(ts):  # type: ignore[arg-type]
         raise HeaderError(f"header field 'ts' must be a finite number (seconds since 1970), got {ts!r}"[:200],
                           parent_id=pid)
     for k in ("parent_id", "server_session", "session"):
