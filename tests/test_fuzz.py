@@ -179,8 +179,8 @@ class Fuzzer:
         big = float(self.rng.choice([1e308, -1e300, 3e38]))
         c = [("pfnn.rollout", {}, {"points": np.full((4, 2), big)}),
              ("pfnn.rollout", {}, {"points": np.zeros((4, 2)), "speed": np.full(4, big)}),
-             ("infill", {}, {"motion": np.full((4, 3), big, np.float32), "known": np.ones(4, bool)}),
-             ("pfnn.rollout", {}, {"x": np.full(342, 3e38, np.float32), "phase": np.float32(big)})]
+             ("infill", {}, {"motion": np.full((4, 3), 3e38, np.float32), "known": np.ones(4, bool)}),
+             ("pfnn.rollout", {}, {"x": np.full(342, 3e38, np.float32), "phase": np.float64(big)})]
         t, content, arrays = c[self.rng.integers(len(c))]
         return self.codec.encode(t, content, arrays)
 
