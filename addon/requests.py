@@ -18,7 +18,7 @@ import numpy as np
 from . import jobs, keys, rigmap
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
-PROTOCOL_VERSION = 1   # what the bundled protocol speaks (vendor/protocol.py)
+PROTOCOL_VERSION = 2   # what the bundled protocol speaks (vendor/protocol.py; issue 18 made it 2)
 Job = Callable[[Any], tuple[dict[str, Any], dict[str, np.ndarray]]]
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import zmq
 
 from motioncore.wire import protocol as P
-from motioncore.wire.client import Client, read_connection_file
+from motioncore.wire.client import Client, read_connection_file, secure_socket
 
 ECHO = textwrap.dedent("""
     import sys, zmq
@@ -44,7 +44,7 @@ ECHO = textwrap.dedent("""
 PROTO_ECHO = textwrap.dedent("""
     import sys, zmq
     from motioncore.wire import protocol as P
-    codec = P.Codec(sys.argv[1], P.Limits(), session="0" * 32)
+    codec = P.Codec(sys.argv[1], P.Limits(), session="0" * 32, role="server")
     ctx = zmq.Context(); s = ctx.socket(zmq.ROUTER); port = s.bind_to_random_port("tcp://127.0.0.1")
     print(port, flush=True)
     while True:
@@ -102,7 +102,7 @@ def latency(conn: Path, n: int, blocks: int) -> dict[str, list[float]]:
     info = read_connection_file(conn)
     codec = P.Codec(info["key"], P.CLIENT_LIMITS)
     ctx = zmq.Context()
-    srv = ctx.socket(zmq.DEALER)
+    srv = secure_socket(ctx.socket(zmq.DEALER), info["key"])
     srv.connect(f"tcp://127.0.0.1:{info['port']}")
     # sizes of a real health request and reply, for the echo baseline
     req = codec.encode("health")

@@ -1,4 +1,4 @@
-"""Build the Blender extension zip: vendor motioncore.wire (protocol, client), fetch pyzmq wheels, zip the add-on.
+"""Build the Blender extension zip: vendor motioncore.wire (protocol, client), fetch pyzmq and msgspec wheels, zip the add-on.
 
     python scripts/build_addon.py                 # -> dist/motioncore_blender-<version>.zip
     python scripts/build_addon.py --skip-wheels   # offline: no wheels, no wheels list in the manifest
@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VENDORED = ("protocol.py", "client.py")
 PYZMQ = "pyzmq==27.3.0"
+MSGSPEC = "msgspec==0.22.0"   # the protocol's C JSON codec; without it the vendored protocol falls back to json
+WHEELS = (PYZMQ, MSGSPEC)
 # (pip --python-version, --abi, [--platform ...]) per target: cp311 for Blender 4.2-5.0, abi3 for 5.1+.
 PLATFORMS = (["manylinux_2_28_x86_64", "manylinux_2_26_x86_64", "manylinux_2_17_x86_64"], ["win_amd64"],
              ["macosx_10_15_universal2", "macosx_11_0_arm64", "macosx_10_15_x86_64"])
@@ -46,16 +48,19 @@ def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore" / "wire"
 
 
 def download_wheels(addon_dir: Path) -> list[Path]:
-    """pip download the pyzmq wheels for every Blender Python and platform into ``addon_dir/wheels``."""
+    """pip download the pyzmq and msgspec wheels for every Blender Python and platform into ``addon_dir/wheels``.
+    msgspec has no abi3 wheels, so for Python 3.13 it is fetched as cp313."""
     dest = addon_dir / "wheels"
     dest.mkdir(exist_ok=True)
     for py, abi in PYTHONS:
         for plats in PLATFORMS:
-            cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--no-deps", "-d", str(dest),
-                   "--python-version", py, "--implementation", "cp", "--abi", abi]
-            for p in plats:
-                cmd += ["--platform", p]
-            subprocess.run([*cmd, PYZMQ], check=True)
+            for req in WHEELS:
+                req_abi = "cp" + py.replace(".", "") if req == MSGSPEC and abi == "abi3" else abi
+                cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--no-deps", "-d", str(dest),
+                       "--python-version", py, "--implementation", "cp", "--abi", req_abi]
+                for p in plats:
+                    cmd += ["--platform", p]
+                subprocess.run([*cmd, req], check=True)
     return sorted(dest.glob("*.whl"))
 
 

@@ -183,6 +183,7 @@ def test_connect_map_bones_and_errors(addon, server, tmp_path, monkeypatch):
     # the server down: Connect says so, In-fill reports and writes nothing
     dead = tmp_path / "dead.json"
     dead.write_text(json.dumps({**json.loads(Path(server[1]).read_text()), "port": 9}))   # nothing listens on 9
+    dead.chmod(0o600)   # a connection file is trusted only if private (issue 18)
     prefs.connection_file = str(dead)
     ops.stop_worker()
     fakebpy.key_pose(arm, 1, {"Hips": (1, 0, 0, 0)})

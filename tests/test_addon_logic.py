@@ -670,7 +670,7 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
 
     class Old:
         def hello(self):
-            return {"protocol_version": 2}
+            return {"protocol_version": 1}
 
         def close(self):
             pass

@@ -1,7 +1,9 @@
 """Fuzzing the server: 10,000 random and mutated messages against a server subprocess.
 
 Truncated and extra frames, wrong lengths, huge shapes, bad JSON, wrong signatures and keys, replays,
-bad dtypes, NaN payloads, oversize frames, bit flips. Afterwards the process must be alive, its RSS
+bad dtypes, NaN payloads, oversize frames, bit flips; and the audit's (issue 18): zero-size shapes with
+huge dimensions and an empty frame (each used to kill the server), messages of too many frames, stale
+timestamps, signed replies sent back as requests, and huge finite inputs (1e308). Afterwards the process must be alive, its RSS
 must not have grown by more than 50 MB, and a valid request must still succeed.
 
 Run alone with figures: ``.venv/bin/python -m pytest tests/test_fuzz.py -s`` (or ``FUZZ_N=100000``).
@@ -20,7 +22,7 @@ import zmq
 from test_server import X, spawn, stop
 
 from motioncore.wire import protocol as P
-from motioncore.wire.client import Client, read_connection_file
+from motioncore.wire.client import Client, read_connection_file, secure_socket
 
 N = int(os.environ.get("FUZZ_N", 10_000))
 FRAME_LIMIT = 1 << 20   # server started with --max-message-mb 1: buffers up to 1 MiB
@@ -66,8 +68,9 @@ class Fuzzer:
         hb = header if isinstance(header, bytes) else json.dumps(header).encode()
         return [P.DELIMITER, self.codec.sign(hb, buffers), hb, *buffers]
 
-    def _header(self, buffers: list[dict]) -> dict:
-        return {"version": 1, "id": P.new_id(), "type": "debug.echo", "parent_id": None, "server_session": None,
+    def _header(self, buffers: list[dict], type: str = "debug.echo", ts: float | None = None) -> dict:
+        return {"version": 2, "id": P.new_id(), "type": type, "dir": "req", "session": P.new_id(), "seq": 1,
+                "ts": time.time() if ts is None else ts, "parent_id": None, "server_session": None,
                 "content": {}, "buffers": buffers}
 
     # message kinds
@@ -110,7 +113,9 @@ class Fuzzer:
 
     def k_bad_version(self):
         h = self._header([])
-        h["version"] = int(self.rng.integers(-5, 1000)) or 2
+        h["version"] = int(self.rng.integers(-5, 1000))
+        if h["version"] == 2:
+            h["version"] = 1
         return self._signed(h, [])
 
     def k_bad_dtype(self):
@@ -153,6 +158,32 @@ class Fuzzer:
         return self._signed(self._header([{"name": "a", "dtype": "uint8", "shape": [FRAME_LIMIT + 100]}]),
                             [b"\0" * (FRAME_LIMIT + 100)])
 
+    def k_crash_shape(self):   # defect 1: a zero-size shape hiding huge dimensions, an empty frame
+        shape = [[0, 2**63], [2**32, 2**32, 0], [0, 2**62, 2**62], [2**31, 0], [0, 10**30], [2**63 - 1, 0, 5]][
+            self.rng.integers(6)]
+        dt = ["float32", "uint8", "bool", "int64"][self.rng.integers(4)]
+        t = ["health", "debug.echo", "pfnn.rollout", "hello"][self.rng.integers(4)]
+        return self._signed(self._header([{"name": "a", "dtype": dt, "shape": shape}], type=t), [b""])
+
+    def k_many_frames(self):   # defect 2: over the frame cap (read and discarded frame by frame)
+        return self._valid() + [b"\0" * 1024] * int(self.rng.integers(30, 200))
+
+    def k_stale(self):
+        return self._signed(self._header([], type="health", ts=time.time() + float(self.rng.choice([-1e6, -120, 120]))), [])
+
+    def k_reply_as_request(self):   # defect 3: a signed server reply sent back as a request
+        srv = P.Codec(self.key, role="server", session=P.new_id())
+        return srv.reply(P.Message("health", P.new_id()), P.RESULT, {"status": "ok"})
+
+    def k_huge_values(self):   # defect 9: huge but finite inputs
+        big = float(self.rng.choice([1e308, -1e300, 3e38]))
+        c = [("pfnn.rollout", {}, {"points": np.full((4, 2), big)}),
+             ("pfnn.rollout", {}, {"points": np.zeros((4, 2)), "speed": np.full(4, big)}),
+             ("infill", {}, {"motion": np.full((4, 3), 3e38, np.float32), "known": np.ones(4, bool)}),
+             ("pfnn.rollout", {}, {"x": np.full(342, 3e38, np.float32), "phase": np.float64(big)})]
+        t, content, arrays = c[self.rng.integers(len(c))]
+        return self.codec.encode(t, content, arrays)
+
     def k_bool_garbage(self):
         return self._signed(self._header([{"name": "m", "dtype": "bool", "shape": [4]}]), [b"\0\1\2\3"])
 
@@ -171,6 +202,7 @@ def fuzz(conn: Path, pid: int, n: int, seed: int = 0) -> dict:
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     sock.linger = 0
+    secure_socket(sock, info["key"])
     sock.connect(f"tcp://127.0.0.1:{info['port']}")
     kinds: Counter[str] = Counter()
     codes: Counter[str] = Counter()
@@ -239,7 +271,7 @@ def test_fuzz_ten_thousand_messages(tmp_path):
               f"{res['after_warmup_kb'] / 1024:.1f} MB after warm-up, {res['end_kb'] / 1024:.1f} MB at end "
               f"(growth {growth_mb:+.1f} MB)\nrejected by code: {h['rejected']}\nreplies: {res['reply_codes']}")
         assert growth_mb < 50
-        for code in ("bad_frames", "too_large", "bad_signature", "replayed", "bad_header", "bad_version",
+        for code in ("bad_frames", "too_large", "bad_signature", "replayed", "stale", "bad_header", "bad_version",
                      "bad_dtype", "bad_buffer", "invalid_request"):
             assert h["rejected"].get(code, 0) + res["reply_codes"].get(code, 0) > 0, code
         oversize = res["kinds"].get("over_maxmsgsize", 0)   # dropped by libzmq with the connection

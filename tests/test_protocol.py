@@ -1,9 +1,12 @@
-"""motioncore.wire.protocol without sockets: round trips, and one malformed message per validation step."""
+"""motioncore.wire.protocol without sockets: round trips, one malformed message per validation step, replay
+protection (direction, sessions and counters, timestamps), the crash shapes of the audit (issue 18), and
+both JSON codecs (msgspec and the standard library fallback used inside Blender without the wheel)."""
 from __future__ import annotations
 
 import ast
 import json
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -17,7 +20,21 @@ KEY = b"0123456789abcdef" * 4
 
 
 def codec(**limits) -> P.Codec:
-    return P.Codec(KEY, P.Limits(**limits))
+    """A server's codec (decodes requests)."""
+    return P.Codec(KEY, P.Limits(**limits), role="server", session="sess0")
+
+
+def client() -> P.Codec:
+    """A client's codec (encodes requests)."""
+    return P.Codec(KEY)
+
+
+@pytest.fixture(params=["msgspec", "stdlib"], autouse=True)
+def json_backend(request):
+    """Every test runs with the C codec and with the standard-library fallback (Blender without the wheel)."""
+    P.use_json(request.param)
+    yield request.param
+    P.use_json()
 
 
 def forge(header: dict | bytes, buffers=(), key: bytes = KEY, identity=(b"peer",)) -> list[bytes]:
@@ -28,8 +45,8 @@ def forge(header: dict | bytes, buffers=(), key: bytes = KEY, identity=(b"peer",
 
 
 def header(**over) -> dict:
-    h = {"version": 1, "id": P.new_id(), "type": "debug.echo", "parent_id": None, "server_session": None,
-         "content": {}, "buffers": []}
+    h = {"version": 2, "id": P.new_id(), "type": "debug.echo", "dir": "req", "session": P.new_id(), "seq": 1,
+         "ts": time.time(), "parent_id": None, "server_session": None, "content": {}, "buffers": []}
     h.update(over)
     return h
 
@@ -48,7 +65,7 @@ def test_round_trip_every_dtype_and_shape(dtype, shape):
     rng = np.random.default_rng(0)
     a = (rng.random(shape) * 100).astype(dtype)
     c = codec()
-    frames = c.encode("debug.echo", {"n": 3, "s": "é", "nested": {"l": [1, 2.5, None]}}, {"a": a, "b": a.T})
+    frames = client().encode("debug.echo", {"n": 3, "s": "é", "nested": {"l": [1, 2.5, None]}}, {"a": a, "b": a.T})
     msg = c.decode([b"peer", *[bytes(f) for f in frames]])
     assert msg.type == "debug.echo" and msg.identity == [b"peer"] and msg.content["s"] == "é"
     for k, ref in (("a", a), ("b", a.T)):
@@ -59,9 +76,9 @@ def test_round_trip_every_dtype_and_shape(dtype, shape):
 
 def test_round_trip_big_endian_noncontiguous_and_reply_fields():
     a = np.arange(24, dtype=">f8").reshape(4, 6)[:, ::2]   # big-endian, strided
-    server = P.Codec(KEY, session="sess1")
+    server = P.Codec(KEY, session="sess1", role="server")
     req = P.Message("health", "req1")
-    msg = codec().decode(server.reply(req, P.RESULT, {"ok": True, "v": np.float32(2.5)}, {"a": a}))
+    msg = client().decode(server.reply(req, P.RESULT, {"ok": True, "v": np.float32(2.5)}, {"a": a}))
     assert msg.parent_id == "req1" and msg.server_session == "sess1" and msg.content == {"ok": True, "v": 2.5}
     np.testing.assert_array_equal(msg.arrays["a"], a)
     assert msg.arrays["a"].dtype == np.dtype("<f8")
@@ -83,7 +100,7 @@ def test_error_content_maps_to_typed_exceptions():
         assert type(err) is cls and err.code == code and err.message == "boom" and err.parent_id == "p"
     other = P.error_from_content({"code": "from_the_future", "message": "?"})
     assert type(other) is P.ProtocolError and other.code == "from_the_future"
-    assert len(set(P.ERRORS)) == len(P.ERRORS) == 15
+    assert len(set(P.ERRORS)) == len(P.ERRORS) == 16
 
 
 # -------------------------------------------------------------------------- step 1: frame count
@@ -109,7 +126,7 @@ def test_step2_sizes_before_signature():
 # --------------------------------------------------------------------- step 3: signature, replay
 
 def test_step3_signature_wrong_key_altered_header_altered_buffer():
-    good = codec().encode("debug.echo", {"a": 1}, {"x": np.arange(4, dtype=np.float32)})
+    good = client().encode("debug.echo", {"a": 1}, {"x": np.arange(4, dtype=np.float32)})
     assert code_of(P.Codec(b"another key").encode("health")) == "bad_signature"
     hdr = bytes(good[2]).replace(b'"a":1', b'"a":2')
     assert code_of([good[0], good[1], hdr, good[3]]) == "bad_signature"
@@ -122,7 +139,7 @@ def test_step3_signature_wrong_key_altered_header_altered_buffer():
 
 def test_step3_replay_refused_and_history_bounded():
     c = codec()
-    frames = [bytes(f) for f in codec().encode("health")]
+    frames = [bytes(f) for f in client().encode("health")]
     c.decode(frames)
     assert code_of(frames, c) == "replayed"
     h = P.SignatureHistory(size=3)
@@ -144,6 +161,8 @@ def test_step4_header_not_a_json_object(raw):
 @pytest.mark.parametrize("over", [
     {"version": "1"}, {"version": True}, {"id": ""}, {"id": "x" * 65}, {"id": "a b"}, {"id": 5},
     {"type": "Hello"}, {"type": ""}, {"type": None}, {"parent_id": 7}, {"server_session": "has space"},
+    {"dir": "up"}, {"dir": None}, {"seq": -1}, {"seq": 1.5}, {"seq": True}, {"seq": 2**63}, {"ts": "now"},
+    {"ts": None}, {"session": 5}, {"session": "a b"},
     {"content": []}, {"content": None}, {"buffers": {}}, {"buffers": [{"dtype": "uint8", "shape": [1]}]},
     {"buffers": [{"name": "a", "dtype": "uint8", "shape": 1}]},
     {"buffers": [{"name": "a", "dtype": "uint8", "shape": []}, {"name": "a", "dtype": "uint8", "shape": []}]},
@@ -155,13 +174,13 @@ def test_step4_header_schema(over):
 
 
 def test_step4_missing_fields_and_version():
-    for k in ("version", "id", "type", "content", "buffers"):
+    for k in ("version", "id", "type", "content", "buffers", "dir", "seq", "ts"):
         h = header()
         del h[k]
         assert code_of(forge(h)) == "bad_header", k
     with pytest.raises(P.VersionError) as ei:
-        codec().decode(forge(header(version=2, id="v2msg")))
-    assert ei.value.code == "bad_version" and ei.value.parent_id == "v2msg"
+        codec().decode(forge(header(version=1, id="v1msg")))
+    assert ei.value.code == "bad_version" and ei.value.parent_id == "v1msg"
 
 
 # -------------------------------------------------------------------------------- step 5: dtypes
@@ -215,7 +234,7 @@ def test_step6_ten_gigabyte_claim_is_arithmetic_not_allocation():
 # ------------------------------------------------------------------ step 7: per-request helpers
 
 def test_step7_check_array_and_check_field():
-    arrays = codec().decode(codec().encode("t", arrays={
+    arrays = codec().decode(client().encode("t", arrays={
         "x": np.zeros((4, 3), np.float32), "bad": np.array([1.0, np.nan], np.float32), "i": np.arange(3)})).arrays
     assert P.check_array(arrays, "x", shape=(None, 3)).shape == (4, 3)
     for kw, name in [({"shape": (None, 4)}, "x"), ({"shape": (None,)}, "x"), ({"dtypes": ("float64",)}, "x"),
@@ -239,7 +258,8 @@ def test_step7_check_array_and_check_field():
 @pytest.mark.parametrize("module", ["protocol.py", "client.py"])
 def test_protocol_and_client_import_only_stdlib_numpy_zmq(module):
     tree = ast.parse((ROOT / "src" / "motioncore" / "wire" / module).read_text())
-    allowed = set(sys.stdlib_module_names) - {"pickle", "marshal", "shelve"} | {"numpy", "zmq", "__future__"}
+    # msgspec: optional (imported under try, with the standard library as the fallback)
+    allowed = set(sys.stdlib_module_names) - {"pickle", "marshal", "shelve"} | {"numpy", "zmq", "__future__", "msgspec"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name.split(".")[0] for a in node.names]
@@ -252,3 +272,73 @@ def test_protocol_and_client_import_only_stdlib_numpy_zmq(module):
         else:
             continue
         assert set(names) <= allowed, names
+
+
+# ------------------------------------------------------------ issue 18: the audit's reproductions
+
+@pytest.mark.parametrize("shape", [[0, 2**63], [2**32, 2**32, 0], [0, 2**62, 2**62], [2**31, 0, 2**31, 0],
+                                   [0, 10**30], [2**63 - 1, 0]])
+def test_audit_1_zero_size_huge_shapes_are_bad_buffer_not_a_crash(shape):
+    """Defect 1: a zero-size shape with a huge dimension and an empty frame passed the length check and
+    reshape raised inside the socket loop. Now every dimension and their span are bounded first."""
+    for dtype in ("float32", "uint8", "bool"):
+        h = header(buffers=[{"name": "a", "dtype": dtype, "shape": shape}])
+        assert code_of(forge(h, [b""])) == "bad_buffer"
+    ok = codec().decode(forge(header(buffers=[{"name": "a", "dtype": "float32", "shape": [0, 1000]}]), [b""]))
+    assert ok.arrays["a"].shape == (0, 1000)
+
+
+def test_audit_3_a_request_is_accepted_once_however_many_messages_follow():
+    """Defect 3: the signature cache (32,768 entries) was the only guard. Now (session, seq) is tracked."""
+    c, cl = codec(), client()
+    first = [bytes(f) for f in cl.encode("health")]
+    c.decode(first)
+    for _ in range(40_000):   # more than the old history held
+        c.decode(cl.encode("health"))
+    assert code_of(first, c) == "replayed"
+    assert len(c.guard) == 1   # one session tracked, not 40,000 signatures
+
+
+def test_audit_3_a_reply_never_passes_as_a_request_nor_a_request_as_a_reply():
+    server, cl = codec(), client()
+    reply = [bytes(f) for f in server.reply(P.Message("health", "r1"), P.RESULT, {"status": "ok"})]
+    assert code_of(reply, codec()) == "replayed"                  # the direction is signed
+    request = [bytes(f) for f in cl.encode("health")]
+    with pytest.raises(P.ReplayError):
+        client().decode(request)
+
+
+def test_audit_3_old_and_future_timestamps_are_stale_and_sessions_expire():
+    assert code_of(forge(header(ts=time.time() - 61))) == "stale"
+    assert code_of(forge(header(ts=time.time() + 61))) == "stale"
+    g = P.ReplayGuard(window_s=10)
+    g.check("s1", 1, 100.0, "m", now=100.0)
+    with pytest.raises(P.ReplayError):
+        g.check("s1", 1, 100.0, "m", now=105.0)
+    g.check("s2", 1, 120.0, "m", now=120.0)   # sweeps s1 (its newest ts is older than the window)
+    assert len(g) == 1
+    with pytest.raises(P.StaleMessage):   # and every message of s1 is stale by then
+        g.check("s1", 1, 100.0, "m", now=120.0)
+
+
+def test_audit_9_huge_finite_values_are_out_of_range():
+    arrays = codec().decode(client().encode("t", arrays={"big": np.array([0.0, 1e308]), "ok": np.ones(3)})).arrays
+    with pytest.raises(P.InvalidRequest, match="beyond"):
+        P.check_array(arrays, "big", dtypes=("float64",))
+    assert P.check_array(arrays, "ok", dtypes=("float64",), bound=1.0).shape == (3,)
+    with pytest.raises(P.InvalidRequest, match="within"):
+        P.check_field({"v": 1e308}, "v", float)
+
+
+def test_anonymous_errors_carry_no_session():
+    err = codec().error(P.SignatureError("no"), anonymous=True)
+    msg = client().decode(err)
+    assert msg.server_session is None and b"sess0" not in bytes(err[2])
+
+
+def test_both_json_codecs_write_the_same_header(json_backend):
+    h = {"a": [1, 2.5, None, "é"], "b": {"c": True}}
+    assert json.loads(P._dumps(h)) == h and P._loads(P._dumps(h)) == h
+    with pytest.raises(ValueError):
+        P._dumps({"v": [1.0, {"w": float("inf")}]})
+    assert P.JSON_BACKEND == json_backend

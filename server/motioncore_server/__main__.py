@@ -18,7 +18,7 @@ from motioncore.wire.protocol import Limits, ProtocolError
 
 from . import setup_logging
 from .app import Server, ServerConfig
-from .connection import default_connection_file
+from .connection import default_connection_file, read_key_file
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback --ip (messages are signed, not encrypted)")
     p.add_argument("--connection-file", type=Path, default=None, help=f"default: {default_connection_file()}")
+    p.add_argument("--key-file", type=Path, default=None,
+                   help="use the key on this file's first line (mode 0600, yours) instead of a fresh one per start")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto: CUDA when available)")
     p.add_argument("--model", type=Path, action="append", default=[], help="extra checkpoint (repeatable)")
     p.add_argument("--models-dir", type=Path, action="append", default=[], help="folder of checkpoints (repeatable)")
@@ -50,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def config_from_args(a: argparse.Namespace) -> ServerConfig:
     total = int(a.max_message_mb * (1 << 20))
     limits = Limits(max_message_bytes=total, max_buffer_bytes=min(total, Limits().max_buffer_bytes))
-    return ServerConfig(ip=a.ip, port=a.port, allow_remote=a.allow_remote, connection_file=a.connection_file,
+    key = read_key_file(a.key_file) if a.key_file is not None else None
+    return ServerConfig(ip=a.ip, port=a.port, allow_remote=a.allow_remote, connection_file=a.connection_file, key=key,
                         device=a.device, models=a.model, models_dirs=a.models_dir, workers=a.workers,
                         threads=a.threads, queue=a.queue, batching=a.batching, batch_max=a.batch_max,
                         batch_window_ms=a.batch_window_ms, limits=limits, grace_s=a.grace,

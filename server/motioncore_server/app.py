@@ -6,11 +6,23 @@ requests: hello, health, models, cancel) or queue it for the worker pool (a full
 once). The loop tracks every queued or running request in ``inflight``; a final reply leaves that table
 exactly once (a late final for a cancelled request is dropped), so every request gets exactly one.
 
-Sends are non-blocking with ROUTER_MANDATORY: a vanished client (EHOSTUNREACH) or a full one (EAGAIN at
-the high-water mark) costs a counted, dropped reply and never blocks anyone else.
+Sends are non-blocking with ROUTER_MANDATORY. A vanished client (EHOSTUNREACH) costs a counted, dropped
+reply. A slow client whose queue is full (EAGAIN at the high-water mark, SEND_HWM messages) never blocks
+anyone else and loses nothing: its replies are held, in order, and sent as it reads; while HOLD_MAX are
+held for it, its new requests are answered ``busy`` (held too). Only past HOLD_HARD held messages -- a
+peer that sends without ever reading -- are replies dropped, counted and logged.
+
+Hardening (issue 18): a ZAP handler on this loop admits only connections that present the ZMTP PLAIN
+token derived from the key, so a peer without the key never gets a message in (libzmq would otherwise
+buffer a whole multipart message of any frame count before the loop sees it). Messages are read frame
+by frame with caps on frame count and total size; the rest of an oversize message is discarded as it is
+read. Any unexpected exception while handling one message becomes an ``internal`` error reply and a log
+line; the loop goes on.
 """
 from __future__ import annotations
 
+import collections
+import hmac
 import ipaddress
 import logging
 import os
@@ -30,7 +42,13 @@ import zmq
 import motioncore
 from motioncore.wire.protocol import (
     RESULT,
+    ZAP_USERNAME,
+    Busy,
     Codec,
+    FrameError,
+    SignatureError,
+    TooLarge,
+    transport_token,
     InternalError,
     InvalidRequest,
     Limits,
@@ -47,9 +65,12 @@ from .registry import Registry, debug_mlp
 from .workers import FINAL, Job, MicroBatcher, WorkerPool
 
 log = logging.getLogger("motioncore_server")
-HWM = 100     # messages queued per peer and direction before sends fail with EAGAIN (counted as "full")
+SEND_HWM = 1000   # messages queued per peer and direction in libzmq (docs/protocol.md: the one send limit)
+HOLD_MAX = 1000   # replies held for one slow peer beyond SEND_HWM before its new requests are answered busy
+HOLD_HARD = 100_000   # held replies for one peer beyond which replies are dropped (counted, logged)
 COPY = False
 DRAIN = 256   # messages taken from one socket per loop turn, so neither direction starves the other
+ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 
 
 def _is_loopback(ip: str) -> bool:
@@ -57,6 +78,31 @@ def _is_loopback(ip: str) -> bool:
         return ipaddress.ip_address(ip).is_loopback
     except ValueError:
         return False
+
+
+def resolve_ip(host: str) -> tuple[str, bool]:
+    """(IP literal to bind, whether every address of ``host`` is loopback). Host names such as
+    ``localhost`` are resolved (IPv4 preferred)."""
+    try:
+        return str(ipaddress.ip_address(host)), _is_loopback(host)
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise ValueError(f"cannot resolve --ip {host!r}: {e}") from None
+    addrs = sorted({i[4][0] for i in infos}, key=lambda a: ":" in a)
+    if not addrs:
+        raise ValueError(f"--ip {host!r} resolves to no address")
+    return addrs[0], all(_is_loopback(a) for a in addrs)
+
+
+class TooManyFrames(FrameError):
+    def __init__(self, n: int):
+        super().__init__(f"message has {n} frames or more; the rest was discarded")
+
+
+PRE_AUTH = (FrameError, TooLarge, SignatureError)   # decode failures before the signature is known good
 
 
 @dataclass
@@ -80,13 +126,19 @@ class ServerConfig:
     debug: bool = False                   # add the debug.* request types and the debug.mlp model
     debug_hidden: int = 512               # hidden width of debug.mlp (benchmarks vary the compute)
     bundled: bool = False                 # register motioncore's bundled checkpoints (lazily); the CLI turns it on
+    key: str | None = None                # HMAC key; None: a fresh random one on every start
+    send_hwm: int = SEND_HWM              # per-peer libzmq queue (tests lower it to exercise held replies)
 
     def __post_init__(self) -> None:
-        if not _is_loopback(self.ip) and not self.allow_remote:
+        ip, loopback = resolve_ip(self.ip)
+        if not loopback and not self.allow_remote:
             raise ValueError(f"refusing to bind {self.ip!r}: only loopback is allowed without --allow-remote")
+        self.ip = ip
         if self.port is not None and not 0 <= self.port <= 65535:
             raise ValueError(f"port must be 0..65535, got {self.port}")
-        for k in ("workers", "queue", "batch_max", "heartbeat_ms"):
+        if self.key is not None and not self.key:
+            raise ValueError("an explicit key must not be empty")
+        for k in ("workers", "queue", "batch_max", "heartbeat_ms", "send_hwm"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.threads is None:
@@ -119,6 +171,7 @@ class Server:
         self.session = connection.new_session()
         self.inflight: dict[str, Job] = {}
         self.counts: Counter[str] = Counter()
+        self.held: dict[tuple[bytes, ...], collections.deque] = {}   # peer -> replies waiting for room
         self.port: int | None = None
         self.connection_file = Path(config.connection_file or connection.default_connection_file())
         self._stop = False   # a plain flag: request_stop() runs inside signal handlers
@@ -143,11 +196,23 @@ class Server:
             self.registry.add_dir(d)
         if cfg.debug:
             self.registry.add_model(debug_mlp(self.device, d_hidden=cfg.debug_hidden))
-        prev = connection.previous(self.connection_file)
-        key = prev["key"] if prev else connection.new_key()
+        try:
+            prev = connection.previous(self.connection_file)   # refuses a file others could read or write
+            if prev is not None and connection.is_live(prev):
+                raise OSError(f"connection file {self.connection_file} names a live server (pid {prev['pid']}, "
+                              f"{prev['ip']}:{prev['port']}): stop it first, or pass another --connection-file")
+        except Exception:
+            self._wake_r.close()
+            self._wake_w.close()
+            raise
+        key = cfg.key or connection.new_key()     # fresh on every start: captured messages die with the server
         port = cfg.port if cfg.port is not None else (prev["port"] if prev and prev["ip"] == cfg.ip else 0)
-        self.codec = Codec(key, cfg.limits, session=self.session)
+        self.codec = Codec(key, cfg.limits, session=self.session, role="server")
+        self._token = transport_token(key)
         self.zctx = zmq.Context()
+        self.zap = self.zctx.socket(zmq.REP)      # ZAP handler: bound before the ROUTER can take connections
+        self.zap.linger = 0
+        self.zap.bind(ZAP_ENDPOINT)
         self.router, bound = self._bind(port)
         self.port = bound
         self.outbox_address = f"inproc://mc-outbox-{self.session}"
@@ -166,12 +231,17 @@ class Server:
         except Exception:
             self.router.close(linger=0)
             self.outbox.close(linger=0)
+            self.zap.close(linger=0)
             self.zctx.term()
             raise
         torch.set_num_threads(threads)
         self.pool.start()
         self.batcher.start()
         self._started = True
+        if not _is_loopback(cfg.ip):
+            log.warning("listening on a non-loopback interface", extra={"fields": {
+                "ip": cfg.ip, "warning": "messages are signed, not encrypted: anyone on the network can read them; "
+                                         "only key holders can connect"}})
         log.info("listening", extra={"fields": {"endpoint": self.endpoint, "connection_file": str(self.connection_file),
                                                 "server_session": self.session, "device": str(self.device),
                                                 "models": self.registry.names(), **self._public_config()}})
@@ -180,8 +250,10 @@ class Server:
         cfg = self.config
         s = self.zctx.socket(zmq.ROUTER)
         s.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        s.setsockopt(zmq.SNDHWM, HWM)       # per peer: bounds what a slow client makes us buffer
-        s.setsockopt(zmq.RCVHWM, HWM)
+        s.setsockopt(zmq.SNDHWM, cfg.send_hwm)   # per peer; beyond it replies are held (see _send)
+        s.setsockopt(zmq.RCVHWM, SEND_HWM)
+        s.setsockopt(zmq.PLAIN_SERVER, 1)        # every connection is vetted by the ZAP handler (_serve_zap)
+        s.setsockopt(zmq.ZAP_DOMAIN, b"motioncore")
         s.setsockopt(zmq.MAXMSGSIZE, cfg.limits.socket_max_frame)
         s.setsockopt(zmq.HEARTBEAT_IVL, cfg.heartbeat_ms)
         s.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3 * cfg.heartbeat_ms)
@@ -195,6 +267,7 @@ class Server:
             s.bind(f"tcp://{host}:{port or '*'}")
         except zmq.ZMQError as e:
             s.close(linger=0)
+            self.zap.close(linger=0)
             self.zctx.term()
             raise OSError(f"cannot bind tcp://{host}:{port} ({e}); is another server using "
                           f"{self.connection_file}? Use --port 0 or another --connection-file") from None
@@ -223,7 +296,10 @@ class Server:
                 "received": self.counts["received"], "replied": self.counts["replied"],
                 "progress_sent": self.counts["progress"], "dropped_late": self.counts["dropped_late"],
                 "rejected": {k[4:]: v for k, v in self.counts.items() if k.startswith("rej:")},
-                "send_failures": {"unroutable": self.counts["unroutable"], "full": self.counts["full"]},
+                "send_failures": {"unroutable": self.counts["unroutable"], "full": self.counts["full"],
+                                  "dropped_overflow": self.counts["dropped_overflow"]},
+                "held": sum(len(q) for q in self.held.values()), "held_total": self.counts["held"],
+                "connections_refused": self.counts["zap_refused"],
                 "batches": b.batches, "batched_requests": b.requests, "largest_batch": b.largest}
 
     def cancel(self, target: str) -> dict[str, Any]:
@@ -266,18 +342,29 @@ class Server:
         poller.register(self.router, zmq.POLLIN)
         poller.register(self.outbox, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
+        poller.register(self.zap, zmq.POLLIN)
         try:
             while True:
                 timeout = None if not self._stopping else max(0, int((self._deadline - time.monotonic()) * 1000))
+                if self.held:   # replies wait for a slow peer: look again soon
+                    timeout = 5 if timeout is None else min(timeout, 5)
                 events = dict(poller.poll(timeout))
-                if self._wake_r.fileno() in events:
-                    self._wake_r.recv(4096)
-                if self._stop and not self._stopping:
-                    self._begin_shutdown()
-                if self.outbox in events:
-                    self._drain_outbox()
-                if self.router in events:
-                    self._drain_router()
+                try:
+                    if self._wake_r.fileno() in events:
+                        self._wake_r.recv(4096)
+                    if self._stop and not self._stopping:
+                        self._begin_shutdown()
+                    if self.zap in events:
+                        self._serve_zap()
+                    if self.held:
+                        self._flush_held()
+                    if self.outbox in events:
+                        self._drain_outbox()
+                    if self.router in events:
+                        self._drain_router()
+                except Exception as e:   # the loop never dies; _handle already guards each message
+                    self.counts["loop_errors"] += 1
+                    log.error("socket loop error", exc_info=e)
                 if self._stopping and (not self.inflight or self._force or time.monotonic() >= self._deadline):
                     break
         finally:
@@ -287,14 +374,51 @@ class Server:
         self.start()
         self.serve()
 
+    def _serve_zap(self) -> None:
+        """ZAP (RFC 27): admit a connection only with the PLAIN user name and the token derived from the key."""
+        for _ in range(DRAIN):
+            try:
+                req = self.zap.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            rid = req[1] if len(req) > 1 else b""
+            ok = (len(req) == 8 and req[5] == b"PLAIN" and hmac.compare_digest(req[6], ZAP_USERNAME)
+                  and hmac.compare_digest(req[7], self._token))
+            if not ok:
+                self.counts["zap_refused"] += 1
+            self.zap.send_multipart([b"1.0", rid, b"200" if ok else b"400", b"OK" if ok else b"bad credentials",
+                                     b"", b""])
+
     def _drain_router(self) -> None:
-        # copy=True: for the small frames of most requests, bytes are cheaper than zmq.Frame objects.
         # EVENTS costs less than the zmq.Again exception that a blind recv ends on.
         router = self.router
         for _ in range(DRAIN):
             if not router.get(zmq.EVENTS) & zmq.POLLIN:
                 return
-            self._handle(router.recv_multipart(zmq.NOBLOCK))
+            self._handle(self._recv_bounded())
+
+    def _recv_bounded(self) -> list[Any]:
+        """One message, frame by frame (bytes: cheaper than zmq.Frame for the small frames of most requests).
+        Past the frame-count or total-size cap the rest is read and discarded, and a placeholder is
+        returned that decodes to ``bad_frames`` / ``too_large``: what one message costs us stays bounded."""
+        router, lim = self.router, self.config.limits
+        max_frames = lim.max_identities + 3 + lim.max_buffers
+        max_total = lim.max_message_bytes + 2 * lim.max_header_bytes
+        frames = [router.recv(zmq.NOBLOCK)]
+        total, n = len(frames[0]), 1
+        while router.get(zmq.RCVMORE):
+            keep = total <= max_total and n < max_frames
+            f = router.recv(copy=keep)
+            n += 1
+            if not keep or n > max_frames:
+                continue    # discarded (a zmq.Frame, freed at once)
+            frames.append(f)
+            total += len(f)
+        if n > max_frames:
+            return [frames[0], TooManyFrames(n)]
+        if total > max_total:
+            return [frames[0], TooLarge(f"message is over {max_total} bytes; the rest was discarded")]
+        return frames
 
     def _drain_outbox(self) -> None:
         for _ in range(DRAIN):
@@ -314,14 +438,33 @@ class Server:
                 self.counts["progress"] += 1
                 self._send(job.identity, frames[2:])
 
-    def _handle(self, frames: list[bytes]) -> None:
+    def _handle(self, frames: list[Any]) -> None:
+        """Decode, route and answer one message; any unexpected exception becomes an ``internal`` reply."""
         self.counts["received"] += 1
+        try:
+            self._route(frames)
+        except Exception as e:
+            self.counts["rej:internal"] += 1
+            log.error("unexpected error handling a message", exc_info=e)
+            try:
+                self._final([frames[0]], self.codec.error(InternalError(f"{type(e).__name__} while handling the "
+                                                                        f"message"), anonymous=True))
+            except Exception as e2:   # even the reply failed (the peer's identity frame is odd): log only
+                log.error("could not answer", exc_info=e2)
+
+    def _route(self, frames: list[Any]) -> None:
+        if len(frames) == 2 and isinstance(frames[1], ProtocolError):   # capped by _recv_bounded
+            err = frames[1]
+            self.counts["rej:" + err.code] += 1
+            self._final([frames[0]], self.codec.error(err, anonymous=True))
+            return
         try:
             msg = self.codec.decode(frames)
         except ProtocolError as e:
             self.counts["rej:" + e.code] += 1
-            # ROUTER put the peer's identity first; answer it (parent_id is null before step 4)
-            self._final([frames[0]], self.codec.error(e))
+            # ROUTER put the peer's identity first; answer it. Before the signature holds (steps 1-3)
+            # the answer is anonymous: no session, nothing about this server.
+            self._final([frames[0]], self.codec.error(e, anonymous=isinstance(e, PRE_AUTH)))
             return
         handler = self.handlers.get(msg.type)
         if handler is None:
@@ -331,6 +474,9 @@ class Server:
             return self._reject(msg, ShuttingDown("the server is shutting down"))
         if msg.id in self.inflight:
             return self._reject(msg, InvalidRequest(f"a request with id {msg.id!r} is already in flight"))
+        held = self.held.get(tuple(msg.identity)) if self.held else None
+        if held is not None and len(held) >= HOLD_MAX and msg.type != "cancel":
+            return self._reject(msg, Busy(f"{len(held)} replies are waiting for this client to read them"))
         if handler.inline:
             return self._final(msg.identity, self._run_inline(handler, msg))
         job = Job(msg, handler, msg.identity)
@@ -363,16 +509,50 @@ class Server:
         self._send(identity, frames)
 
     def _send(self, identity: list[bytes], frames: list[Any]) -> bool:
+        """Send now, or hold (in order) while the peer's queue is full; False when the peer has gone."""
+        peer = tuple(identity)
+        held = self.held.get(peer) if self.held else None
+        if held is not None:
+            return self._hold(held, frames)
         try:
             self.router.send_multipart([*identity, *frames], flags=zmq.NOBLOCK, copy=COPY)
             return True
         except zmq.Again:
-            self.counts["full"] += 1          # the peer's queue is at the high-water mark
+            self.counts["full"] += 1          # the peer's queue is at the high-water mark: hold
+            held = self.held[peer] = collections.deque()
+            return self._hold(held, frames)
         except zmq.ZMQError as e:
             if e.errno != zmq.EHOSTUNREACH:
                 raise
             self.counts["unroutable"] += 1    # the peer has gone
         return False
+
+    def _hold(self, held: collections.deque, frames: list[Any]) -> bool:
+        if len(held) >= HOLD_HARD:
+            self.counts["dropped_overflow"] += 1
+            if self.counts["dropped_overflow"] % 1000 == 1:
+                log.warning("reply dropped: a client sends without reading", extra={"fields": {
+                    "held": len(held), "dropped_overflow": self.counts["dropped_overflow"]}})
+            return False
+        held.append(frames)
+        self.counts["held"] += 1
+        return True
+
+    def _flush_held(self) -> None:
+        """Send held replies, oldest first, while each peer has room; forget peers that have gone."""
+        for peer, held in list(self.held.items()):
+            try:
+                while held:
+                    self.router.send_multipart([*peer, *held[0]], flags=zmq.NOBLOCK, copy=COPY)
+                    held.popleft()
+            except zmq.Again:
+                continue
+            except zmq.ZMQError as e:
+                if e.errno != zmq.EHOSTUNREACH:
+                    raise
+                self.counts["unroutable"] += len(held)
+                held.clear()
+            del self.held[peer]
 
     # -------------------------------------------------------------------------------------- shutdown
     def _begin_shutdown(self) -> None:
@@ -394,7 +574,11 @@ class Server:
         removed = connection.remove_if_ours(self.connection_file, self.session)
         joined = self.pool.stop(timeout=max(1.0, self.config.grace_s))
         joined = self.batcher.stop(timeout=max(1.0, self.config.grace_s)) and joined
+        if self.held:   # a last chance for replies still held for slow peers
+            self._flush_held()
+            self.counts["unsent_at_exit"] = sum(len(q) for q in self.held.values())
         self.outbox.close(linger=0)
+        self.zap.close(linger=0)
         self.router.close(linger=1000)    # let the last replies flush
         if self._signals:
             signal.set_wakeup_fd(-1)

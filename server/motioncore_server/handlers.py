@@ -31,6 +31,7 @@ from motioncore.wire.protocol import (
     Message,
     ModelUnavailable,
     ProtocolError,
+    MAX_ABS,
     check_array,
     check_field,
 )
@@ -44,6 +45,8 @@ MAX_FEATURES = 8192           # D of a feature vector
 MAX_JOINTS = 512
 MAX_PATH_POINTS = 100_000     # N of a rollout request's path
 PATH_ARRAYS = {"points", "speed", "facing", "gait"}
+MAX_PATH_METRES = 1e4         # |coordinate| of a path point (10 km)
+MAX_SPEED = 100.0             # m/s along a path
 
 
 @dataclass
@@ -190,11 +193,11 @@ def _check_path(req: Message) -> None:
     """The path form's arrays and fields (docs/protocol.md, pfnn.rollout path form)."""
     c = req.content
     check_field(c, "frames", int, default=None, lo=1, hi=MAX_ROLLOUT_FRAMES)
-    pts = check_array(req.arrays, "points", shape=(None, 2), dtypes=FLOATS)
+    pts = check_array(req.arrays, "points", shape=(None, 2), dtypes=FLOATS, bound=MAX_PATH_METRES)
     n = pts.shape[0]
     if not 2 <= n <= MAX_PATH_POINTS:
         raise InvalidRequest(f"array 'points' must have 2..{MAX_PATH_POINTS} points, got {n}")
-    speed = check_array(req.arrays, "speed", shape=(n,), dtypes=FLOATS, required=False)
+    speed = check_array(req.arrays, "speed", shape=(n,), dtypes=FLOATS, required=False, bound=MAX_SPEED)
     if speed is not None and (speed < 0).any():
         raise InvalidRequest(f"array 'speed' must be >= 0 m/s, point {int(np.argmax(speed < 0))} is negative")
     check_array(req.arrays, "facing", shape=(n,), dtypes=FLOATS, required=False)
@@ -377,8 +380,8 @@ def _full_skeleton(content: Mapping[str, Any], field_name: str):
         raise InvalidRequest(f"field {field_name!r}.offsets must list, per joint, the rest offset [x, y, z] "
                              f"({J} entries)")
     off = np.asarray(offsets, np.float64)
-    if not np.isfinite(off).all():
-        raise InvalidRequest(f"field {field_name!r}.offsets must be finite")
+    if not (np.abs(off) <= MAX_ABS).all():
+        raise InvalidRequest(f"field {field_name!r}.offsets must be finite and within +-{MAX_ABS:g}")
     try:
         return Skeleton(tuple(sk["joints"]), np.asarray(sk["parents"]), off)
     except MotioncoreError as e:

@@ -92,13 +92,24 @@ class Outbox:
         self.sock.close()
 
 
+def check_finite(result: Result) -> None:
+    """No NaN or infinity ever leaves as a result: a model that produced one answers ``internal``."""
+    for name, a in result.arrays.items():
+        a = np.asarray(a)
+        if a.dtype.kind in "fc" and a.size and not np.isfinite(a).all():
+            raise InternalError(f"the model produced NaN or infinity in {name!r} (inputs out of its range?)")
+
+
 def reply_frames(codec: Codec, job: Job, result: Result) -> list[Any]:
-    """Encode a result; an encoding failure (e.g. a non-JSON content value) becomes an internal error."""
+    """Encode a result; an encoding failure (e.g. a non-JSON or non-finite content value) or a non-finite
+    array becomes an internal error."""
     try:
+        check_finite(result)
         return codec.reply(job.request, RESULT, result.content, result.arrays)
     except (ProtocolError, TypeError, ValueError) as e:
         log.error("could not encode result", extra={"fields": {"id": job.id, "error": str(e)}})
-        return codec.error(InternalError(f"the server could not encode the result: {e}"), job.id)
+        msg = e.message if isinstance(e, InternalError) else f"the server could not encode the result: {e}"
+        return codec.error(InternalError(msg), job.id)
 
 
 def error_frames(codec: Codec, job: Job, err: BaseException) -> list[Any]:

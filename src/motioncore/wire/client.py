@@ -5,9 +5,15 @@
         y = c.call("pfnn.rollout", {"frames": 1}, {"x": x, "phase": np.float32(0.0)}).arrays["y"]
 
 Every call has a timeout (the longest silence accepted: each ``progress`` message restarts it). On a
-timeout the socket is closed and reopened (Lazy Pirate); idempotent requests (protocol.IDEMPOTENT) are
-resent under a fresh id, others raise :class:`RequestTimeout`. A changed ``server_session`` in a reply
-means the server restarted: the client says hello again and carries on, with no caller action.
+timeout the client cancels the request on the server (so nothing it gave up on runs later), closes and
+reopens the socket (Lazy Pirate) and probes the server with ``health``: a server that answers is *busy*
+and the call raises :class:`RequestTimeout` with ``busy=True`` at once (resending would only queue more
+copies); a server that does not answer is *down*, and idempotent requests (protocol.IDEMPOTENT) are
+resent under a fresh id until the retries run out. A changed ``server_session`` in a reply means the
+server restarted: the client says hello again and carries on, with no caller action.
+
+The connection file is trusted only if it belongs to this user and nobody else may read or write it
+(mode 0600), as the key in it is the only credential. IPv6 addresses and host names (``localhost``) work.
 Error replies raise the typed exceptions of :mod:`motioncore.wire.protocol` (``Busy``, ``ModelUnavailable``...).
 """
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -41,8 +48,15 @@ _STOPPED = object()   # Client._wait: the caller asked to stop waiting (see resu
 
 
 class RequestTimeout(P.ProtocolError, TimeoutError):
-    """No reply within the timeout (after the allowed retries, or at once for non-idempotent requests)."""
+    """No reply within the timeout (after the allowed retries, or at once for non-idempotent requests).
+
+    ``busy`` is True when the server answered ``health`` right after (it is up, but did not get to the
+    request in time; the request was cancelled), False when it did not (down or unreachable)."""
     code = "timeout"
+
+    def __init__(self, message: str, *, busy: bool = False, **kw: Any):
+        super().__init__(message, **kw)
+        self.busy = busy
 
 
 # ------------------------------------------------------------------------------- connection files
@@ -62,10 +76,31 @@ def default_connection_file() -> Path:
     return Path(env) if env else runtime_dir() / "server.json"
 
 
-def read_connection_file(path: str | os.PathLike) -> dict[str, Any]:
-    """The connection file's fields, checked for presence and type."""
+def check_private_file(path: str | os.PathLike, uid: int | None = None) -> None:
+    """Raise ConnectionFileError unless ``path`` belongs to ``uid`` (default: this user) and its mode gives
+    group and others nothing (0600 or stricter). A key others can read is not secret; a file others can
+    write (or planted by another user, e.g. in a shared /tmp folder) can point us at their server."""
+    if not hasattr(os, "getuid"):
+        return   # Windows: the file lives in the user's own profile folder
+    uid = os.getuid() if uid is None else uid
+    st = os.stat(path)
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid != uid:
+        raise ConnectionFileError(f"connection file {path} belongs to uid {st.st_uid}, not to this user ({uid}): "
+                                  f"refusing to trust its key. Remove it (rm {path}) and start the server again, "
+                                  f"or pass a connection file in a folder only you can write")
+    if mode & 0o077:
+        raise ConnectionFileError(f"connection file {path} has mode {mode:04o}, so other users can read or change "
+                                  f"its key: refusing to use it. Fix it with `chmod 600 {path}` (and check who could "
+                                  f"have read it), or remove it and restart the server for a fresh key")
+
+
+def read_connection_file(path: str | os.PathLike, *, trust_check: bool = True) -> dict[str, Any]:
+    """The connection file's fields, checked for presence and type (and, by default, check_private_file)."""
     p = Path(path)
     try:
+        if trust_check:
+            check_private_file(p)
         info = json.loads(p.read_text())
     except FileNotFoundError:
         raise ConnectionFileError(f"connection file {p} not found: is the server running "
@@ -85,6 +120,15 @@ def read_connection_file(path: str | os.PathLike) -> dict[str, Any]:
 def endpoint(info: Mapping[str, Any]) -> str:
     ip = info["ip"]
     return f"tcp://[{ip}]:{info['port']}" if ":" in ip else f"tcp://{ip}:{info['port']}"
+
+
+def secure_socket(sock: zmq.Socket, key: str | bytes) -> zmq.Socket:
+    """Set what a socket needs to reach the server: IPv6 on (IPv4 still works) and the ZMTP PLAIN
+    credentials derived from the key (the server's ZAP handler drops connections without them)."""
+    sock.setsockopt(zmq.IPV6, 1)
+    sock.setsockopt(zmq.PLAIN_USERNAME, P.ZAP_USERNAME)
+    sock.setsockopt(zmq.PLAIN_PASSWORD, P.transport_token(key))
+    return sock
 
 
 # ------------------------------------------------------------------------------------------ client
@@ -140,6 +184,7 @@ class Client:
             s.setsockopt(zmq.HEARTBEAT_TTL, 3 * self.heartbeat_ms)
             s.setsockopt(zmq.RECONNECT_IVL, 50)
             s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            secure_socket(s, self._info["key"])
             s.connect(endpoint(self._info))
             self._sock = s
         return self._sock
@@ -173,12 +218,34 @@ class Client:
             self._outstanding.discard(rid)
             if reply is not None:
                 return self._finish(reply, type)
-            self._reset()
+            state = self._give_up(rid, timeout)
+            if state == "busy":
+                raise RequestTimeout(f"no reply to {type!r} within {timeout} s: the server is up but busy "
+                                     f"(it answers health); the request was cancelled. Retry later or raise "
+                                     f"the timeout", busy=True)
             if not idem:
-                raise RequestTimeout(f"no reply to {type!r} within {timeout} s; not resent because {type!r} "
-                                     f"is not idempotent")
-        raise RequestTimeout(f"no reply to {type!r} after {tries} attempts of {timeout} s "
-                             f"(is the server at {endpoint(self._info)} running?)")
+                raise RequestTimeout(f"no reply to {type!r} within {timeout} s and the server does not answer "
+                                     f"health; not resent because {type!r} is not idempotent")
+        raise RequestTimeout(f"no reply to {type!r} after {tries} attempts of {timeout} s and no answer to "
+                             f"health: is the server at {endpoint(self._info)} running? Does the key in "
+                             f"{self.path} belong to it?")
+
+    def _give_up(self, request_id: str, timeout: float) -> str:
+        """After a timeout: reset the socket, cancel ``request_id`` on the server (fire and forget) and
+        probe with ``health``. Returns "busy" (same server answered), "restarted" or "down"."""
+        self._reset()
+        known = (self.server or {}).get("server_session")
+        try:
+            self._send(self._codec.encode("cancel", {"id": request_id}))
+            probe = P.new_id()
+            self._send(self._codec.encode("health", id=probe))
+        except P.ProtocolError:
+            return "down"
+        reply = self._wait(probe, min(timeout, HELLO_TIMEOUT), None)
+        if reply is None:
+            self._reset()
+            return "down"
+        return "busy" if reply.server_session == known else "restarted"
 
     def submit(self, type: str, content: Mapping[str, Any] | None = None,
                arrays: Mapping[str, Any] | None = None) -> str:
@@ -211,8 +278,10 @@ class Client:
                 reply = self._stash.pop(request_id, None) or self._wait(request_id, HELLO_TIMEOUT, None)
         self._outstanding.discard(request_id)
         if reply is None:
-            self._reset()
-            raise RequestTimeout(f"no reply to request {request_id} within {timeout or self.timeout} s")
+            state = self._give_up(request_id, self.timeout if timeout is None else timeout)
+            raise RequestTimeout(f"no reply to request {request_id} within {timeout or self.timeout} s "
+                                 f"({'the server is busy; the request was cancelled' if state == 'busy' else state})",
+                                 busy=state == "busy")
         return self._finish(reply, "")
 
     def _finish(self, reply: P.Message, type: str) -> P.Message:

@@ -10,12 +10,18 @@ Frames (``identity`` frames only on the server's ROUTER side)::
 ``signature`` is the lowercase hex HMAC-SHA256, under the connection file's key, of the header bytes
 followed by every buffer's bytes. The header is one UTF-8 JSON object::
 
-    {"version": 1, "id": "...", "type": "health", "parent_id": null, "server_session": null,
+    {"version": 2, "id": "...", "type": "health", "dir": "req", "session": "...", "seq": 7, "ts": 1.7e9,
+     "parent_id": null, "server_session": null,
      "content": {...scalar fields...}, "buffers": [{"name": "x", "dtype": "float32", "shape": [342]}]}
 
+``dir`` ("req" from a client, "rep" from a server), ``session`` (the sender's random nonce), ``seq`` (its
+message counter) and ``ts`` (its clock) are signed, so a reply never passes as a request, a request is
+accepted once per (session, seq) and only within ``window_s`` seconds of its ``ts``.
+
 :meth:`Codec.decode` checks, in this order and before any buffer is read: (1) frame count, (2) sizes,
-(3) signature and replay, (4) header schema and version, (5) dtype allow-list, (6) each buffer's length
-against its shape. Each failure raises its own :class:`ProtocolError` subclass with a distinct ``code``.
+(3) signature, (4) header schema and version, (4b) direction, timestamp window and replay, (5) dtype
+allow-list, (6) each buffer's shape (every dimension bounded) and length. Each failure raises its own
+:class:`ProtocolError` subclass with a distinct ``code``.
 Only then are the buffers wrapped with ``np.frombuffer`` (read-only views, no copy). Step (7), the
 per-request checks, uses :func:`check_array` and :func:`check_field`. No pickle anywhere.
 """
@@ -24,20 +30,30 @@ from __future__ import annotations
 import collections
 import hashlib
 import hmac
+import itertools
 import json
 import math
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
 import numpy as np
 
-PROTOCOL_VERSION = 1
+try:   # a C JSON codec when installed (pip dependency; the add-on ships its wheels), else the standard library
+    import msgspec as _msgspec
+except ImportError:  # pragma: no cover - exercised by test_protocol's stdlib-fallback tests via use_json()
+    _msgspec = None
+
+PROTOCOL_VERSION = 2
 DELIMITER = b"<MC|MSG>"
 SIGNATURE_SCHEME = "hmac-sha256"
 SIGNATURE_BYTES = 64  # hex digits of a SHA-256 HMAC
+REQUEST, REPLY = "req", "rep"   # the signed header's "dir": client -> server, server -> client
+WINDOW_S = 60.0       # a message's "ts" must lie within this many seconds of the receiver's clock
+ZAP_USERNAME = b"motioncore"   # ZMTP PLAIN user name; the password is transport_token(key)
 
 # Wire dtype name -> numpy dtype. Always little-endian; nothing else (above all no object dtype) decodes.
 DTYPES: dict[str, np.dtype] = {
@@ -97,6 +113,11 @@ class ReplayError(ProtocolError):
     code = "replayed"
 
 
+class StaleMessage(ProtocolError):
+    """Step 4b: the header's timestamp is outside the receiver's window (an old capture, or clock skew)."""
+    code = "stale"
+
+
 class HeaderError(ProtocolError):
     """Step 4: the header is not UTF-8 JSON or does not match the schema."""
     code = "bad_header"
@@ -153,7 +174,7 @@ class InternalError(ProtocolError):
 
 
 ERRORS: dict[str, type[ProtocolError]] = {c.code: c for c in (
-    FrameError, TooLarge, SignatureError, ReplayError, HeaderError, VersionError, DtypeError,
+    FrameError, TooLarge, SignatureError, ReplayError, StaleMessage, HeaderError, VersionError, DtypeError,
     BufferSpecError, InvalidRequest, UnknownType, Busy, Cancelled, ShuttingDown, ModelUnavailable,
     InternalError)}
 
@@ -240,9 +261,99 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _check_finite(obj: Any, depth: int = 0) -> None:
+    """ValueError on NaN or infinity anywhere in ``obj`` (the C codec would write them as null)."""
+    t = type(obj)
+    if t is float or isinstance(obj, (float, np.floating)):
+        if not math.isfinite(obj):
+            raise ValueError(f"out of range float value {obj!r}")
+    elif t is dict:
+        if depth > 64:
+            raise ValueError("nested too deeply")
+        for v in obj.values():
+            if type(v) not in _SCALARS:
+                _check_finite(v, depth + 1)
+    elif t is list or t is tuple:
+        if depth > 64:
+            raise ValueError("nested too deeply")
+        for v in obj:
+            if type(v) not in _SCALARS:
+                _check_finite(v, depth + 1)
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+
 # Built once: json.dumps/loads with options build a new encoder/decoder per call.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_json_default)
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _std_dumps(obj: Any) -> bytes:
+    return _ENCODER.encode(obj).encode()
+
+
+def _std_loads(raw: Any) -> Any:
+    text = bytes(raw).decode("utf-8")
+    start = len(text) - len(text.lstrip(" \t\n\r")) if text[:1] in " \t\n\r" else 0
+    h, end = _DECODER.raw_decode(text, start)   # what JSONDecoder.decode does, less its regex calls
+    if end != len(text) and text[end:].strip(" \t\n\r"):
+        raise ValueError(f"extra data at character {end}")
+    return h
+
+
+def _ms_hook(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, str):   # subclasses (e.g. torch's TorchVersion), as the stdlib encoder takes them
+        return str(o)
+    if isinstance(o, float):
+        return float(o)
+    if isinstance(o, int):
+        return int(o)
+    if isinstance(o, dict):
+        return dict(o)
+    if isinstance(o, (list, tuple)):
+        return list(o)
+    raise TypeError(f"content value of type {type(o).__name__} is not JSON serialisable")
+
+
+def use_json(backend: str | None = None) -> str:
+    """Select the JSON codec: "msgspec" (C, the default when installed) or "stdlib"; returns the one in use.
+
+    Both write the same strict JSON (no NaN or infinity: ValueError) and read it the same way."""
+    global _dumps, _loads, JSON_BACKEND
+    if backend is None:
+        backend = "msgspec" if _msgspec is not None else "stdlib"
+    if backend == "msgspec":
+        if _msgspec is None:
+            raise ValueError("msgspec is not installed")
+        enc, dec = _msgspec.json.Encoder(enc_hook=_ms_hook), _msgspec.json.Decoder()
+        encode, decode = enc.encode, dec.decode
+
+        def _dumps(obj: Any) -> bytes:
+            _check_finite(obj)
+            return encode(obj)
+
+        def _loads(raw: Any) -> Any:
+            return decode(raw)
+    elif backend == "stdlib":
+        _dumps, _loads = _std_dumps, _std_loads
+    else:
+        raise ValueError(f"unknown JSON backend {backend!r}")
+    JSON_BACKEND = backend
+    return backend
+
+
+JSON_BACKEND = ""
+_dumps, _loads = _std_dumps, _std_loads
+use_json()
+
+
+def transport_token(key: bytes | str) -> bytes:
+    """The ZMTP PLAIN password derived from the HMAC key: the server's ZAP handler refuses a connection
+    without it, so a peer that lacks the key never gets a message into the server (nor costs it memory)."""
+    key = key.encode("ascii") if isinstance(key, str) else bytes(key)
+    return hmac.digest(key, b"motioncore zap v2", "sha256").hex().encode("ascii")
 
 
 def _wire_array(name: str, a: Any) -> tuple[dict[str, Any], np.ndarray]:
@@ -280,25 +391,74 @@ class SignatureHistory:
         return len(self._order)
 
 
+class ReplayGuard:
+    """Server side of step 4b: per sender session, the highest ``seq`` seen and the newest ``ts``.
+
+    A request is accepted only if its ``seq`` is above its session's highest (so each is accepted once,
+    however many other messages arrive in between) and its ``ts`` is within ``window_s`` of now. A
+    session is forgotten once its newest ``ts`` is older than the window: every message it ever sent is
+    then stale, so forgetting it re-opens nothing."""
+
+    def __init__(self, window_s: float = WINDOW_S):
+        self.window_s = window_s
+        self._last: dict[str, list] = {}   # session -> [highest seq, newest ts]
+        self._sweep_at = 0.0
+
+    def check(self, session: str, seq: int, ts: float, msg_id: str, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        if not abs(now - ts) <= self.window_s:
+            raise StaleMessage(f"message timestamp {ts:.3f} is {now - ts:+.1f} s from this side's clock "
+                               f"(window {self.window_s:g} s): an old message, or the clocks differ", parent_id=msg_id)
+        last = self._last.get(session)
+        if last is None:
+            self._last[session] = [seq, ts]
+        elif seq <= last[0]:
+            raise ReplayError(f"message replayed (session {session} already sent seq {last[0]} >= {seq})",
+                              parent_id=msg_id)
+        else:
+            last[0] = seq
+            if ts > last[1]:
+                last[1] = ts
+        if now >= self._sweep_at:
+            self._sweep_at = now + self.window_s / 4
+            old = now - self.window_s
+            for k in [k for k, v in self._last.items() if v[1] < old]:
+                del self._last[k]
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+
 class Codec:
     """Signs, encodes, verifies and decodes messages under one key.
 
-    ``session`` is stamped as ``server_session`` on everything this codec encodes (servers set it;
-    clients leave it None). Encoding is thread-safe; decoding updates the replay history and belongs
-    to one thread.
+    ``role`` is "client" (encodes requests, accepts replies) or "server" (the reverse); the direction is
+    signed, so a captured reply is never accepted as a request. ``session`` is stamped as
+    ``server_session`` on everything a server's codec encodes. Every codec has its own random sender
+    ``nonce`` and counts its messages (``seq``). Encoding is thread-safe; decoding updates the replay
+    state and belongs to one thread.
     """
 
     def __init__(self, key: bytes | str, limits: Limits = Limits(), *, session: str | None = None,
-                 history: int = 1 << 15):
+                 history: int = 1 << 15, role: str = "client", window_s: float = WINDOW_S):
         key = key.encode("ascii") if isinstance(key, str) else bytes(key)
         if not key:
             raise ValueError("a non-empty HMAC key is required")
-        self.key, self.limits, self.session = key, limits, session
-        self.history = SignatureHistory(history)
+        if role not in ("client", "server"):
+            raise ValueError(f"role must be 'client' or 'server', got {role!r}")
+        self.key, self.limits, self.session, self.role = key, limits, session, role
+        self.send_dir, self.recv_dir = (REQUEST, REPLY) if role == "client" else (REPLY, REQUEST)
+        self.nonce = session if (role == "server" and session) else new_id()
+        self.history = SignatureHistory(history)       # replies: a signature is accepted once
+        self.guard = ReplayGuard(window_s)             # requests: (session, seq) once, within the window
+        self.window_s = window_s
+        self._seq = itertools.count(1)                 # next() is atomic under the GIL
         self._mac = hmac.new(key, digestmod=hashlib.sha256)
 
     # -- signing
     def sign(self, header: Any, buffers: Sequence[Any]) -> bytes:
+        if not buffers:
+            return hmac.digest(self.key, header, "sha256").hex().encode("ascii")   # one C call
         h = self._mac.copy()
         h.update(header)
         for b in buffers:
@@ -308,19 +468,21 @@ class Codec:
     # -- encoding
     def encode(self, type: str, content: Mapping[str, Any] | None = None,
                arrays: Mapping[str, Any] | None = None, *, id: str | None = None,
-               parent_id: str | None = None) -> list[Any]:
+               parent_id: str | None = None, anonymous: bool = False) -> list[Any]:
         """Frames ``[DELIMITER, signature, header, *buffers]`` (no identity). Buffers are zero-copy views."""
         descs, bufs = [], []
         for name, a in (arrays or {}).items():
             d, b = _wire_array(name, a)
             descs.append(d)
             bufs.append(b)
-        header = {"version": PROTOCOL_VERSION, "id": id or new_id(), "type": type, "parent_id": parent_id,
-                  "server_session": self.session, "content": content if isinstance(content, dict) else dict(content or {}),
-                  "buffers": descs}
+        anon = anonymous and self.role == "server"
+        header = {"version": PROTOCOL_VERSION, "id": id or new_id(), "type": type, "dir": self.send_dir,
+                  "session": None if anon else self.nonce, "seq": next(self._seq), "ts": time.time(),
+                  "parent_id": parent_id, "server_session": None if anon else self.session,
+                  "content": content if isinstance(content, dict) else dict(content or {}), "buffers": descs}
         try:
-            hb = _ENCODER.encode(header).encode()
-        except ValueError as e:
+            hb = _dumps(header)
+        except (ValueError, TypeError) as e:
             raise InvalidRequest(f"content of {type!r} is not strict JSON ({e})") from e
         return [DELIMITER, self.sign(hb, bufs), hb, *bufs]
 
@@ -328,8 +490,11 @@ class Codec:
               arrays: Mapping[str, Any] | None = None) -> list[Any]:
         return self.encode(type, content, arrays, parent_id=request.id)
 
-    def error(self, err: ProtocolError, parent_id: str | None = None) -> list[Any]:
-        return self.encode(ERROR, err.to_content(), parent_id=parent_id if parent_id is not None else err.parent_id)
+    def error(self, err: ProtocolError, parent_id: str | None = None, *, anonymous: bool = False) -> list[Any]:
+        """An ``error`` message. ``anonymous`` (a server answering a message that failed steps 1-3): no
+        ``session`` nor ``server_session``, so an unauthenticated peer learns nothing about the server."""
+        return self.encode(ERROR, err.to_content(), parent_id=parent_id if parent_id is not None else err.parent_id,
+                           anonymous=anonymous)
 
     # -- decoding
     def decode(self, frames: Sequence[Any]) -> Message:
@@ -343,12 +508,27 @@ class Codec:
         sig_b = bytes(sig) if len(sig) == SIGNATURE_BYTES else b""                              # (3)
         if not hmac.compare_digest(sig_b, self.sign(header, bufs)):
             raise SignatureError("signature does not match (wrong key or altered message)")
-        if not self.history.check_and_add(sig_b):
-            raise ReplayError("message replayed (signature seen recently)")
         h = _parse_header(header)                                                               # (4)
+        self._check_fresh(h, sig_b)                                                             # (4b)
         descs = h["buffers"]
-        arrays = _arrays(descs, bufs, self.limits.max_ndim, h["id"]) if descs or bufs else {}   # (5), (6)
+        arrays = _arrays(descs, bufs, self.limits, h["id"]) if descs or bufs else {}            # (5), (6)
         return Message(h["type"], h["id"], h["content"], arrays, h["parent_id"], h["server_session"], identity, total)
+
+    def _check_fresh(self, h: dict[str, Any], sig: bytes) -> None:
+        """Step 4b: the direction, the timestamp window and replay (per session and seq, or per signature)."""
+        mid = h["id"]
+        if h["dir"] != self.recv_dir:
+            raise ReplayError(f"a {'reply' if h['dir'] == REPLY else 'request'} sent back to its sender "
+                              f"(this side accepts dir {self.recv_dir!r} only)", parent_id=mid)
+        if self.recv_dir == REQUEST:
+            if h["session"] is None:
+                raise HeaderError("a request must carry its sender's 'session'", parent_id=mid)
+            self.guard.check(h["session"], h["seq"], h["ts"], mid)
+            return
+        if not abs(time.time() - h["ts"]) <= self.window_s:
+            raise StaleMessage(f"reply timestamp {h['ts']:.3f} is outside the {self.window_s:g} s window", parent_id=mid)
+        if not self.history.check_and_add(sig):
+            raise ReplayError("message replayed (signature seen recently)", parent_id=mid)
 
 
 def _split_frames(views: list[Any], lim: Limits) -> tuple[list[bytes], Any, Any, list[Any]]:
@@ -380,7 +560,7 @@ def _check_sizes(header: Any, bufs: list[Any], lim: Limits) -> int:
     return total
 
 
-def _arrays(descs: list[dict], bufs: list[Any], max_ndim: int, msg_id: str) -> dict[str, np.ndarray]:
+def _arrays(descs: list[dict], bufs: list[Any], lim: Limits, msg_id: str) -> dict[str, np.ndarray]:
     """Steps 5 (dtypes) and 6 (count, shapes, lengths by arithmetic), then read-only views of the frames."""
     dtypes = []
     for d in descs:
@@ -393,7 +573,7 @@ def _arrays(descs: list[dict], bufs: list[Any], max_ndim: int, msg_id: str) -> d
         raise BufferSpecError(f"header describes {len(descs)} buffers, message has {len(bufs)}", parent_id=msg_id)
     shapes = []
     for d, dt, b in zip(descs, dtypes, bufs, strict=True):
-        shape = _check_shape(d["name"], d["shape"], max_ndim, msg_id)
+        shape = _check_shape(d["name"], d["shape"], lim, dt.itemsize, msg_id)
         want = math.prod(shape) * dt.itemsize
         if want != len(b):
             raise BufferSpecError(f"buffer {d['name']!r}: shape {shape} x {dt.itemsize} bytes = {want}, "
@@ -410,11 +590,7 @@ def _arrays(descs: list[dict], bufs: list[Any], max_ndim: int, msg_id: str) -> d
 
 def _parse_header(raw: Any) -> dict[str, Any]:
     try:
-        text = bytes(raw).decode("utf-8")
-        start = len(text) - len(text.lstrip(" \t\n\r")) if text[:1] in " \t\n\r" else 0
-        h, end = _DECODER.raw_decode(text, start)   # what JSONDecoder.decode does, less its regex calls
-        if end != len(text) and text[end:].strip(" \t\n\r"):
-            raise ValueError(f"extra data at character {end}")
+        h = _loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise HeaderError(f"header is not UTF-8 JSON ({str(e)[:120]})") from None
     if type(h) is not dict:
@@ -432,7 +608,16 @@ def _parse_header(raw: Any) -> dict[str, Any]:
     t = h.get("type")
     if not isinstance(t, str) or not _TYPE_RE.match(t):
         raise HeaderError(f"header field 'type' must match [a-z][a-z0-9_.]{{0,63}}, got {t!r}"[:200], parent_id=pid)
-    for k in ("parent_id", "server_session"):
+    if h.get("dir") not in (REQUEST, REPLY):
+        raise HeaderError(f"header field 'dir' must be {REQUEST!r} or {REPLY!r}, got {h.get('dir')!r}"[:200],
+                          parent_id=pid)
+    seq, ts = h.get("seq"), h.get("ts")
+    if type(seq) is not int or not 0 <= seq < 1 << 63:
+        raise HeaderError(f"header field 'seq' must be an integer in [0, 2**63), got {seq!r}"[:200], parent_id=pid)
+    if not (type(ts) is int or type(ts) is float) or not math.isfinite(ts):  # type: ignore[arg-type]
+        raise HeaderError(f"header field 'ts' must be a finite number (seconds since 1970), got {ts!r}"[:200],
+                          parent_id=pid)
+    for k in ("parent_id", "server_session", "session"):
         val = h.setdefault(k, None)
         if val is not None and not (isinstance(val, str) and _ID_RE.match(val)):
             raise HeaderError(f"header field {k!r} must be null or an id string, got {val!r}"[:200], parent_id=pid)
@@ -452,13 +637,22 @@ def _parse_header(raw: Any) -> dict[str, Any]:
     return h
 
 
-def _check_shape(name: str, shape: list, max_ndim: int, parent_id: str) -> tuple[int, ...]:
-    if len(shape) > max_ndim:
-        raise BufferSpecError(f"buffer {name!r} has {len(shape)} dimensions, limit {max_ndim}", parent_id=parent_id)
+def _check_shape(name: str, shape: list, lim: Limits, itemsize: int, parent_id: str) -> tuple[int, ...]:
+    """Every dimension an int in [0, max_buffer_bytes // itemsize], and the product of the dimensions
+    (zeros counted as one, so ``[0, 2**63]`` cannot hide behind a zero) within the same bound: numpy can
+    then always build the view. Computed step by step on Python ints (no overflow)."""
+    if len(shape) > lim.max_ndim:
+        raise BufferSpecError(f"buffer {name!r} has {len(shape)} dimensions, limit {lim.max_ndim}", parent_id=parent_id)
+    bound = lim.max_buffer_bytes // itemsize
+    span = 1
     for s in shape:
-        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+        if type(s) is not int or s < 0:
             raise BufferSpecError(f"buffer {name!r}: shape entries must be non-negative integers, got {s!r}"[:200],
                                   parent_id=parent_id)
+        span *= max(s, 1)
+        if s > bound or span > bound:
+            raise BufferSpecError(f"buffer {name!r}: shape {shape} spans more than {bound} elements of "
+                                  f"{itemsize} bytes (limit {lim.max_buffer_bytes} bytes)"[:200], parent_id=parent_id)
     return tuple(shape)
 
 
@@ -470,22 +664,26 @@ def message_nbytes(arrays: Mapping[str, Any] | None) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------ step 7: per-request checks
 
+MAX_ABS = 1e6   # default range of a float array element (check_array) and of a number field (check_field)
+
 @overload
 def check_array(arrays: Mapping[str, np.ndarray], name: str, *, shape: Sequence[int | None] | None = ...,
                 dtypes: Sequence[str] = ..., finite: bool = ..., required: Literal[True] = ...,
-                max_size: int | None = ...) -> np.ndarray: ...
+                max_size: int | None = ..., bound: float = ...) -> np.ndarray: ...
 
 
 @overload
 def check_array(arrays: Mapping[str, np.ndarray], name: str, *, shape: Sequence[int | None] | None = ...,
                 dtypes: Sequence[str] = ..., finite: bool = ..., required: bool,
-                max_size: int | None = ...) -> np.ndarray | None: ...
+                max_size: int | None = ..., bound: float = ...) -> np.ndarray | None: ...
 
 
 def check_array(arrays: Mapping[str, np.ndarray], name: str, *, shape: Sequence[int | None] | None = None,
                 dtypes: Sequence[str] = ("float32",), finite: bool = True, required: bool = True,
-                max_size: int | None = None) -> np.ndarray | None:
-    """Return ``arrays[name]`` after checking dtype, shape (None = any length) and finiteness.
+                max_size: int | None = None, bound: float = MAX_ABS) -> np.ndarray | None:
+    """Return ``arrays[name]`` after checking dtype, shape (None = any length), finiteness and range: with
+    ``finite`` (the default) every float must be finite and within ``[-bound, bound]``, so a huge but
+    finite input (1e308) cannot overflow inside a model.
 
     Raises InvalidRequest naming the array and what it got.
     """
@@ -504,8 +702,11 @@ def check_array(arrays: Mapping[str, np.ndarray], name: str, *, shape: Sequence[
             raise InvalidRequest(f"array {name!r} must have shape {want}, got {tuple(a.shape)}")
     if max_size is not None and a.size > max_size:
         raise InvalidRequest(f"array {name!r} has {a.size} elements, limit {max_size}")
-    if finite and a.dtype.kind == "f" and not np.isfinite(a).all():
-        raise InvalidRequest(f"array {name!r} holds NaN or infinity")
+    if finite and a.dtype.kind == "f" and a.size and not (np.abs(a) <= bound).all():
+        if not np.isfinite(a).all():
+            raise InvalidRequest(f"array {name!r} holds NaN or infinity")
+        raise InvalidRequest(f"array {name!r} holds values beyond +-{bound:g} (largest magnitude "
+                             f"{float(np.abs(a).max()):g})")
     return a
 
 
@@ -527,6 +728,8 @@ def check_field(content: Mapping[str, Any], name: str, kind: type | tuple[type, 
         raise InvalidRequest(f"field {name!r} must be {'/'.join(k.__name__ for k in kinds)}, got {v!r}"[:200])
     if isinstance(v, float) and not math.isfinite(v):
         raise InvalidRequest(f"field {name!r} must be finite, got {v!r}")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and lo is None and hi is None and abs(v) > MAX_ABS:
+        raise InvalidRequest(f"field {name!r} must be within +-{MAX_ABS:g}, got {v!r}"[:200])
     if lo is not None and v < lo or hi is not None and v > hi:  # type: ignore[operator]
         raise InvalidRequest(f"field {name!r} must be in [{lo}, {hi}], got {v!r}")
     if choices is not None and v not in choices:
