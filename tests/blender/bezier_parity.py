@@ -2,7 +2,8 @@
 truth for motioncore.eval.fcurve.
 
 in.json: ``keys`` (K,) frames, ``values`` (C, K), ``frames`` (F,) to evaluate; optional ``bvh`` (a file
-to import with ``bpy.ops.import_anim.bvh`` at its defaults) with ``bvh_keep`` (frames whose keys stay).
+to import with ``bpy.ops.import_anim.bvh`` at its defaults) with ``bvh_keep`` (frames whose keys stay;
+they are then set to Bezier interpolation, as the importer makes them Linear).
 out.json: the preferences and curve settings found, ``inserted`` (C, F) evaluated values of curves keyed
 with ``keyframe_points.insert``, and for the BVH: per imported curve its settings, the remaining keys and
 ``fcurve.evaluate`` on every frame between them.
@@ -56,6 +57,8 @@ def imported(req):
         for kp in reversed(list(fc.keyframe_points)):
             if round(kp.co[0]) not in keep:
                 fc.keyframe_points.remove(kp, fast=True)
+        for kp in fc.keyframe_points:  # imported keys are LINEAR: the animator's "Interpolation > Bezier"
+            kp.interpolation = "BEZIER"
         fc.update()
         keys = [list(kp.co) for kp in fc.keyframe_points]
         lo, hi = int(keys[0][0]), int(keys[-1][0])

@@ -88,7 +88,8 @@ def bezier(
     """Bezier: what Blender's graph editor gives an animator who keyed the context frames and the target.
     Each joint's local rotation becomes Euler angles in its BVH channel order (radians), unwrapped over
     the keys so no channel jumps by 360 degrees, as in a BVH file; every Euler and translation channel is
-    an Auto Clamped Bezier F-curve (``eval.fcurve``); back to WXYZ quaternions.
+    an Auto Clamped Bezier F-curve (``eval.fcurve``); back to WXYZ quaternions, sign-continuous with
+    the last context frame (L2Q compares quaternions as they are).
     (N, T, J, 4), (N, T, J, 3) -> same shapes, new arrays."""
     rotations, positions = np.asarray(rotations), np.asarray(positions)
     _check(rotations, positions, n_past, n_trans)
@@ -100,7 +101,8 @@ def bezier(
         order = skeleton.rotation_order(j)
         eul = np.unwrap(quat_to_euler(quat_normalize(rotations[:, x, j]), order), axis=1)  # (N, K, 3)
         fill = _bezier_channels(eul, x.astype(np.float64), n_past, n_trans)  # (N, n_trans, 3)
-        rot[:, n_past:end, j] = euler_to_quat(fill, order)
+        q = np.concatenate([rotations[:, n_past - 1 : n_past, j], euler_to_quat(fill, order)], axis=1)
+        rot[:, n_past:end, j] = quat_continuity(q, axis=1)[:, 1:]  # same sign as the last context key (L2Q)
     return rot, pos
 
 
