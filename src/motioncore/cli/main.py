@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
     e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)")
-    e.add_argument("--model", action="append", help="zerovel, interp, a bundled model or a checkpoint "
+    e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
                                                     "(repeatable; default: zerovel and interp)")
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
     e.add_argument("--lengths", type=int, nargs="+", default=[5, 15, 30, 45])

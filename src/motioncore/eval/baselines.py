@@ -1,4 +1,6 @@
-"""Naive in-betweening baselines of the LaFAN1 benchmark: Zero-Velocity and Interpolation.
+"""Naive in-betweening baselines of the LaFAN1 benchmark: Zero-Velocity, Interpolation, and Blender's
+Bezier F-curves through the keys the model sees (``bezier`` on BVH Euler channels, ``bezier-quat`` on
+quaternion channels).
 
 A "model" is any callable ``fill(skeleton, rotations, positions, n_past, n_trans) -> (rotations,
 positions)`` on LOCAL rotations (N, T, J, 4) WXYZ and LOCAL translations (N, T, J, 3) of whole windows
@@ -11,9 +13,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core.rotations import quat_normalize, quat_slerp
+from ..core.rotations import euler_to_quat, quat_continuity, quat_normalize, quat_slerp, quat_to_euler
 from ..core.skeleton import Skeleton
 from ..errors import ShapeError
+from .fcurve import fcurve_evaluate
 
 Fill = Callable[[Skeleton, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
 
@@ -64,4 +67,61 @@ def interp(
     return rot, pos
 
 
-BASELINES: dict[str, Fill] = {"zerovel": zerovel, "interp": interp}
+def _key_frames(n_past: int, n_trans: int) -> np.ndarray:
+    """Window frame indices of the keys: the context ``[0, n_past)`` and the target ``n_past + n_trans``."""
+    return np.r_[np.arange(n_past), n_past + n_trans]
+
+
+def _bezier_channels(keys: np.ndarray, x: np.ndarray, n_past: int, n_trans: int) -> np.ndarray:
+    """Blender Bezier (Auto Clamped, Continuous Acceleration) through key values ``keys`` (N, K, ...) at
+    frames ``x`` (K,), evaluated on the transition frames -> (N, n_trans, ...)."""
+    N, K = keys.shape[:2]
+    y = np.moveaxis(keys, 1, -1).reshape(-1, K)  # (C, K): every (window, channel) is one curve
+    frames = np.arange(n_past, n_past + n_trans, dtype=np.float64)
+    out = fcurve_evaluate(x, y, frames)  # (C, n_trans)
+    return np.moveaxis(out.reshape(keys.shape[:1] + keys.shape[2:] + (n_trans,)), -1, 1)
+
+
+def bezier(
+    skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray, n_past: int, n_trans: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bezier: what Blender's graph editor gives an animator who keyed the context frames and the target.
+    Each joint's local rotation becomes Euler angles in its BVH channel order (radians), unwrapped over
+    the keys so no channel jumps by 360 degrees, as in a BVH file; every Euler and translation channel is
+    an Auto Clamped Bezier F-curve (``eval.fcurve``); back to WXYZ quaternions, sign-continuous with
+    the last context frame (L2Q compares quaternions as they are).
+    (N, T, J, 4), (N, T, J, 3) -> same shapes, new arrays."""
+    rotations, positions = np.asarray(rotations), np.asarray(positions)
+    _check(rotations, positions, n_past, n_trans)
+    rot, pos = rotations.copy(), positions.copy()
+    x = _key_frames(n_past, n_trans)
+    end = n_past + n_trans
+    pos[:, n_past:end] = _bezier_channels(positions[:, x], x.astype(np.float64), n_past, n_trans)
+    for j in range(skeleton.num_joints):
+        order = skeleton.rotation_order(j)
+        eul = np.unwrap(quat_to_euler(quat_normalize(rotations[:, x, j]), order), axis=1)  # (N, K, 3)
+        fill = _bezier_channels(eul, x.astype(np.float64), n_past, n_trans)  # (N, n_trans, 3)
+        q = np.concatenate([rotations[:, n_past - 1 : n_past, j], euler_to_quat(fill, order)], axis=1)
+        rot[:, n_past:end, j] = quat_continuity(q, axis=1)[:, 1:]  # same sign as the last context key (L2Q)
+    return rot, pos
+
+
+def bezier_quat(
+    skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray, n_past: int, n_trans: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bezier-Quat: as `bezier`, but each joint's W, X, Y, Z (sign-continuous over the keys) are the
+    F-curves, as a quaternion-mode bone in Blender; results normalised.
+    (N, T, J, 4), (N, T, J, 3) -> same shapes, new arrays."""
+    rotations, positions = np.asarray(rotations), np.asarray(positions)
+    _check(rotations, positions, n_past, n_trans)
+    rot, pos = rotations.copy(), positions.copy()
+    x = _key_frames(n_past, n_trans)
+    end = n_past + n_trans
+    xf = x.astype(np.float64)
+    pos[:, n_past:end] = _bezier_channels(positions[:, x], xf, n_past, n_trans)
+    q = quat_continuity(quat_normalize(rotations[:, x]), axis=1)  # (N, K, J, 4)
+    rot[:, n_past:end] = quat_normalize(_bezier_channels(q, xf, n_past, n_trans))
+    return rot, pos
+
+
+BASELINES: dict[str, Fill] = {"zerovel": zerovel, "interp": interp, "bezier": bezier, "bezier-quat": bezier_quat}
