@@ -252,8 +252,10 @@ def _motion_header(text: str, pos: int, lineno: int, path: str | None) -> tuple[
     if m is None:
         raise BVHError(f"expected 'Frames: N' after MOTION, got {line[:60]!r}", lineno, path)
     if not m.group(1).isdigit():
-        raise BVHError(f"Frames: expects a whole number >= 0, got {m.group(1)!r}", lineno, path)
+        raise BVHError(f"Frames: expects a whole number >= 1, got {m.group(1)!r}", lineno, path)
     frames = int(m.group(1))
+    if frames == 0:
+        raise BVHError("Frames: 0: the clip has no frames (a clip needs at least one)", lineno, path)
     line, pos, lineno = _next_line(text, pos, lineno)
     m = _FRAME_TIME_RE.match(line or "")
     if line is None:
@@ -364,13 +366,21 @@ def _layout(channels: Sequence[Sequence[str]], joints: Sequence[int]) -> _Layout
 # ----------------------------------------------------------------------------------------------
 # read
 # ----------------------------------------------------------------------------------------------
+_BINARY_RE = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")  # control bytes no BVH text holds (tabs, CR, FF are fine)
+
+
 def _source_text(source: PathLike, name: str | None) -> tuple[str, str | None, str]:
     """(text, path or None, clip name) of a path or of BVH text itself."""
     if isinstance(source, str) and "\n" in source:  # BVH text (a path has no newline)
         text, path, stem = source, None, ""
     else:
         p = Path(source)
-        text, path, stem = p.read_text(encoding="utf-8", errors="replace"), str(p), p.stem
+        raw, path, stem = p.read_bytes(), str(p), p.stem
+        bad = _BINARY_RE.search(raw)
+        if bad is not None:  # name the offset, never echo the bytes
+            raise BVHError(f"not a text BVH file: binary byte 0x{bad.group()[0]:02x} at byte offset {bad.start()}",
+                           None, path)
+        text = raw.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:
