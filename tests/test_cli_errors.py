@@ -385,3 +385,79 @@ def test_cli_exits_130_on_ctrl_c(monkeypatch, capsys):
     monkeypatch.setattr(cli, "build_parser", patched)
     assert main(["train", "pfnn"]) == 130
     assert capsys.readouterr().err == "motioncore: interrupted\n"
+
+
+# ---------------------------------------------------------------------------------------------- smaller things
+def test_version_help_on_every_option_and_one_error_prefix(capsys):
+    import argparse
+
+    from motioncore import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"motioncore {__version__}"
+    missing = []
+
+    def walk(p: argparse.ArgumentParser, path: list[str]) -> None:
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sp in a.choices.items():
+                    walk(sp, path + [name])
+            elif not a.help and path != ["serve"]:   # serve's pass-through arguments: wire/client.py (issue 18)
+                missing.append((" ".join(path), a.option_strings or a.dest))
+
+    walk(cli_main.build_parser(), [])
+    assert missing == []
+    assert main(["bvh", "roundtrip", "--tol", "-1", "x.bvh"]) == 2
+    one_line_error(capsys, "bvh roundtrip: argument --tol: expected a number >= 0, got '-1'")
+
+
+def test_data_list_shows_every_set_unions_included(monkeypatch, capsys):
+    import motioncore.data as data
+    from motioncore.data import REGISTRY
+
+    monkeypatch.setattr(data, "summary", lambda n: {"name": n, "clips": 1, "train": 1, "test": 0, "frames": 1,
+                                                   "fps": 30.0, "joints": 1, "licence": "x"})
+    assert main(["data", "list", "--json"]) == 0
+    names = [r["name"] for r in json.loads(capsys.readouterr().out)]
+    assert names == list(REGISTRY) and "bandai" in names and REGISTRY["bandai"].union
+
+
+def test_eval_plot_names_follow_json_or_plot(tmp_path):
+    import argparse
+
+    from motioncore.cli.main import _plot_path, _safe_stem
+
+    ns = lambda **kw: argparse.Namespace(**{"json": None, "plot": None, "out": str(tmp_path), **kw})  # noqa: E731
+    assert _plot_path(ns(json=str(tmp_path / "run7.json")), "x") == tmp_path / "run7.png"
+    assert _plot_path(ns(plot=str(tmp_path / "p.png"), json=str(tmp_path / "r.json")), "x") == tmp_path / "p.png"
+    assert _plot_path(ns(), "eval_infill_bandai") == tmp_path / "eval_infill_bandai.png"
+    assert _safe_stem("clips/*.bvh") == "clips" and _safe_stem("bandai") == "bandai"
+    assert _safe_stem("cmu_bvh/0[23]_0[1-4].bvh") == "cmu_bvh_0_23_0_1-4"
+
+
+def test_user_outputs_take_the_umask_mode(tmp_path):
+    from motioncore.cli.controllers import plot_demo
+    from motioncore.eval.controllers import write_json
+
+    old = os.umask(0o022)
+    try:
+        write_json([{"a": 1}], tmp_path / "controllers.json")
+        s = {"model": "m", "path_error_cm": 1.0, "path": np.zeros((3, 2)), "root": np.zeros((3, 2)),
+             "contacts": np.zeros((3, 4), bool), "fps": 30.0}
+        plot_demo({"biped": s}, tmp_path / "demo.png")
+    finally:
+        os.umask(old)
+    for f in ("controllers.json", "demo.png"):
+        assert (tmp_path / f).stat().st_mode & 0o777 == 0o644, f
+
+
+def test_demo_infill_plot(tmp_path):
+    from motioncore.cli.controllers import plot_infill
+
+    walk = body_clip(90)
+    known = np.zeros(90, bool)
+    known[:10] = known[39::30] = known[-1] = True
+    noisy = walk.rotations + np.random.default_rng(1).normal(0, 0.01, walk.rotations.shape)
+    noisy /= np.linalg.norm(noisy, axis=-1, keepdims=True)
+    png = plot_infill(walk, walk.rotations, noisy, known, "anyorder-body", tmp_path / "demo_infill.png")
+    assert png.stat().st_size > 20_000

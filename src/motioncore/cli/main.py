@@ -78,17 +78,25 @@ def _safe_stem(text: str) -> str:
     """A file-name part from a dataset name, folder or glob: ``bandai``, ``my_clips``, ``cmu_bvh_0_23_0_1-4``."""
     import re
 
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", text.strip("/")).strip("_")
+    stem = re.sub(r"[^A-Za-z0-9-]+", "_", text.strip("/")).strip("_")
     return re.sub(r"_bvh$", "", stem) or "data"
 
 
 def _check_models(names: list[str]) -> None:
+    from ..errors import UsageError
     from ..eval.baselines import BASELINES
-    from ..models.registry import check_model
+    from ..models.checkpoint import CheckpointError
+    from ..models.registry import check_model, resolve
 
     for m in names:
-        if m not in BASELINES:
-            check_model(m, "infill")
+        if m in BASELINES:
+            continue
+        try:
+            resolve(m)
+        except CheckpointError:
+            raise UsageError(f"--model {m}: unknown model {m!r}: expected one of {sorted(BASELINES)}, a bundled "
+                             "in-filling model (see `motioncore models`) or a checkpoint path") from None
+        check_model(m, "infill")
 
 
 def _cmd_eval_infill(args: argparse.Namespace) -> int:

@@ -585,8 +585,8 @@ def roundtrip(path: PathLike, *, precision: int = 6) -> RoundtripResult:
 def roundtrip_main(files: list[str], tol: float = 1e-4) -> int:
     """Round-trip every file, print one line each plus a summary; 0 if all are within ``tol``."""
     if not files:
-        print("bvh roundtrip: no files given", file=sys.stderr)
-        return 1
+        print("motioncore: error: bvh roundtrip: no BVH files given (or none in the folders given)", file=sys.stderr)
+        return 2
     width = max(12, min(40, max(len(Path(f).stem) for f in files)))
     print(f"{'file':<{width}} {'frames':>7} {'joints':>6} {'rot err deg':>12} {'pos err cm':>12}  status")
     failed, worst_rot, worst_pos = 0, 0.0, 0.0
