@@ -101,6 +101,9 @@ def build_zip(addon_dir: Path, dist_dir: Path, wheels: list[Path] | None) -> Pat
             z.writestr("blender_manifest.toml", manifest)
             for f in _files(addon_dir, wheels is not None):
                 z.write(f, f.relative_to(addon_dir).as_posix())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)   # an ordinary file's mode, not mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

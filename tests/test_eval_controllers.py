@@ -126,6 +126,8 @@ def test_demo_writes_bvh_and_png(ckpt, tmp_path):
         assert m.num_frames == s[character]["frames"] > 100 and m.fps == pytest.approx(fps)
         assert np.isfinite(s[character]["path_error_cm"])
     assert (tmp_path / "demo.png").stat().st_size > 20_000
+    if "infill" in s:   # the bundled in-filling model re-fills the walk: its joint angle curves
+        assert (tmp_path / "demo_infill.png").stat().st_size > 20_000 and s["infill"]["plot"].endswith("demo_infill.png")
 
 
 def test_demo_names_the_missing_bundled_model(tmp_path, capsys, monkeypatch):

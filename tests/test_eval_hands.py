@@ -73,5 +73,8 @@ def test_benchmark_on_a_tiny_model(tmp_path, capsys):
     assert main(["eval", "hands", "--model", ckpt, "--every", "3", "--window", "12", "--samples", "2",
                  "--max-windows", "1", "--quiet", "--out", str(out), "--json", str(tmp_path / "h.json")]) == 0
     assert "finger error Interp" in capsys.readouterr().out
-    assert (out / "eval_hands_every3.png").stat().st_size > 10_000
+    assert (tmp_path / "h.png").stat().st_size > 10_000   # the plot follows --json's stem
     assert json.loads((tmp_path / "h.json").read_text())["windows"] == 1
+    assert main(["eval", "hands", "--model", ckpt, "--every", "3", "--window", "12", "--samples", "2",
+                 "--max-windows", "1", "--quiet", "--out", str(out)]) == 0
+    assert (out / "eval_hands_every3.png").stat().st_size > 10_000   # no --json, no --plot: --out/<fixed name>

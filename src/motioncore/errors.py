@@ -29,3 +29,11 @@ class DataError(MotioncoreError):
 
 class ShapeError(MotioncoreError, ValueError):
     """An array argument has the wrong shape or dtype."""
+
+
+class OutputError(MotioncoreError):
+    """An output path cannot be used: an existing file where a folder is needed, not writable, an input."""
+
+
+class UsageError(MotioncoreError):
+    """A command-line argument is out of range or names something unusable (checked before any work)."""

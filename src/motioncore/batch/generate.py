@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .run import BatchError, discover, output_path, run_job, write_motion
+from .run import BatchError, check_output_dir, discover, output_path, run_job, write_motion
 
 __all__ = ["generate_file", "run_batch_generate"]
 
@@ -27,6 +27,9 @@ def _controller(model: str, mode: str) -> Any:
     from ..tasks.locomotion import Controller
 
     if (model, mode) not in _CONTROLLERS:
+        from ..models.registry import check_model
+
+        check_model(model, "controller")
         _CONTROLLERS[(model, mode)] = Controller.load(model, mode)
     return _CONTROLLERS[(model, mode)]
 
@@ -73,12 +76,26 @@ def run_batch_generate(src: str, out_dir: str, model: str = "pfnn-biped", mode: 
                        chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Generate one BVH per path file under ``src``; writes and returns the report."""
 
+    from ..errors import MotioncoreError
+
     out = Path(out_dir)
+    if fmt not in ("bvh", "fbx", "blend"):
+        raise BatchError(f"--format: expected bvh, fbx or blend, got {fmt!r}")
+    if frames is not None and frames < 1:
+        raise BatchError(f"--frames: expected a positive integer, got {frames}")
+    check_output_dir(out, "--out", (src,))
+    from ..models.registry import check_model
+
+    try:
+        check_model(model, "controller")
+        _controller(model, mode)   # the mode checked against the model before any work (and loaded once here)
+    except MotioncoreError as e:
+        msg = str(e)
+        raise BatchError(msg if msg.startswith("--") else f"--mode {mode}: {msg.removeprefix('mode: ')}") from None
     files = discover(src, exclude=out, suffix=".json")
     files = [f for f in files if f.name != "report.json"]
     if not files:
         raise BatchError(f"no path .json files under {src!r} (docs/paths.md)")
-    out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {"job": "generate", "src": str(src), "out": str(out), "model": model, "mode": mode,
                             "frames": frames, "started": datetime.now(UTC).isoformat(),
                             "run": "ray" if (use_ray or ray_address) else "in-process"}

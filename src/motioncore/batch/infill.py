@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .run import CLIP_SUFFIXES, BatchError, discover, output_path, read_motion, run_job, write_motion
+from .run import CLIP_SUFFIXES, BatchError, check_output_dir, discover, output_path, read_motion, run_job, write_motion
 
 __all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
 
@@ -120,23 +120,31 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
                      chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
-    ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.run_files`)."""
+    ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.run_files`).
+    Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
+    (an any-order in-filling checkpoint), ``frozen`` >= 0, the gap file (every key names an input clip)."""
+    from ..errors import MotioncoreError
+    from ..models.registry import check_model
 
     out = Path(out_dir)
     if not gaps_file and not frozen:
         raise BatchError("nothing to fill: give --gaps FILE.json and/or --frozen N")
+    if frozen < 0:
+        raise BatchError(f"--frozen: expected a frame count >= 1 (0: off), got {frozen}")
+    if fmt not in ("bvh", "fbx", "blend"):
+        raise BatchError(f"--format: expected bvh, fbx or blend, got {fmt!r}")
+    check_output_dir(out, "--out", (src,))
+    try:
+        check_model(model, "infill")
+    except MotioncoreError as e:
+        raise BatchError(str(e)) from None
     gaps: dict[str, Any] = {}
     if gaps_file:
-        try:
-            gaps = json.loads(Path(gaps_file).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise BatchError(f"--gaps {gaps_file}: {e}") from None
-        if not isinstance(gaps, dict) or not all(isinstance(v, list) for v in gaps.values()):
-            raise BatchError(f"--gaps {gaps_file}: expected {{\"clip name\": [[start, end], ...]}}")
+        gaps = _read_gaps(gaps_file)
     files = sorted({f for sfx in CLIP_SUFFIXES for f in discover(src, exclude=out, suffix=sfx)})
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files under {src!r}")
-    out.mkdir(parents=True, exist_ok=True)
+    gaps = _match_gaps(gaps, files, gaps_file)
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
                             "frozen": frozen, "temperature": temperature, "seed": seed,
                             "started": datetime.now(UTC).isoformat(),
@@ -146,3 +154,40 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
                    desc="infill", unit="clip", progress=progress, use_ray=use_ray, ray_address=ray_address,
                    workers=workers, chunk=chunk,
                    totals=lambda rs: {"frames_filled": sum(r.get("frames_filled", 0) for r in rs if r["status"] == "ok")})
+
+
+def _read_gaps(gaps_file: str) -> dict[str, Any]:
+    """The gap file, its shape checked: ``{"clip": [[start, end], ...]}`` with whole numbers."""
+    try:
+        gaps = json.loads(Path(gaps_file).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BatchError(f"--gaps {gaps_file}: {getattr(e, 'strerror', None) or e}") from None
+    if not isinstance(gaps, dict) or not all(isinstance(v, list) for v in gaps.values()):
+        raise BatchError(f"--gaps {gaps_file}: expected {{\"clip name\": [[start, end], ...]}}")
+    for k, v in gaps.items():
+        for g in v:
+            if (not isinstance(g, list) or len(g) != 2 or not all(type(x) is int for x in g)
+                    or not 0 <= g[0] < g[1]):
+                raise BatchError(f"--gaps {gaps_file}: {k!r}: gap {g!r} is not [start, end] with 0 <= start < end "
+                                 "(whole frames, end exclusive)")
+    return gaps
+
+
+def _match_gaps(gaps: dict[str, Any], files: Sequence[Path], gaps_file: str | None) -> dict[str, Any]:
+    """Gaps keyed by each input's base name; a key may also be the file name (``clip.bvh``). Keys that
+    name no input clip stop the run, listed."""
+    stems = {f.stem for f in files}
+    names = {f.name: f.stem for f in files}
+    out: dict[str, Any] = {}
+    unknown = []
+    for k, v in gaps.items():
+        stem = k if k in stems else names.get(k)
+        if stem is None:
+            unknown.append(k)
+        else:
+            out.setdefault(stem, []).extend(v)
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
+        raise BatchError(f"--gaps {gaps_file}: {len(unknown)} key(s) name no input clip: {shown}; keys are clip base "
+                         f"names such as {sorted(stems)[0]!r}")
+    return out

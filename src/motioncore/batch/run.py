@@ -26,18 +26,25 @@ from typing import Any
 import numpy as np
 
 from ..errors import MotioncoreError
-from ..io.atomic import atomic_write_text
+from ..io.atomic import atomic_write_text, check_output_dir
 
-__all__ = ["BatchError", "discover", "output_path", "parse_scale", "process_file", "run_batch",
+__all__ = ["BatchError", "ReportError", "check_output_dir", "clean_stale", "finish_report", "start_report", "discover", "output_path", "parse_scale", "process_file", "run_batch",
            "run_chunk", "run_files", "run_job", "write_report", "STAGES", "REPORT_NAME"]
 
 REPORT_NAME = "report.json"
 STAGES = ("plan", "read", "map", "retarget", "write")  # where a file can fail
-_TMP_GLOBS = (".*.bvh.*.tmp", ".*.tmp.fbx", ".*.tmp.blend")  # temporaries (left only by a killed process)
+_TMP_GLOBS = (".*.bvh.*.tmp", ".*.tmp.fbx", ".*.tmp.blend",   # temporaries (left only by a killed process)
+              f".{REPORT_NAME}.*.tmp", ".motioncore-probe-*")
 
 
 class BatchError(MotioncoreError):
     """A batch cannot start (no inputs, unreadable target, output folder = source folder, no Ray...)."""
+
+
+class ReportError(BatchError):
+    """The work ran but ``report.json`` could not be written (e.g. the disk is full); no report is left."""
+
+    exit_code = 1
 
 
 # ----------------------------------------------------------------------------------------------
@@ -189,6 +196,45 @@ def write_report(out_dir: Path, report: Mapping[str, Any]) -> Path:
     return path
 
 
+def clean_stale(out: Path) -> None:
+    """Remove the temporaries a killed run left in ``out`` (outputs, reports, write probes)."""
+    for stale in (f for g in _TMP_GLOBS for f in out.glob(g)):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def start_report(out: Path, meta: Mapping[str, Any]) -> Path:
+    """Before any work: create ``out``, remove stale temporaries, and replace any earlier run's report with
+    this run's settings marked ``"status": "running"`` (so a killed run never leaves the previous run's
+    report behind). Raises ``BatchError`` when that fails (then no report is left)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        clean_stale(out)
+        return write_report(out, {**meta, "status": "running", "finished": None, "interrupted": False})
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            (out / REPORT_NAME).unlink()
+        raise BatchError(f"--out {out}: cannot write {REPORT_NAME} ({e.strerror or e}); nothing was processed") from None
+
+
+def finish_report(out: Path, report: dict[str, Any]) -> Path:
+    """Write the final report (``status`` finished or interrupted). On a full disk the running report is
+    removed first to free its space and the write tried again; if that fails too, ``ReportError`` says so
+    and no report is left (never a stale one)."""
+    report["status"] = "interrupted" if report.get("interrupted") else "finished"
+    try:
+        return write_report(out, report)
+    except OSError:
+        with contextlib.suppress(OSError):
+            (out / REPORT_NAME).unlink()
+    try:
+        return write_report(out, report)
+    except OSError as e:
+        c = report.get("counts", {})
+        raise ReportError(f"{out / REPORT_NAME}: could not be written ({e.strerror or e}); this run: {c.get('ok')} "
+                          f"written, {c.get('failed')} failed, {c.get('not_run')} not run; no report is left") from None
+
+
 def _build_report(meta: dict[str, Any], results: Iterable[dict[str, Any]], total: int, wall: float,
                   interrupted: bool) -> dict[str, Any]:
     results = list(results)
@@ -304,6 +350,7 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
     from tqdm import tqdm
 
     t0 = time.perf_counter()
+    start_report(out, meta)
     results: list[dict[str, Any]] = []
     todo = []
     for f in files:
@@ -334,7 +381,7 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
                   "files": results,
                   "errors": [{"file": r["file"], "error": r["error"], "stage": r["stage"]}
                              for r in results if r["status"] == "failed"]}
-        write_report(out, report)
+        finish_report(out, report)
     return report
 
 
@@ -359,6 +406,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     src_path = Path(src)
     if src_path.is_dir() and src_path.resolve() == out.resolve():
         raise BatchError(f"--out {out} is the source folder; choose another folder (inputs are never overwritten)")
+    check_output_dir(out, "--out", (src, target))
     if chunk is not None and chunk < 1:
         raise BatchError(f"--chunk: expected a positive integer, got {chunk}")
     if missing not in ("rest", "infill") or (missing == "infill") != (infill_model is not None):
@@ -399,10 +447,6 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
         convention = conv
     ov = load_overrides(Path(overrides)) if overrides is not None else None
     scale = parse_scale(scale)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in (f for g in _TMP_GLOBS for f in out.glob(g)):  # temporaries left by a killed run
-        with contextlib.suppress(OSError):
-            stale.unlink()
 
     results: list[dict[str, Any]] = []
     todo: list[str] = []
@@ -431,6 +475,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
                             "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
+    start_report(out, meta)
     bar = tqdm(total=len(files), initial=len(results), unit="file", desc="retarget", disable=not progress,
                dynamic_ncols=True)
 
@@ -457,5 +502,5 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     finally:
         bar.close()
         report = _build_report(meta, results, len(files), time.perf_counter() - wall0, interrupted)
-        write_report(out, report)
+        finish_report(out, report)
     return report

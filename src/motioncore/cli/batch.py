@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from .args import nonneg_float, nonneg_int, positive_int
+
 
 def _cmd_retarget(args: argparse.Namespace) -> int:
     from ..batch.run import run_batch
@@ -62,19 +64,14 @@ def _ray_args(p: Any) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--ray", action="store_true", help="run as Ray tasks on a local cluster (needs the scale extra)")
     g.add_argument("--ray-address", metavar="ADDR", help="run on an existing Ray cluster (e.g. auto, ray://host:10001)")
-    p.add_argument("--workers", type=_positive_int, help="CPUs for the local Ray cluster (default: all cores)")
-    p.add_argument("--chunk", type=_positive_int, help="files per Ray task (default: about 4 tasks per worker, 4-64)")
-
-
-def _positive_int(v: str) -> int:
-    n = int(v)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return n
+    p.add_argument("--workers", type=positive_int, help="CPUs for the local Ray cluster (default: all cores)")
+    p.add_argument("--chunk", type=positive_int, help="files per Ray task (default: about 4 tasks per worker, 4-64)")
 
 
 def add_subcommands(sub: Any) -> None:
-    """Add ``retarget`` to the ``motioncore`` subparsers."""
+    """Add ``retarget``, ``batch infill`` and ``batch generate`` to the ``motioncore`` subparsers."""
+    from .controllers import MODES
+
     r = sub.add_parser("retarget", help="retarget many BVH files onto one skeleton (resumable; optional Ray)",
                        description="Retarget every BVH under SRC onto the skeleton of --target, writing "
                                    "OUT/<base name>.bvh and OUT/report.json. Existing outputs are skipped, so a "
@@ -106,10 +103,11 @@ def add_subcommands(sub: Any) -> None:
     i.add_argument("--out", required=True, help="output folder")
     i.add_argument("--model", default="anyorder-body", help="any-order checkpoint (default anyorder-body)")
     i.add_argument("--gaps", help='JSON {"clip base name": [[start, end], ...]} (end exclusive)')
-    i.add_argument("--frozen", type=int, default=0,
-                   help="also refill runs of at least N frames identical to the frame before (dropped frames)")
-    i.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
-    i.add_argument("--seed", type=int, default=0)
+    i.add_argument("--frozen", type=nonneg_int, default=0,
+                   help="also refill runs of at least N frames identical to the frame before (dropped frames; "
+                        "default 0: off)")
+    i.add_argument("--temperature", type=nonneg_float, default=0.0, help="sampling temperature (default 0)")
+    i.add_argument("--seed", type=int, default=0, help="random seed of the sampling (default 0)")
     _ray_args(i)
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=_cmd_batch_infill)
@@ -120,8 +118,9 @@ def add_subcommands(sub: Any) -> None:
     gen.add_argument("src", help="folder (searched recursively for *.json) or glob")
     gen.add_argument("--out", required=True, help="output folder")
     gen.add_argument("--model", default="pfnn-biped", help="path controller: pfnn-biped (default), mann-dog or a checkpoint")
-    gen.add_argument("--mode", default="outputs", help="controller runtime mode (default outputs)")
-    gen.add_argument("--frames", type=_positive_int, help="frames per clip (default: enough to walk each path)")
+    gen.add_argument("--mode", default="outputs", choices=MODES,
+                     help="network evaluation form (default outputs; constant, linear, cubic: PFNN only)")
+    gen.add_argument("--frames", type=positive_int, help="frames per clip (default: enough to walk each path)")
     _ray_args(gen)
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_cmd_batch_generate)

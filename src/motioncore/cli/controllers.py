@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from pathlib import Path as FilePath
 from typing import Any
+
+from .args import nonneg_int, positive_int
 
 DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints the demo animates
 DEMO_INFILL = "anyorder-body"  # bundled in-filling model: re-fills the biped's walk between sparse keys
@@ -25,19 +26,22 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
+    from ..errors import MotioncoreError
+    from ..io.atomic import check_output_file
     from ..io.bvh import write_bvh
+    from ..models.registry import check_model
     from ..tasks.locomotion import Controller, generate
     from ..tasks.paths import PathError, load_path
 
     torch.set_num_threads(args.threads)
     path = load_path(args.path)  # validated before anything is loaded or written
-    out = FilePath(args.out)
-    if out.suffix.lower() != ".bvh":
-        from ..errors import MotioncoreError
-
-        raise MotioncoreError(f"--out: expected a .bvh file name, got {str(out)!r}")
+    out = check_output_file(args.out, "--out", (args.path,), suffixes=(".bvh",))
+    check_model(args.model, "controller")
     t0 = time.perf_counter()
-    ctl = Controller.load(args.model, args.mode)
+    try:
+        ctl = Controller.load(args.model, args.mode)
+    except MotioncoreError as e:  # the mode against the model's kind
+        raise MotioncoreError(f"--mode {args.mode}: {str(e).removeprefix('mode: ')}") from None
     try:
         ctl.track(path)  # gait names and defaults are checked against the model before the rollout
     except PathError as e:
@@ -161,8 +165,48 @@ def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
     iq, _ = interp_channels(walk.rotations[None], walk.positions[None, :, rj], keys)
     gap = ~known
     err = lambda q: float(np.degrees(quat_angle(q[gap], walk.rotations[gap])).mean())  # noqa: E731
+    png = plot_infill(walk, iq[0], f.rotations[0], known, name, out / "demo_infill.png")
     return {"model": name, "bvh": str(bvh), "frames": T, "keys": int(known.sum()), "filled": int(gap.sum()),
-            "model_deg": err(f.rotations[0]), "interp_deg": err(iq[0]), "seconds": time.perf_counter() - t0}
+            "model_deg": err(f.rotations[0]), "interp_deg": err(iq[0]), "plot": str(png),
+            "seconds": time.perf_counter() - t0}
+
+
+def plot_infill(walk: Any, interp_q: Any, model_q: Any, known: Any, name: str, path: FilePath, n_joints: int = 4) -> FilePath:
+    """PNG: the local rotation angle (degrees from rest) of the ``n_joints`` joints that move most, over
+    time, for the truth, Interp and the model; the filled spans shaded, the keys as dots. Atomic write."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ..core.rotations import quat_angle
+    from ..io.atomic import atomic_write
+    from ..tasks.infill import mask_runs
+
+    ident = np.zeros_like(walk.rotations)
+    ident[..., 0] = 1.0
+    angle = lambda q: np.degrees(quat_angle(q, ident))  # noqa: E731  # (T, J)
+    truth, interp, model = angle(walk.rotations), angle(interp_q), angle(model_q)
+    joints = np.argsort(-truth.std(0))[:n_joints]
+    t = np.arange(walk.num_frames) / walk.fps
+    fig = Figure(figsize=(11, 2.2 * n_joints))
+    FigureCanvasAgg(fig)
+    for row, j in enumerate(joints):
+        ax = fig.add_subplot(n_joints, 1, row + 1)
+        for s, e in mask_runs(~known):
+            ax.axvspan(t[s], t[min(e, len(t) - 1)], color="0.92", lw=0)
+        ax.plot(t, truth[:, j], "k-", lw=1.6, label="truth (deleted frames)")
+        ax.plot(t, interp[:, j], "--", color="C0", lw=1.2, label="Interp (slerp between keys)")
+        ax.plot(t, model[:, j], "-", color="C3", lw=1.2, label=f"{name}")
+        ax.plot(t[known], truth[known, j], "k.", ms=3, label="keys")
+        ax.set_ylabel(f"{walk.skeleton.names[j]}\n(deg from rest)", fontsize=8)
+        ax.grid(alpha=0.3)
+        if row == 0:
+            ax.set_title("in-fill of the biped's walk: joint angles across the gaps (shaded)", fontsize=10)
+            ax.legend(loc="upper right", fontsize=7, ncol=4)
+    fig.axes[-1].set_xlabel("time (s)")
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=80))
+    return path
 
 
 def plot_demo(summary: dict[str, Any], path: FilePath) -> None:
@@ -195,19 +239,17 @@ def plot_demo(summary: dict[str, Any], path: FilePath) -> None:
         ax.set_xlabel("time (s)")
         ax.set_title(f"{character} foot contacts (black = planted)")
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=90)
-        os.replace(tmp, path)
-    except BaseException:
-        FilePath(tmp).unlink(missing_ok=True)
-        raise
+    from ..io.atomic import atomic_write
+
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))  # the umask's mode, as any output
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     import torch
 
+    from ..io.atomic import check_output_dir
+
+    check_output_dir(args.out, "--out")
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     summary = run_demo(args.out)
@@ -219,8 +261,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if "infill" in summary:
         s = summary["infill"]
         print(f"in-fill ({s['model']}): kept {s['keys']} of the walk's {s['frames']} frames as keys (10 + one every "
-              f"{DEMO_KEY_EVERY}), filled {s['filled']}; mean joint angle to the walk {s['model_deg']:.2f} deg "
-              f"(Interp {s['interp_deg']:.2f} deg) -> {s['bvh']}")
+              f"{DEMO_KEY_EVERY}), filled {s['filled']}; mean error over the filled frames (angle between each "
+              f"joint's filled and true rotation) {s['model_deg']:.2f} deg (Interp {s['interp_deg']:.2f} deg) "
+              f"-> {s['bvh']}; curves {s['plot']}")
     print(f"plot (paths, foot contacts): {summary['plot']}  ({time.perf_counter() - t0:.1f} s)")
     return 0
 
@@ -238,9 +281,15 @@ def _cmd_eval_controllers(args: argparse.Namespace) -> int:
 
     from ..errors import MotioncoreError
     from ..eval.controllers import ControllerEvalConfig, evaluate_controllers, format_table, write_json
+    from ..io.atomic import check_output_file
+    from ..models.registry import check_model
 
+    if args.json:
+        check_output_file(args.json, "--json", suffixes=(".json",))
     torch.set_num_threads(args.threads)
     names = args.model or _default_checkpoints()
+    for n in names:
+        check_model(n, "controller")
     if not names:
         raise MotioncoreError(f"no checkpoints to evaluate: pass --model (none of {list(RUN_CHECKPOINTS)} "
                               f"or the bundled {list(DEMO_MODELS.values())} exist)")
@@ -275,16 +324,16 @@ def add_subcommands(subparsers: Any) -> None:
     g.add_argument("--path", required=True, help="path.json: points [[x, z], ...] in metres, optional fps, speed "
                                                  "(m/s), gait, facing (degrees); see docs/paths.md")
     g.add_argument("--out", required=True, help="BVH file to write (atomically)")
-    g.add_argument("--frames", type=int, help="output frames (default: long enough to walk the path, +1 s)")
+    g.add_argument("--frames", type=positive_int, help="output frames (default: long enough to walk the path, +1 s)")
     g.add_argument("--mode", choices=MODES, default="outputs", help="network evaluation form (constant, linear, "
                                                                     "cubic: PFNN's precomputed runtimes)")
-    g.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    g.add_argument("--threads", type=positive_int, default=2, help="CPU threads (default 2)")
     g.set_defaults(func=_cmd_generate)
 
     d = subparsers.add_parser("demo", help="walk the bundled biped and dog along an S-shaped path, speeding up: BVH files "
                                           "and a PNG")
     d.add_argument("--out", default="out/demo", help="folder for biped.bvh, dog.bvh and demo.png (default out/demo)")
-    d.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    d.add_argument("--threads", type=positive_int, default=2, help="CPU threads (default 2)")
     d.set_defaults(func=_cmd_demo)
 
     e = _eval_subparsers(subparsers).add_parser(
@@ -292,12 +341,12 @@ def add_subcommands(subparsers: Any) -> None:
                             "skating, path following, PFNN runtime forms")
     e.add_argument("--model", action="append", help="checkpoint or bundled name (repeatable; default: "
                                                     + ", ".join(RUN_CHECKPOINTS) + " where present)")
-    e.add_argument("--max-clips", type=int, default=64, help="test clips driven along their own paths (default 64)")
-    e.add_argument("--max-frames", type=int, default=300, help="frames per rollout (default 300)")
-    e.add_argument("--max-rows", type=int, default=0, help="teacher-forced test rows (default 0: all)")
+    e.add_argument("--max-clips", type=positive_int, default=64, help="test clips driven along their own paths (default 64)")
+    e.add_argument("--max-frames", type=positive_int, default=300, help="frames per rollout (default 300)")
+    e.add_argument("--max-rows", type=nonneg_int, default=0, help="teacher-forced test rows (default 0: all)")
     e.add_argument("--no-modes", action="store_true", help="skip the PFNN runtime-form comparison")
     e.add_argument("--json", help="write the results as JSON here")
-    e.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    e.add_argument("--threads", type=positive_int, default=2, help="CPU threads (default 2)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_controllers)
 

@@ -11,11 +11,18 @@ import json
 import sys
 from pathlib import Path
 
+from .args import PREFIX, Parser, nonneg_float, nonneg_int, positive_float, positive_int, sigterm_raises
+
 
 def _cmd_data_list(args: argparse.Namespace) -> int:
     from ..data import REGISTRY, summary
 
-    names = args.names or [n for n in REGISTRY if not REGISTRY[n].union]
+    unknown = [n for n in args.names if n not in REGISTRY]
+    if unknown:
+        from ..errors import UsageError
+
+        raise UsageError(f"data list: unknown set(s) {unknown}; registered: {sorted(REGISTRY)}")
+    names = args.names or list(REGISTRY)  # every set, the unions (bandai = bandai1 + bandai2) included
     rows = [summary(n) for n in names]
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -53,18 +60,55 @@ def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
     return roundtrip_main(files, tol=args.tol)
 
 
+def _plot_path(args: argparse.Namespace, default: str) -> Path:
+    """Where an eval command's plot goes: ``--plot``, else beside ``--json`` with its stem, else
+    ``--out/<default>.png``; checked (with ``--json``) before any work."""
+    from ..io.atomic import check_output_dir, check_output_file
+
+    if args.json:
+        check_output_file(args.json, "--json", suffixes=(".json",))
+    if args.plot:
+        return check_output_file(args.plot, "--plot", suffixes=(".png",))
+    if args.json:
+        return Path(args.json).with_suffix(".png")
+    return check_output_dir(args.out, "--out") / f"{default}.png"
+
+
+def _safe_stem(text: str) -> str:
+    """A file-name part from a dataset name, folder or glob: ``bandai``, ``my_clips``, ``cmu_bvh_0_23_0_1-4``."""
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9-]+", "_", text.strip("/")).strip("_")
+    return re.sub(r"_bvh$", "", stem) or "data"
+
+
+def _check_models(names: list[str]) -> None:
+    from ..errors import UsageError
+    from ..eval.baselines import BASELINES
+    from ..models.checkpoint import CheckpointError
+    from ..models.registry import check_model, resolve
+
+    for m in names:
+        if m in BASELINES:
+            continue
+        try:
+            resolve(m)
+        except CheckpointError:
+            raise UsageError(f"--model {m}: unknown model {m!r}: expected one of {sorted(BASELINES)}, a bundled "
+                             "in-filling model (see `motioncore models`) or a checkpoint path") from None
+        check_model(m, "infill")
+
+
 def _cmd_eval_infill(args: argparse.Namespace) -> int:
     from ..eval.infill import format_table, plot_results, write_json
     from ..eval.run import run_infill_eval
 
-    results, n = run_infill_eval(args.data, args.model or ["zerovel", "interp"],
-                                 tuple(args.lengths), progress=not args.quiet)
+    models = args.model or ["zerovel", "interp"]
+    plot = _plot_path(args, f"eval_infill_{_safe_stem(args.data)}")
+    _check_models(models)
+    results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet)
     print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
     print(format_table(results))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = Path(args.data).name.replace("*", "") or "data"
-    plot = out / f"eval_infill_{stem}.png"
     plot_results(results, plot)
     print(f"plot: {plot}")
     if args.json:
@@ -78,14 +122,16 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
 
     from ..eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
     from ..io.atomic import atomic_write_text
+    from ..models.registry import check_model
 
     task = HandsTask(every=args.every, fingertips=args.fingertips, window=args.window)
+    suffix = f"every{task.every}{'_tips' if task.fingertips else ''}"
+    plot = _plot_path(args, f"eval_hands_{suffix}")
+    check_model(args.model, "infill")
     res = evaluate_hands(args.model, task, n_samples=args.samples, temperature=args.temperature, order=args.order,
                          k=args.k, max_windows=args.max_windows, progress=not args.quiet)
     print(format_hands(res))
-    out = Path(args.out)
-    suffix = f"every{task.every}{'_tips' if task.fingertips else ''}"
-    plot = plot_hands(res, out / f"eval_hands_{suffix}.png")
+    plot = plot_hands(res, plot)
     print(f"plot: {plot}")
     if args.json:
         atomic_write_text(args.json, json.dumps({k: v for k, v in res.items() if k != "curves"}, indent=1))
@@ -95,7 +141,12 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
 
 def _cmd_eval_retarget(args: argparse.Namespace) -> int:
     from ..eval.retarget_quality import Options, markdown, run
+    from ..io.atomic import check_output_file
 
+    if args.png:
+        check_output_file(args.png, "--png", suffixes=(".png",))
+    if args.json:
+        check_output_file(args.json, "--json", suffixes=(".json",))
     res = run(Options(fps=args.fps, png=args.png or None, out=args.json), progress=not args.quiet)
     print(markdown(res))
     if res.get("png"):
@@ -124,10 +175,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.model == "anyorder":
         from ..train.anyorder import train_anyorder_from_args
 
+        _check_train_args(args)
         return train_anyorder_from_args(args)
     from ..train.controllers import ControllerRecipe, train_controller
     from ..train.loop import TrainConfig, config_from
 
+    _check_train_args(args)
     model = {"pfnn": "pfnn", "mann": "mann"}[args.model]
     if args.baseline:
         model = {"pfnn": "phase-mlp", "mann": "mann-1"}[args.model]
@@ -144,23 +197,52 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_train_args(args: argparse.Namespace) -> None:
+    """``motioncore train``: the data set, the config file and the run folder, before anything loads."""
+    from ..data import REGISTRY
+    from ..errors import UsageError
+    from ..io.atomic import check_output_dir
+
+    if args.data is not None and args.data not in REGISTRY:
+        raise UsageError(f"--data {args.data}: no such registered set; registered: {', '.join(sorted(REGISTRY))}")
+    if args.config is not None:
+        try:
+            cfg = json.loads(Path(args.config).read_text())
+        except OSError as e:
+            raise UsageError(f"--config {args.config}: {e.strerror or e}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise UsageError(f"--config {args.config}: not valid JSON ({e})") from None
+        if not isinstance(cfg, dict):
+            raise UsageError(f"--config {args.config}: expected a JSON object of TrainConfig fields")
+    check_output_dir(args.out or "runs", "--out")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"motioncore {__version__}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="motioncore", description="Neural motion synthesis for animators.")
+    p = Parser(prog="motioncore", description="Neural motion synthesis for animators.",
+               epilog="Errors are one line and exit 2 before any work; --debug shows tracebacks of unexpected errors.")
+    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     sub = p.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="registered mocap sets").add_subparsers(dest="action", required=True)
     d = data.add_parser("list", help="clips, frames, fps, joints and licence of each set")
-    d.add_argument("names", nargs="*")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("names", nargs="*", help="registered set names (default: every set, unions included)")
+    d.add_argument("--json", action="store_true", help="print the rows as JSON")
     d.set_defaults(func=_cmd_data_list)
     d = data.add_parser("unpack", help="unpack archives into the cache and print the folders")
-    d.add_argument("names", nargs="*")
+    d.add_argument("names", nargs="*", help="registered set names (default: all)")
     d.set_defaults(func=_cmd_data_unpack)
 
     bvh = sub.add_parser("bvh", help="BVH tools").add_subparsers(dest="action", required=True)
     b = bvh.add_parser("roundtrip", help="read, write, re-read; report worst errors; exit 1 above --tol")
     b.add_argument("files", nargs="+", help="BVH files or folders (searched recursively)")
-    b.add_argument("--tol", type=float, default=1e-4, help="max rotation error (deg) and position error")
+    b.add_argument("--tol", type=nonneg_float, default=1e-4, help="max rotation error (deg) and position error")
     b.set_defaults(func=_cmd_bvh_roundtrip)
 
     ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
@@ -168,51 +250,57 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
                                                     "(repeatable; default: zerovel and interp)")
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
-    e.add_argument("--lengths", type=int, nargs="+", default=[5, 15, 30, 45])
-    e.add_argument("--json", help="write the results as JSON here")
-    e.add_argument("--out", default="out", help="folder for the plot (default ./out)")
+    e.add_argument("--lengths", type=positive_int, nargs="+", default=[5, 15, 30, 45],
+                   help="transition lengths in frames (default 5 15 30 45)")
+    e.add_argument("--json", help="write the results as JSON here (the plot goes beside it, same stem)")
+    e.add_argument("--plot", help="write the plot here (.png)")
+    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
+                                                "(default ./out: eval_infill_<data>.png)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_infill)
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)")
     e.add_argument("--model", default="anyorder-hands", help="any-order hand checkpoint (default anyorder-hands)")
-    e.add_argument("--every", type=int, default=10, help="wrist key spacing in frames at 30 fps (default 10)")
+    e.add_argument("--every", type=positive_int, default=10, help="wrist key spacing in frames at 30 fps (default 10)")
     e.add_argument("--fingertips", action="store_true", help="also key the distal finger joints")
-    e.add_argument("--window", type=int, default=40, help="frames per test window (default 40)")
-    e.add_argument("--samples", type=int, default=5, help="completions per window for the diversity (default 5)")
-    e.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the completions")
-    e.add_argument("--order", default="bisection", choices=["random", "sequential", "bisection"])
-    e.add_argument("--k", type=int, default=1, help="elements committed per step (default 1)")
-    e.add_argument("--max-windows", type=int, default=12,
+    e.add_argument("--window", type=positive_int, default=40, help="frames per test window (default 40)")
+    e.add_argument("--samples", type=positive_int, default=5, help="completions per window for the diversity (default 5)")
+    e.add_argument("--temperature", type=nonneg_float, default=1.0, help="sampling temperature of the completions")
+    e.add_argument("--order", default="bisection", choices=["random", "sequential", "bisection"],
+                   help="order in which the missing elements are sampled (default bisection)")
+    e.add_argument("--k", type=positive_int, default=1, help="elements committed per step (default 1)")
+    e.add_argument("--max-windows", type=nonneg_int, default=12,
                    help="evaluate N windows evenly spread over the test takes (default 12 of 96, ~5 min; 0: all, ~40 min)")
-    e.add_argument("--json", help="write the figures as JSON here")
-    e.add_argument("--out", default="out", help="folder for the plot (default ./out)")
+    e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
+    e.add_argument("--plot", help="write the plot here (.png)")
+    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
+                                                "(default ./out: eval_hands_every<N>.png)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_hands)
     e = ev.add_parser("retarget", help="CMU 01-03 onto the Bandai skeleton: foot skating with and without --contacts, "
                                        "end-effector errors, A->B->A round trip, a stick-figure strip")
-    e.add_argument("--fps", type=float, default=30.0, help="resample the clips to this rate first (default 30)")
+    e.add_argument("--fps", type=positive_float, default=30.0, help="resample the clips to this rate first (default 30)")
     e.add_argument("--png", default="out/retarget_cmu_bandai.png", help="stick-figure strip ('' for none)")
     e.add_argument("--json", help="write per-clip figures as JSON here")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=_cmd_eval_retarget)
 
     t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
-    t.add_argument("model", choices=["pfnn", "mann", "anyorder"])
+    t.add_argument("model", choices=["pfnn", "mann", "anyorder"], help="what to train")
     t.add_argument("--baseline", action="store_true", help="train the comparison network instead (PFNN: an MLP "
                    "taking phase as an input; MANN: a single expert)")
     t.add_argument("--config", help="JSON file of TrainConfig fields (flags override it)")
     t.add_argument("--data", help="registered dataset (default: bandai for pfnn, dog for mann)")
-    t.add_argument("--epochs", type=int)
-    t.add_argument("--batch-size", type=int)
-    t.add_argument("--lr", type=float)
-    t.add_argument("--hidden", type=int, help="hidden units per layer (default 512)")
-    t.add_argument("--max-clips", type=int, help="use only the first N training clips (quick runs)")
+    t.add_argument("--epochs", type=positive_int, help="passes over the training set (default 20)")
+    t.add_argument("--batch-size", type=positive_int, help="minibatch size (default 32; anyorder 16)")
+    t.add_argument("--lr", type=positive_float, help="peak learning rate (default 1e-4; anyorder 3e-4)")
+    t.add_argument("--hidden", type=positive_int, help="hidden units per layer (default 512)")
+    t.add_argument("--max-clips", type=positive_int, help="use only the first N training clips (quick runs)")
     t.add_argument("--device", help="auto | cpu | cuda[:N]")
-    t.add_argument("--threads", type=int, help="CPU threads (default 2)")
-    t.add_argument("--max-minutes", type=float, help="stop (saving state) after this wall time")
+    t.add_argument("--threads", type=positive_int, help="CPU threads (default 2)")
+    t.add_argument("--max-minutes", type=nonneg_float, help="stop (saving state) after this wall time (0: no limit)")
     t.add_argument("--out", help="run folder (default runs/<model>); holds the checkpoint, state, loss.png")
     t.add_argument("--restart", action="store_true", help="ignore a saved training state in --out")
-    t.add_argument("--quiet", action="store_true")
+    t.add_argument("--quiet", action="store_true", help="no progress bars")
     from ..train.anyorder import add_anyorder_arguments
 
     add_anyorder_arguments(t)  # --d-model --n-layers --n-heads --d-ff --num-mixtures --window --max-windows
@@ -223,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_commands(sub)  # serve, ping
 
     m = sub.add_parser("models", help="list the models --model accepts")
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--json", action="store_true", help="print the list as JSON")
     m.set_defaults(func=_cmd_models)
 
     from .controllers import add_subcommands  # generate, demo, eval controllers
@@ -236,17 +324,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Exit codes: 0 done, 1 some work failed (per-file failures, an unexpected error),
+    2 bad input (before any work), 130 Ctrl-C, 143 SIGTERM. Errors are one line on stderr; ``--debug``
+    shows the traceback of an unexpected one."""
     from ..errors import MotioncoreError
+    from .args import Terminated
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
-    except MotioncoreError as e:
-        print(f"motioncore: error: {e}", file=sys.stderr)
-        return 2
+        with sigterm_raises():
+            return int(args.func(args) or 0)
+    except Terminated:
+        print("motioncore: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("motioncore: interrupted", file=sys.stderr)
         return 130
+    except MotioncoreError as e:
+        if args.debug:
+            raise
+        print(f"{PREFIX} {e}", file=sys.stderr)
+        return int(getattr(e, "exit_code", 2))
+    except Exception as e:  # noqa: BLE001  (one line, never a traceback, unless --debug)
+        if args.debug:
+            raise
+        print(f"{PREFIX} {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -302,13 +301,6 @@ def format_table(results: Sequence[Mapping[str, Any]]) -> str:
 
 def write_json(results: Any, path: str | os.PathLike) -> None:
     """Indented JSON, written atomically."""
-    p = FilePath(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(results, indent=2) + "\n")
-        os.replace(tmp, p)
-    except BaseException:
-        FilePath(tmp).unlink(missing_ok=True)
-        raise
+    from ..io.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps(results, indent=2) + "\n")  # the umask's mode, not mkstemp's 0600

@@ -252,8 +252,10 @@ def _motion_header(text: str, pos: int, lineno: int, path: str | None) -> tuple[
     if m is None:
         raise BVHError(f"expected 'Frames: N' after MOTION, got {line[:60]!r}", lineno, path)
     if not m.group(1).isdigit():
-        raise BVHError(f"Frames: expects a whole number >= 0, got {m.group(1)!r}", lineno, path)
+        raise BVHError(f"Frames: expects a whole number >= 1, got {m.group(1)!r}", lineno, path)
     frames = int(m.group(1))
+    if frames == 0:
+        raise BVHError("Frames: 0: the clip has no frames (a clip needs at least one)", lineno, path)
     line, pos, lineno = _next_line(text, pos, lineno)
     m = _FRAME_TIME_RE.match(line or "")
     if line is None:
@@ -364,13 +366,21 @@ def _layout(channels: Sequence[Sequence[str]], joints: Sequence[int]) -> _Layout
 # ----------------------------------------------------------------------------------------------
 # read
 # ----------------------------------------------------------------------------------------------
+_BINARY_RE = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")  # control bytes no BVH text holds (tabs, CR, FF are fine)
+
+
 def _source_text(source: PathLike, name: str | None) -> tuple[str, str | None, str]:
     """(text, path or None, clip name) of a path or of BVH text itself."""
     if isinstance(source, str) and "\n" in source:  # BVH text (a path has no newline)
         text, path, stem = source, None, ""
     else:
         p = Path(source)
-        text, path, stem = p.read_text(encoding="utf-8", errors="replace"), str(p), p.stem
+        raw, path, stem = p.read_bytes(), str(p), p.stem
+        bad = _BINARY_RE.search(raw)
+        if bad is not None:  # name the offset, never echo the bytes
+            raise BVHError(f"not a text BVH file: binary byte 0x{bad.group()[0]:02x} at byte offset {bad.start()}",
+                           None, path)
+        text = raw.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:
@@ -575,8 +585,8 @@ def roundtrip(path: PathLike, *, precision: int = 6) -> RoundtripResult:
 def roundtrip_main(files: list[str], tol: float = 1e-4) -> int:
     """Round-trip every file, print one line each plus a summary; 0 if all are within ``tol``."""
     if not files:
-        print("bvh roundtrip: no files given", file=sys.stderr)
-        return 1
+        print("motioncore: error: bvh roundtrip: no BVH files given (or none in the folders given)", file=sys.stderr)
+        return 2
     width = max(12, min(40, max(len(Path(f).stem) for f in files)))
     print(f"{'file':<{width}} {'frames':>7} {'joints':>6} {'rot err deg':>12} {'pos err cm':>12}  status")
     failed, worst_rot, worst_pos = 0, 0.0, 0.0

@@ -42,7 +42,30 @@ def resolve(name_or_path: str | Path) -> Path:
     base = p.with_suffix("") if p.suffix in (".json", ".safetensors") else p
     if base.with_name(base.name + ".json").is_file():
         return base
+    if p.is_file():
+        raise CheckpointError(f"{p}: not a checkpoint (a checkpoint is NAME.json with NAME.safetensors beside it, "
+                              "as motioncore train writes)")
     raise CheckpointError(f"no bundled model or checkpoint {str(name_or_path)!r}; bundled: {bundled_names()}")
+
+
+TASK_KINDS = {"infill": ("anyorder",), "controller": ("pfnn", "phase-mlp", "mann")}  # what each command can run
+
+
+def check_model(name_or_path: str | Path, task: str, arg: str = "--model") -> dict[str, Any]:
+    """The JSON metadata of a bundled name or checkpoint path, checked (before any work) to be a model of
+    ``task`` ("infill": any-order in-filling, "controller": a path controller). Raises ``CheckpointError``
+    naming ``arg``, the model and what it is instead."""
+    try:
+        meta = read_meta(resolve(name_or_path))
+    except CheckpointError as e:
+        raise CheckpointError(f"{arg} {name_or_path}: {e}") from None
+    kind = meta.get("kind")
+    if kind not in TASK_KINDS[task]:
+        fits = [n for n in bundled_names() if read_meta(BUNDLED / n).get("kind") in TASK_KINDS[task]]
+        label = {"infill": "an in-filling", "controller": "a path-controller"}[task]
+        raise CheckpointError(f"{arg} {name_or_path}: a model of kind {kind} (task {meta.get('task')}); this command "
+                              f"needs {label} model (kind {' or '.join(TASK_KINDS[task])}, e.g. {', '.join(fits)})")
+    return meta
 
 
 def build(kind: str, config: dict[str, Any]) -> torch.nn.Module:

@@ -91,7 +91,10 @@ def evaluate(model: torch.nn.Module, loss_fn: LossFn, data: dict[str, torch.Tens
 def fit(model: torch.nn.Module, loss_fn: LossFn, train: dict[str, torch.Tensor], val: dict[str, torch.Tensor],
         cfg: TrainConfig, out_dir: str | os.PathLike, resume: bool = True, progress: bool = True) -> list[dict]:
     """Train ``model`` in place; returns the per-epoch history. ``out_dir/train.state.*`` holds the
-    resumable state after every epoch; ``out_dir/loss.png`` the curves."""
+    resumable state after every epoch; ``out_dir/loss.png`` the curves. On Ctrl-C (KeyboardInterrupt),
+    in any epoch, the state is saved with the current weights and optimiser moments (the partial epoch's
+    progress counter, data order and schedule are rewound to the epoch's start, so a resume redoes that
+    epoch from these weights), where it went is printed, and the KeyboardInterrupt is re-raised."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
@@ -110,7 +113,33 @@ def fit(model: torch.nn.Module, loss_fn: LossFn, train: dict[str, torch.Tensor],
     if resume and (out / "train.state.json").is_file():
         start_epoch, history = _resume(state_path, model, opt, sched, gen, cfg)
     t0 = time.perf_counter() - (history[-1]["wall_s"] if history else 0.0)
+    rewind: dict[str, Any] = {}  # the unfinished epoch's start: data order and schedule
+    try:
+        _epochs(model, loss_fn, train, val, cfg, out, history, start_epoch, n, opt, sched, gen, t0, progress, rewind)
+    except KeyboardInterrupt:
+        _save_interrupted(state_path, model, opt, sched, gen, cfg, history, rewind)
+        raise
+    model.eval()
+    return history
+
+
+def _save_interrupted(path: Path, model, opt, sched, gen, cfg: TrainConfig, history: list[dict],
+                      rewind: dict[str, Any]) -> None:
+    """Save the resumable state after Ctrl-C: the weights as they are now, the data order and schedule as
+    at the start of the unfinished epoch (``_epochs`` records them in ``rewind``), and say where."""
+    if rewind.get("epochs_done") == len(history):
+        gen.set_state(rewind["rng"])
+        sched.load_state_dict(rewind["sched"])
+    _save_state(path, model, opt, sched, gen, cfg, history)
+    tqdm.write(f"interrupted: saved the weights after {len(history)} full epoch(s) and part of the next to "
+               f"{path}.json / .safetensors; run the same command again to resume")
+
+
+def _epochs(model, loss_fn: LossFn, train, val, cfg: TrainConfig, out: Path, history: list[dict], start_epoch: int,
+            n: int, opt, sched, gen, t0: float, progress: bool, rewind: dict[str, Any]) -> None:
+    state_path = out / "train.state"
     for epoch in range(start_epoch, cfg.epochs):
+        rewind.update(epochs_done=len(history), rng=gen.get_state(), sched=sched.state_dict())  # Ctrl-C rewinds here
         model.train()
         running, count = 0.0, 0
         bar = tqdm(_batches(n, cfg.batch_size, gen), desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
@@ -137,8 +166,6 @@ def fit(model: torch.nn.Module, loss_fn: LossFn, train: dict[str, torch.Tensor],
         if cfg.max_minutes and rec["wall_s"] > cfg.max_minutes * 60:
             tqdm.write(f"stopping after {rec['wall_s'] / 60:.1f} min (max_minutes={cfg.max_minutes})")
             break
-    model.eval()
-    return history
 
 
 def _save_state(path: Path, model, opt, sched, gen, cfg: TrainConfig, history: list[dict]) -> None:
@@ -192,10 +219,20 @@ def write_history(history: list[dict], path: str | os.PathLike) -> None:
 
 def config_from(cls: type, file: str | None, overrides: dict[str, Any]) -> Any:
     """A frozen config dataclass from an optional JSON file plus non-None overrides (flags win)."""
-    base: dict[str, Any] = json.loads(Path(file).read_text()) if file else {}
+    try:
+        base: dict[str, Any] = json.loads(Path(file).read_text()) if file else {}
+    except OSError as e:
+        raise MotioncoreError(f"--config {file}: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MotioncoreError(f"--config {file}: not valid JSON ({e})") from None
+    if not isinstance(base, dict):
+        raise MotioncoreError(f"--config {file}: expected a JSON object of {cls.__name__} fields")
     fields = set(cls.__dataclass_fields__)
     unknown = set(base) - fields
     if unknown:
         raise MotioncoreError(f"{file}: unknown {cls.__name__} fields {sorted(unknown)}; known: {sorted(fields)}")
     base.update({k: v for k, v in overrides.items() if v is not None and k in fields})
-    return cls(**base)
+    try:
+        return cls(**base)
+    except (TypeError, ValueError) as e:
+        raise MotioncoreError(f"{file or cls.__name__}: {e}") from None

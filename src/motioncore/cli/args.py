@@ -1,0 +1,71 @@
+"""Shared pieces of the `motioncore` command line: the parser class (one error prefix, one line, exit
+2), argument types that check ranges while parsing, and SIGTERM handling. Stdlib only."""
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+PREFIX = "motioncore: error:"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, ``motioncore: error: <command>: <problem>``, exit 2
+    (the sub-command parsers inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        cmd = self.prog.removeprefix("motioncore").strip()
+        self.exit(2, f"{PREFIX} {cmd + ': ' if cmd else ''}{message} (see {self.prog} --help)\n")
+
+
+def _number(kind: type, low: float, inclusive: bool, what: str) -> Callable[[str], Any]:
+    def parse(v: str) -> Any:
+        try:
+            x = kind(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {v!r}") from None
+        if not (math.isfinite(x) and (x >= low if inclusive else x > low)):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {v!r}")
+        return x
+
+    parse.__name__ = what
+    return parse
+
+
+positive_int = _number(int, 0, False, "a positive integer")
+nonneg_int = _number(int, 0, True, "an integer >= 0")
+positive_float = _number(float, 0.0, False, "a positive number")
+nonneg_float = _number(float, 0.0, True, "a number >= 0")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that batch jobs write their report and temporaries are
+    removed on the way out (as on Ctrl-C); the command then exits 143."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While inside: SIGTERM raises `Terminated` (main thread only; elsewhere nothing changes)."""
+    try:
+        old = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def fail(message: str) -> int:
+    """Print one error line on stderr; the exit code 2."""
+    print(f"{PREFIX} {message}", file=sys.stderr)
+    return 2
