@@ -14,9 +14,9 @@ import bpy
 import numpy as np
 
 from . import fcurves, keys, requests, rigmap
-from .rigio import infill_segments, read_rig, write_segment
 from .jobs import JobResult, Worker, connection_path, run_sync
 from .props import bone_map, preferences, scene, settings
+from .rigio import infill_segments, read_rig, write_segment
 
 _WORKER: Worker | None = None
 # Results travel worker -> bpy.app.timers callback -> modal operator: the timer drains finished jobs into

@@ -36,7 +36,7 @@ RANK = {
     "batch": 10, "experiments": 10,
     "cli": 11,                   # the `motioncore` command
 }
-WIRE_THIRD_PARTY = {"numpy", "zmq"}
+WIRE_THIRD_PARTY = {"numpy", "zmq", "msgspec"}  # msgspec: the C JSON codec (optional, stdlib fallback)
 
 
 def _layer(mod: str) -> str:

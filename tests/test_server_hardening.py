@@ -12,14 +12,13 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import zmq
-from test_fuzz import rss_kb
 from motioncore_server.app import Server, ServerConfig
-from test_server import X, Raw, spawn, stop, thread_server
+from test_fuzz import rss_kb
+from test_server import Raw, spawn, stop, thread_server
 
 from motioncore.wire import protocol as P
 from motioncore.wire.client import Client, ConnectionFileError, RequestTimeout, check_private_file, read_connection_file

@@ -46,16 +46,16 @@ from motioncore.wire.protocol import (
     Busy,
     Codec,
     FrameError,
-    SignatureError,
-    TooLarge,
-    transport_token,
     InternalError,
     InvalidRequest,
     Limits,
     Message,
     ProtocolError,
     ShuttingDown,
+    SignatureError,
+    TooLarge,
     UnknownType,
+    transport_token,
 )
 
 from . import connection

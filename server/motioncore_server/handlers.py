@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from motioncore.wire.protocol import (
+    MAX_ABS,
     PROTOCOL_VERSION,
     Cancelled,
     InvalidRequest,
@@ -31,7 +32,6 @@ from motioncore.wire.protocol import (
     Message,
     ModelUnavailable,
     ProtocolError,
-    MAX_ABS,
     check_array,
     check_field,
 )

@@ -1,1 +1,1 @@
-"""Layer wire: the ZeroMQ protocol and client, vendored into the Blender add-on. Imports only stdlib, numpy and zmq (no other motioncore module)."""
+"""Layer wire: the ZeroMQ protocol and client, vendored into the Blender add-on. Imports only stdlib, numpy, zmq and (optionally) msgspec (no other motioncore module)."""

@@ -443,7 +443,7 @@ def _cmd_ping(args: argparse.Namespace) -> int:
     try:
         print(json.dumps(ping(args.connection_file, args.n, args.timeout)))
     except (P.ProtocolError, OSError) as e:
-        print(f"motioncore ping: {e}", file=sys.stderr)
+        print(f"motioncore: error: ping: {e}", file=sys.stderr)
         return 2
     return 0
 
@@ -466,5 +466,6 @@ def add_subcommands(subparsers: Any) -> None:
     # every argument goes through untouched to `python -m motioncore_server` (try `motioncore serve --help`)
     s = subparsers.add_parser("serve", help="run the motion server (same arguments as python -m motioncore_server)",
                               add_help=False, prefix_chars="\x00")
-    s.add_argument("server_args", nargs="*")
+    s.add_argument("server_args", nargs="*", help="passed to the server as they are (motioncore serve --help "
+                   "lists them: --ip, --port, --device, --connection-file, ...)")
     s.set_defaults(func=_cmd_serve)
