@@ -90,25 +90,45 @@ def read_keys(fcurve: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return co[0::2].astype(np.float64), co[1::2].astype(np.float64), generated
 
 
+INSERT_MAX = 256   # new keys placed one by one (in order) up to this many; more are appended in bulk
+
+
 def write_keys(fcurve: Any, frames: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
                key_type: str = GENERATED) -> ChannelMerge:
     """Merge predicted ``values`` at ``frames`` into ``fcurve`` by the rule of :mod:`.keys` (the user's
-    keys inside the range kept exactly, keys outside untouched) and write them in bulk."""
+    keys inside the range kept exactly, keys outside untouched) and write them.
+
+    Cost on a long action: refreshed values go in with one ``foreach_set``; a few new keys (a gap in a long
+    action) are inserted at their place (``insert(..., options={'FAST'})``: a binary search, no handle
+    update) because ``FCurve.update`` sorts keys appended at the end by swapping neighbours, O(keys x
+    distance moved): 0.1 s per f-curve of 7,000 keys. Many new keys (a new or sparse curve) are appended in
+    bulk. One ``update()`` at the end recomputes the handles."""
     old_f, old_v, old_gen = read_keys(fcurve)
     plan = merge_channel(old_f, old_v, old_gen, frames, values)
     n_old, n_new = old_f.size, plan.new_frames.size
-    if n_new == 0 and np.array_equal(plan.values, old_v):
+    values_changed = not np.array_equal(plan.values, old_v)
+    if n_new == 0 and not values_changed:
         return plan
     kp = fcurve.keyframe_points
-    if n_new:
-        kp.add(n_new)
-    co = np.empty(2 * (n_old + n_new), np.float32)
-    co[0:2 * n_old:2], co[1:2 * n_old:2] = old_f, plan.values
-    co[2 * n_old::2], co[2 * n_old + 1::2] = plan.new_frames, plan.new_values
-    kp.foreach_set("co", co)
-    if n_new:
-        _set_key_types(kp, n_old, key_type)
-    fcurve.update()   # sorts keys and recomputes handles
+    in_place = 0 < n_new <= INSERT_MAX and n_old > 0 and plan.new_frames.min() < old_f.max() \
+        and hasattr(kp, "insert")
+    if in_place:
+        if values_changed:
+            co = np.empty(2 * n_old, np.float32)
+            co[0::2], co[1::2] = old_f, plan.values
+            kp.foreach_set("co", co)
+        for f, v in zip(plan.new_frames.tolist(), plan.new_values.tolist(), strict=True):
+            kp.insert(f, v, options={"FAST"}, keyframe_type=key_type)
+    else:
+        if n_new:
+            kp.add(n_new)
+        co = np.empty(2 * (n_old + n_new), np.float32)
+        co[0:2 * n_old:2], co[1:2 * n_old:2] = old_f, plan.values
+        co[2 * n_old::2], co[2 * n_old + 1::2] = plan.new_frames, plan.new_values
+        kp.foreach_set("co", co)
+        if n_new:
+            _set_key_types(kp, n_old, key_type)
+    fcurve.update()   # sorts keys (already in order here) and recomputes handles
     return plan
 
 
@@ -255,7 +275,13 @@ def user_key_frames(fcmap: dict[tuple[str, int], Any], path: str, n: int) -> np.
     parts = [read_keys(fcmap[(path, i)]) for i in range(n) if (path, i) in fcmap]
     if not parts:
         return None
-    return np.unique(np.round(np.concatenate([f[~g] for f, _, g in parts])))
+    f = np.round(np.concatenate([f[~g] for f, _, g in parts]))
+    if f.size == 0:
+        return f
+    lo = f.min()   # whole frames: an occupancy table is linear in the keys (np.unique sorts them)
+    have = np.zeros(int(f.max() - lo) + 1, bool)
+    have[(f - lo).astype(np.int64)] = True
+    return np.flatnonzero(have) + lo
 
 
 def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray) -> np.ndarray:

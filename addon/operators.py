@@ -392,7 +392,7 @@ class _InfillBase(_ServerOperator):
         rng = keys.fill_range(rig["keyed"], _selected_bones(arm), *_scene_range_and_preview(context))
         if rng is None:
             raise ValueError("key the selected bones on at least two frames inside the frame range")
-        segs = infill_segments(arm, rig, rng)
+        segs = infill_segments(arm, rig, rng, _scene_fps(context))
         opts = (self.model, _preset(context), int(self.variations), float(self.temperature), str(self.order),
                 int(self.seed), _scene_fps(context))
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
@@ -426,6 +426,8 @@ class _InfillBase(_ServerOperator):
         arm = bpy.data.objects[self._state["armature"]]
         written, bones_written = 0, set()
         for i, g in enumerate(segs):
+            if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
+                g = {**g, "known_sent": np.asarray(arrays[f"known.{i}"], bool)}
             n, names = write_segment(arm, rig, g, outs[i][pick], arrays[f"root.{i}"][pick], unmapped)
             written += n
             bones_written |= names

@@ -115,7 +115,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     root bone's head relative to its parent in armature units and axes (`rigclip.root_in_parent`).
     ``heads`` (B, 3) rest heads and ``parents`` give the rig's units (`rig_units`); ``fps`` the scene's
     rate (the server resamples to the model's). Returns ({"segments": [reply content, ...], "scale": s},
-    {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up})."""
+    {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up, and for a model that fills
+    whole frames "known.i" (T, B + 1), the mask sent (`whole_frames`)})."""
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "infill", model)
         names = joint_names(bones, info["skeleton"]["names"], rig_preset, overrides)
@@ -124,17 +125,34 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                                    "samples": int(samples), "order": order, "seed": int(seed)}
         if fps:
             content["fps"] = float(fps)
-        replies, arrays = [], {}
+        replies: list[dict[str, Any]] = []
+        arrays: dict[str, np.ndarray] = {}
         for i, seg in enumerate(segments):
             root = z_up_to_y_up(seg["root"]) * scale
+            known = np.asarray(seg["known"], bool)
+            if info.get("group_frames"):
+                known = whole_frames(known)
+                arrays[f"known.{i}"] = known
+            if known.all():   # only partial keys were missing: what the curves give stays
+                replies.append({})
+                arrays[f"rotations.{i}"] = np.asarray(seg["rotations"], np.float32)[None]
+                arrays[f"root.{i}"] = np.asarray(seg["root"], np.float64)[None]
+                continue
             rc, ra = call(c, "infill", content, {"rotations": np.asarray(seg["rotations"], np.float32),
-                                                 "root": root.astype(np.float32),
-                                                 "known": np.asarray(seg["known"], bool)})
+                                                 "root": root.astype(np.float32), "known": known})
             replies.append(rc)
             arrays[f"rotations.{i}"] = ra["rotations"]
             arrays[f"root.{i}"] = y_up_to_z_up(np.asarray(ra["root"], np.float64)) / scale
         return {"segments": replies, "scale": scale, "model": info["name"]}, arrays
     return job
+
+
+def whole_frames(known: np.ndarray) -> np.ndarray:
+    """(T, E) known -> whole frames for a model that fills whole frames (``group_frames``): a frame with any
+    of the animator's keys is known (its unkeyed channels are what their f-curves give, e.g. an FBX
+    export's simplified curves), a frame with none is filled."""
+    k = np.asarray(known, bool)
+    return np.repeat(k.any(axis=1, keepdims=True), k.shape[1], axis=1)
 
 
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,

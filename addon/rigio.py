@@ -106,10 +106,12 @@ def _chain_channels(arm: Any, rig: dict[str, Any], frames: np.ndarray, quats: di
     return locs, qs, off
 
 
-def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int]) -> list[dict[str, Any]]:
+def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: float | None = None
+                    ) -> list[dict[str, Any]]:
     """The windows to send for frames ``rng`` (inclusive): per window its frames, model-space rotations
     (T, B, 4), known (T, B + 1) (the root last), the root relative to its parent (T, 3, armature units)
-    and the raw channel values (to write continuously). Raises ValueError when nothing is missing."""
+    and the raw channel values (to write continuously). ``fps`` (the scene's) sizes the context around
+    each gap to the model's (`rigclip.context_frames`). Raises ValueError when nothing is missing."""
     lo, hi = rng
     bones = rig["bones"]
     known = keys.constraints(rig["keyed"], bones, lo, hi)
@@ -126,7 +128,7 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int]) -> list
                          f"{' and the root' if rig['root_keys'] else ''}; delete the keys where the motion "
                          "should be filled (keys typed GENERATED count as missing)")
     segs = []
-    for a, b in rigclip.windows(missing):
+    for a, b in rigclip.windows(missing, rigclip.context_frames(fps)):
         frames = np.arange(lo + a, lo + b + 1, dtype=np.float64)
         raws, qs = [], []
         for bone in bones:
@@ -145,7 +147,7 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
     """Write one window's answer: (T, B, 4) model rotations for the unknown elements of each bone (in the
     bone's mode, continuous with the frame before), and the root (T, 3) where it came from. Returns
     (keys written, bone names written, plus "root")."""
-    frames, known = seg["frames"], seg["known"]
+    frames, known = seg["frames"], seg.get("known_sent", seg["known"])
     names: set[str] = set()
     written = 0
     final: dict[str, np.ndarray] = {}

@@ -293,8 +293,17 @@ class FakeKeyframePoints(list):
         for k, xy in zip(self, np.asarray(seq).reshape(-1, 2)):
             k.co = (float(xy[0]), float(xy[1]))
 
-    def insert(self, *a, **k):
-        raise AssertionError("write_keys must not insert keys one by one")
+    inserted = 0
+
+    def insert(self, frame, value, options=(), keyframe_type="KEYFRAME"):
+        """Blender's: the key goes to its place in frame order (a binary search, no re-sort)."""
+        assert options == {"FAST"}, "one by one only without the per-key handle update"
+        k = FakeKey()
+        k.co, k.type = (float(frame), float(np.float32(value))), keyframe_type
+        at = int(np.searchsorted([q.co[0] for q in self], frame))
+        super().insert(at, k)
+        self.inserted += 1
+        return k
 
 
 class FakeFCurve:
@@ -306,6 +315,8 @@ class FakeFCurve:
         self.updated = 0
 
     def update(self):
+        f = [k.co[0] for k in self.keyframe_points]
+        self.unsorted_at_update = f != sorted(f)   # Blender sorts by swapping neighbours: slow on long curves
         self.keyframe_points.sort(key=lambda k: k.co[0])
         self.updated += 1
 
@@ -315,6 +326,7 @@ def test_write_keys_in_bulk_keeps_user_keys_and_marks_new_ones_generated():
     fc = FakeFCurve(user)
     plan = fcurves.write_keys(fc, np.arange(2, 7, dtype=float), np.full(5, 3.0))
     assert plan.new_frames.tolist() == [2.0, 3.0, 5.0, 6.0] and fc.updated == 1
+    assert fc.keyframe_points.inserted == 4 and not fc.unsorted_at_update   # a gap: keys put in place
     got = {k.co[0]: (k.co[1], k.type) for k in fc.keyframe_points}
     for f, v in user:
         assert got[f] == (np.float32(v), "KEYFRAME")   # exact value and type kept
@@ -736,3 +748,15 @@ def test_mapping_job_lists_every_model_joint_with_its_bone(server, built_addon):
     assert out["model"] == "anyorder-body" and len(rows) == 22 and rows["joint_Root"] == ""
     assert rows["Hips"] == "mixamorig:Hips" and rows["Hand_L"] == "mixamorig:LeftHand"
     assert dict(kept["rows"])["Hips"] == ""
+
+
+def test_write_keys_many_new_keys_go_in_bulk():
+    fc = FakeFCurve([(1.0, 0.0), (900.0, 1.0)])
+    plan = fcurves.write_keys(fc, np.arange(2, 900, dtype=float), np.full(898, 0.5))
+    assert plan.new_frames.size == 898 and fc.keyframe_points.inserted == 0   # > INSERT_MAX: appended
+    f = [k.co[0] for k in fc.keyframe_points]
+    assert f == sorted(f) and len(f) == 900
+    assert {k.type for k in fc.keyframe_points if 1 < k.co[0] < 900} == {"GENERATED"}
+    fc = FakeFCurve([(1.0, 0.0)])
+    fcurves.write_keys(fc, np.arange(2, 12, dtype=float), np.ones(10))   # after the last key: appended
+    assert fc.keyframe_points.inserted == 0 and not fc.unsorted_at_update

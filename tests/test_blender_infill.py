@@ -56,3 +56,24 @@ def test_infill_on_a_bvh_imported_rig_is_exact_and_beats_bezier(version, bench, 
         # item 12: Show Variation starts at 1 on a new run; the settings kept from the last run are named
         assert "showing 2" in info["variations"]
         assert "showing 1" in info["plain_after"] and "temperature 1" in info["plain_after"]
+
+
+@pytest.mark.parametrize("version", ["5.0.1"])
+def test_infill_of_a_gap_in_a_long_action_reads_and_writes_only_its_window(version, bench, tmp_path):
+    """Item 8: a 30-frame gap in a 7,204-frame action (Bandai test walks one after another, imported at the
+    BVH importer's defaults), the scene range the whole action. Correct: parity with fill_clip on the
+    window, every other key untouched. The operator's time is printed (bench/RESULTS.md has the figure)."""
+    bpy_python(version)
+    long = bench.long_clip(tmp_path / "long.bvh")
+    gaps = [[3601, 3630]]
+    spec = {"clips": [{"name": "long", "path": str(long), "rotate_mode": None, "fps": 30.0, "gaps": gaps,
+                       "full_range": True}]}
+    d, res = bench.run_driver(spec, version, tmp_path)
+    info = res["long"]
+    assert "error" not in info, info.get("error")
+    assert info["action_frames"][1] - info["action_frames"][0] + 1 >= 7000
+    assert info["user_keys_kept"] and info["reports"][0].startswith("In-fill: filled"), info["reports"]
+    deg, cm = bench.parity(d, info, "long", str(long), gaps, 30.0)
+    assert deg <= 1e-3 and cm <= 1e-3, (deg, cm)
+    print(f"\nin-fill of a 30-frame gap in a {info['action_frames'][1]:.0f}-frame action: "
+          f"{info['op_s'][0]:.3f} s (operator, server on this machine)")
