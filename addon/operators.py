@@ -494,6 +494,10 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
                                   float(s.speed), self.until(context))
 
 
+# "Map For" entries -> (task, model): both in-fill models serve the task "infill"
+MAP_FOR = {"infill": ("infill", "anyorder-body"), "infill.hands": ("infill", "anyorder-hands")}
+
+
 class MOTIONCORE_OT_map_bones(_ServerOperator):
     """Fill the armature's bone map for the chosen model (your rows are kept; fix the rest in the list)"""
 
@@ -505,8 +509,8 @@ class MOTIONCORE_OT_map_bones(_ServerOperator):
         arm = _armature(context)
         s = settings(context)
         self._state.update(armature=arm.name)
-        return requests.mapping_job([b.name for b in arm.data.bones], str(s.map_task), None, _preset(context),
-                                    bone_map(arm))
+        task, model = MAP_FOR.get(str(s.map_task), (str(s.map_task), None))
+        return requests.mapping_job([b.name for b in arm.data.bones], task, model, _preset(context), bone_map(arm))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         arm: Any = bpy.data.objects[self._state["armature"]].data

@@ -127,19 +127,28 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
             content["fps"] = float(fps)
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
+        whole = bool(info.get("group_frames"))
         for i, seg in enumerate(segments):
             root = z_up_to_y_up(seg["root"]) * scale
             known = np.asarray(seg["known"], bool)
-            if info.get("group_frames"):
-                known = whole_frames(known)
-                arrays[f"known.{i}"] = known
-            if known.all():   # only partial keys were missing: what the curves give stays
-                replies.append({})
-                arrays[f"rotations.{i}"] = np.asarray(seg["rotations"], np.float32)[None]
-                arrays[f"root.{i}"] = np.asarray(seg["root"], np.float64)[None]
-                continue
-            rc, ra = call(c, "infill", content, {"rotations": np.asarray(seg["rotations"], np.float32),
-                                                 "root": root.astype(np.float32), "known": known})
+            rc: dict[str, Any] = {}
+            ra: dict[str, np.ndarray] = {}
+            for attempt in (0, 1):
+                if whole:
+                    known = whole_frames(known)
+                    arrays[f"known.{i}"] = known
+                if known.all():   # only partial keys were missing: what the curves give stays
+                    ra = {"rotations": np.asarray(seg["rotations"], np.float32)[None],
+                                  "root": z_up_to_y_up(seg["root"])[None] * scale}
+                    break
+                try:
+                    rc, ra = call(c, "infill", content, {"rotations": np.asarray(seg["rotations"], np.float32),
+                                                         "root": root.astype(np.float32), "known": known})
+                    break
+                except Exception as e:   # a whole-frames model (the listing may not say so): whole frames
+                    if whole or attempt or "group_frames" not in str(getattr(e, "message", None) or e):
+                        raise
+                    whole = True
             replies.append(rc)
             arrays[f"rotations.{i}"] = ra["rotations"]
             arrays[f"root.{i}"] = y_up_to_z_up(np.asarray(ra["root"], np.float64)) / scale

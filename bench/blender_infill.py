@@ -235,6 +235,7 @@ def main() -> None:
     ap.add_argument("--blender", default="5.0.1")
     ap.add_argument("--no-fbx", action="store_true", help="skip the FBX export + re-import clip")
     ap.add_argument("--out", type=Path, help="keep everything here (default: a temporary folder)")
+    ap.add_argument("--only", default="", help="only the sets whose key (e.g. 'bandai|FBX') contains this")
     ap.add_argument("--table-from", type=Path, help="re-render the table from an earlier --out folder")
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT / "bench"))
@@ -244,7 +245,7 @@ def main() -> None:
         spec = json.loads((out / "spec.json").read_text())
         d, res = dict(np.load(out / "out.npz")), json.loads((out / "out.npz.json").read_text())
     else:
-        spec = {"clips": clips(a.quick, not a.no_fbx)}
+        spec = {"clips": [c for c in clips(a.quick, not a.no_fbx) if a.only in c["set"]]}
         out = a.out or Path(tempfile.mkdtemp(prefix="blender_infill_"))
         out.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
