@@ -62,7 +62,13 @@ def client_factory(context: bpy.types.Context) -> Callable[[], Any]:
 
     def make() -> Any:
         from .vendor.client import Client  # vendored copy (scripts/build_addon.py)
-        return Client(path, timeout=timeout)
+        c = Client(path, timeout=timeout)
+        try:   # never talk to a server whose connection file others could have written or read
+            requests.check_connection_file(c.path)
+        except ValueError:
+            c.close()
+            raise
+        return c
     return make
 
 
@@ -135,6 +141,7 @@ class _ServerOperator(bpy.types.Operator):
         job = self._prepare(context)
         if job is None:
             return {"CANCELLED"}
+        self._state["sync"] = True   # nothing can change the keys between prepare and apply
         return self._finish(context, run_sync(client_factory(context), job))
 
     def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:  # type: ignore[override]
@@ -411,6 +418,8 @@ class _InfillBase(_ServerOperator):
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
         rig, segs = self._state["rig"], self._state["segments"]
+        if not self._state.get("sync"):
+            rig["keys"] = {}   # the animator may have edited keys while the server worked: read them again
         B = len(rig["bones"])
         outs = [arrays.get(f"rotations.{i}") for i in range(len(segs))]
         for o, g in zip(outs, segs):

@@ -34,8 +34,8 @@ def _mat(m: Any) -> np.ndarray:
     return np.array([list(r) for r in m], np.float64)
 
 
-def _varies(fcmap: dict, path: str) -> bool:
-    vals = [fcurves.read_keys(fcmap[(path, i)])[1] for i in range(3) if (path, i) in fcmap]
+def _varies(fcmap: dict, path: str, cache: fcurves.KeyCache) -> bool:
+    vals = [fcurves.cached_keys(fcmap, (path, i), cache)[1] for i in range(3) if (path, i) in fcmap]
     return any(v.size and np.ptp(v) > 1e-6 for v in vals)
 
 
@@ -43,31 +43,32 @@ def read_rig(arm: Any, action: Any, slot: Any, candidates: list[str]) -> dict[st
     """What an in-fill needs to know about the rig: the bones with the animator's rotation keys (parents
     first), their modes, keyed frames, rest heads and offsets, and where the root motion lives."""
     fcmap = fcurves.fcurve_map(action, slot)
+    cache: fcurves.KeyCache = {}   # every curve read once (the write reuses it in the same call)
     keyed, modes = {}, {}
     for b in candidates:
         mode = arm.pose.bones[b].rotation_mode
         path, n = rigclip.CHANNELS[mode]
-        f = fcurves.user_key_frames(fcmap, _path(b, path), n)
+        f = fcurves.user_key_frames(fcmap, _path(b, path), n, cache)
         if f is not None and f.size:
             keyed[b], modes[b] = f, mode
     bones = _parents_first(arm, set(keyed))
-    locs = {b: fcurves.user_key_frames(fcmap, _path(b, "location"), 3) for b in bones}
+    locs = {b: fcurves.user_key_frames(fcmap, _path(b, "location"), 3, cache) for b in bones}
     with_loc = [b for b in bones if (k := locs[b]) is not None and k.size]
-    root = next((b for b in with_loc if _varies(fcmap, _path(b, "location"))), with_loc[0] if with_loc else
+    root = next((b for b in with_loc if _varies(fcmap, _path(b, "location"), cache)), with_loc[0] if with_loc else
                 (bones[0] if bones else None))
     chain: list[str] = []
     bone = arm.data.bones[root] if root else None
     while bone is not None:
         chain.insert(0, bone.name)
         bone = bone.parent
-    obj_keys = fcurves.user_key_frames(fcmap, "location", 3)
+    obj_keys = fcurves.user_key_frames(fcmap, "location", 3, cache)
     obj_loc = obj_keys is not None and obj_keys.size > 0
     root_keys = [k for k in ((locs.get(root) if root in with_loc else None), obj_keys if obj_loc else None)
                  if k is not None]
     db = arm.data.bones
     idx = {b: i for i, b in enumerate(bones)}
     mw = _mat(arm.matrix_world)[:3, :3]
-    return {"fcmap": fcmap, "bones": bones, "modes": [modes[b] for b in bones], "keyed": keyed,
+    return {"fcmap": fcmap, "keys": cache, "bones": bones, "modes": [modes[b] for b in bones], "keyed": keyed,
             "heads": np.array([tuple(db[b].head_local) for b in bones], np.float64).reshape(-1, 3),
             "parents": [idx.get(db[b].parent.name, -1) if db[b].parent else -1 for b in bones],
             "offsets": {b: rigmap.rest_offset(np.array(tuple(db[b].matrix_local.to_quaternion()), np.float64))
@@ -161,7 +162,7 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
                 prev = cur[s - 1] if s > 0 else cur[s]
                 cur[s:e] = rigclip.from_quat(rq[s:e], mode, prev)
             path = _path(bone, rigclip.CHANNELS[mode][0])
-            written += fcurves.write_channels(arm, path, frames[todo], cur[todo], group=bone)
+            written += fcurves.write_channels(arm, path, frames[todo], cur[todo], group=bone, cache=rig.get("keys"))
             names.add(bone)
         final[bone] = rigclip.to_quat(cur, mode)
     todo = ~known[:, -1]
@@ -170,11 +171,12 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
         if rig["root_on_bone"]:
             loc = rigclip.root_location(rig["rests"], locs, qs, root, off)
             written += fcurves.write_channels(arm, _path(rig["root"], "location"), frames[todo], loc[todo],
-                                              group=rig["root"])
+                                              group=rig["root"], cache=rig.get("keys"))
         else:
             o = rigclip.object_offset_for(rig["rests"], locs, qs, root)
             loc = o @ rig["object_rs"].T
-            written += fcurves.write_channels(arm, "location", frames[todo], loc[todo], group="Object Transforms")
+            written += fcurves.write_channels(arm, "location", frames[todo], loc[todo], group="Object Transforms",
+                                              cache=rig.get("keys"))
         names.add("root")
     return written, names
 

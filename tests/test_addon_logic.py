@@ -677,6 +677,16 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
     try:
         assert up["state"] == "connected" and up["started"] > 0, up
         assert "learnet-biped" in up["hello"]["models"] and "style.adapt" in up["detail"]
+        # item 9: the report names the server reached and its connection file
+        info = json.loads(conn.read_text())
+        assert f"connection file {conn}" in up["detail"] and f"tcp://127.0.0.1:{info['port']}" in up["detail"]
+        assert f"pid {info['pid']}" in up["detail"], up["detail"]
+        # a connection file others can read: its key is no secret, the server is not talked to
+        conn.chmod(0o644)
+        bad = requests.connect_job(make, cmd)(None)
+        assert bad["state"] == "not trusted" and "readable or writable by others" in bad["detail"], bad
+        assert len(requests._STARTED) == 1          # and nothing new was started over it
+        conn.chmod(0o600)
     finally:
         assert requests.stop_started() == 1
 
@@ -688,7 +698,28 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
             pass
     assert requests.connect_job(Old)(None)["state"] == "version mismatch"
     bad = requests.connect_job(make, "/nonexistent/motioncore serve")(None)
-    assert bad["state"] == "not running" and "could not start" in bad["detail"]
+    assert bad["state"] == "not running" and "could not find '/nonexistent/motioncore'" in bad["detail"]
+    assert "Server command to the full path" in bad["detail"]
+
+
+def test_start_a_local_server_finds_motioncore_of_a_venv(tmp_path, monkeypatch):
+    """Item 9: `motioncore serve` is not on Blender's PATH after the README's install; the add-on takes
+    the venv's folder or its python, finds bin/motioncore, or says what to set."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    exe = venv / "bin" / "motioncore"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    (venv / "bin" / "python").write_text("")
+    assert requests.resolve_command(str(venv)) == [str(exe), "serve"]
+    assert requests.resolve_command(f"{venv}/bin/python") == [str(exe), "serve"]
+    assert requests.resolve_command(f"{exe} serve --port 0") == [str(exe), "serve", "--port", "0"]
+    monkeypatch.setenv("PATH", str(venv / "bin"))
+    assert requests.resolve_command("motioncore serve") == [str(exe), "serve"]
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ValueError, match="could not find 'motioncore'.*Server command to the full path"):
+        requests.resolve_command("motioncore serve")
 
 
 @needs_data
