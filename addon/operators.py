@@ -519,9 +519,12 @@ class MOTIONCORE_OT_map_bones(_ServerOperator):
         s = settings(context)
         self._state.update(armature=arm.name)
         task, model = MAP_FOR.get(str(s.map_task), (str(s.map_task), None))
-        return requests.mapping_job([b.name for b in arm.data.bones], task, model, _preset(context), bone_map(arm))
+        return requests.mapping_job([b.name for b in arm.data.bones], task, model, _preset(context), bone_map(arm),
+                                    np.array([tuple(arm.pose.bones[b.name].head) for b in arm.data.bones], np.float64))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
+        if value.get("wrong_kind"):
+            raise ValueError(value["wrong_kind"])
         arm: Any = bpy.data.objects[self._state["armature"]].data
         arm.motioncore_map.clear()
         for joint, bone in value["rows"]:

@@ -412,14 +412,72 @@ def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return rigmap.quat_mul(rigmap.quat_mul(q, qv), rigmap.quat_conj(q))[..., 1:]
 
 
+def spine_direction(names: Sequence[str], parents: Sequence[int]) -> tuple[int, int] | None:
+    """(top ancestor, head) joint indices of the chain to the first joint named like a head; None without one."""
+    low = [rigmap.normalise(n).lower() for n in names]
+    head = next((j for j, n in enumerate(low) if "head" in n and "end" not in n and "top" not in n), None)
+    if head is None:
+        return None
+    top = head
+    while parents[top] >= 0:
+        top = parents[top]
+    return top, head
+
+
+def skeleton_kind_mismatch(info: dict[str, Any], mapping: Mapping[str, str], rig_names: Sequence[str],
+                           rig_heads: np.ndarray, limit_deg: float = 45.0) -> str | None:
+    """A sentence when the rig is a skeleton of another kind than the model's (a human rig for the dog,
+    a dog for a biped model): the rig's root-to-head direction as posed (``rig_heads``: the bones' posed
+    heads in armature space, Z-up; rest poses say little: Bandai's BVH rest lays the spine along X) is
+    upright (within ``limit_deg`` of +Z) or not, against the model's kind (on four legs: it serves
+    ``mann.rollout`` or has a tail). None when they agree or the model has no head (hands)."""
+    sk = info.get("skeleton") or {}
+    names, parents = list(sk.get("names") or []), [int(p) for p in sk.get("parents") or []]
+    ends = spine_direction(names, parents) if names and len(parents) == len(names) else None
+    if ends is None:
+        return None
+    _, head = ends
+    chain: list[int] = []
+    j = head         # the head's ancestors that the rig maps, root-most first
+    while j >= 0:
+        if names[j] in mapping:
+            chain.insert(0, j)
+        j = parents[j]
+    if len(chain) < 2 or chain[-1] != head:
+        return None
+    idx = {b: i for i, b in enumerate(rig_names)}
+    base = chain[1] if len(chain) > 2 and parents[chain[0]] < 0 else chain[0]   # not a root on the floor
+    rh = np.asarray(rig_heads, np.float64)
+    v = rh[idx[mapping[names[head]]]] - rh[idx[mapping[names[base]]]]
+    n = float(np.linalg.norm(v))
+    if n < 1e-9:
+        return None
+    up = float(np.degrees(np.arccos(np.clip(v[2] / n, -1.0, 1.0)))) <= limit_deg
+    four = "mann.rollout" in (info.get("tasks") or ()) or any("tail" in rigmap.normalise(x).lower() for x in names)
+    if up != four:
+        return None
+    kind = "a skeleton on four legs" if four else "an upright skeleton"
+    rig = "upright" if up else "not upright (on four legs or lying)"
+    return (f"this rig is a skeleton of another kind: {info.get('name', 'the model')} is {kind}, and this rig as "
+            f"posed is {rig} ({mapping[names[base]]} to {mapping[names[head]]}); {len(mapping)} of {len(names)} "
+            "joints matched by name only; the bone map was not changed. Pick the model made for this rig in Map For")
+
+
 def mapping_job(bones: Sequence[str], task: str, model: str | None, rig_preset: str | None,
-                overrides: Mapping[str, str] | None = None) -> Callable[[Any], dict[str, Any]]:
+                overrides: Mapping[str, str] | None = None, heads: np.ndarray | None = None
+                ) -> Callable[[Any], dict[str, Any]]:
     """The rows of the armature's bone map for the model serving ``task``: ``{"model", "rows": [(model
-    joint, rig bone or "")]}``, the stored choices first, then presets and names."""
+    joint, rig bone or "")]}``, the stored choices first, then presets and names. With the bones' posed
+    ``heads`` (armature space) a rig of another kind (`skeleton_kind_mismatch`) gives ``{"model",
+    "wrong_kind": sentence}`` instead."""
     def job(c: Any) -> dict[str, Any]:
         info = find_model(c, task, model)
         joints = list(info["skeleton"]["names"])
         rmap = rigmap.auto_map(list(bones), joints, rig_preset=rig_preset, overrides=overrides)
+        if heads is not None:
+            wrong = skeleton_kind_mismatch(info, rmap.mapping, bones, heads)
+            if wrong:
+                return {"model": info["name"], "wrong_kind": wrong}
         return {"model": info["name"], "rows": [(j, rmap.mapping.get(j, "")) for j in joints]}
     return job
 

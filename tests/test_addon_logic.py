@@ -791,3 +791,40 @@ def test_write_keys_many_new_keys_go_in_bulk():
     fc = FakeFCurve([(1.0, 0.0)])
     fcurves.write_keys(fc, np.arange(2, 12, dtype=float), np.ones(10))   # after the last key: appended
     assert fc.keyframe_points.inserted == 0 and not fc.unsorted_at_update
+
+
+def _bvh_rig(path, frame=0):
+    """Bone names and posed heads at ``frame`` (armature space, Z-up, as Blender's BVH importer poses them)."""
+    from motioncore.io.bvh import read_bvh
+    mo = read_bvh(path)
+    _, pos = mo.skeleton.forward_kinematics(mo.rotations[frame:frame + 1], mo.positions[frame:frame + 1])
+    return list(mo.skeleton.names), requests.y_up_to_z_up(np.asarray(pos)[0])
+
+
+@needs_data
+def test_map_bones_reports_a_skeleton_of_another_kind():
+    """Item 10: the dog model on a human rig (and the body model on the dog) is a skeleton of another
+    kind, not a partial match; the body model on a human rig (Bandai, CMU) is not flagged."""
+    import glob
+
+    from motioncore.models.registry import load_model
+    raw = Path.home() / ".cache" / "motioncore" / "raw"
+    human = sorted(glob.glob(str(raw / "dataset-2*" / "dataset-2_walk_active_005.bvh")))
+    cmu = sorted(glob.glob(str(raw / "cmu*" / "cmu_bvh" / "01_05.bvh")))
+    dog = sorted(glob.glob(str(raw / "mann_dog*" / "**" / "*.bvh"), recursive=True))
+    if not (human and cmu and dog):
+        pytest.skip("the Bandai, CMU and dog archives are not unpacked in the data cache")
+    infos = {n: {"name": n, "skeleton": load_model(n)[1]["skeleton"], "tasks": t}
+             for n, t in (("mann-dog", ["mann.rollout"]), ("anyorder-body", ["infill"]))}
+
+    def check(model, path):
+        bones, heads = _bvh_rig(path)
+        info = infos[model]
+        m = rigmap.auto_map(bones, info["skeleton"]["names"]).mapping
+        return requests.skeleton_kind_mismatch(info, m, bones, heads), len(m)
+    wrong, n = check("mann-dog", human[0])
+    assert n >= 15 and wrong and "another kind: mann-dog is a skeleton on four legs" in wrong, (n, wrong)
+    wrong, _ = check("anyorder-body", dog[0])
+    assert wrong and "not upright" in wrong
+    assert check("anyorder-body", human[0])[0] is None and check("anyorder-body", cmu[0])[0] is None
+    assert check("mann-dog", dog[0])[0] is None
