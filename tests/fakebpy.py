@@ -243,6 +243,11 @@ class PoseBone:
         self.rotation_mode = "QUATERNION"
         self.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
 
+    @property
+    def head(self) -> Any:
+        """The posed head (armature space); the double does not pose: the rest head."""
+        return self.bone.head_local
+
 
 class NamedList(list):
     def __getitem__(self, key: Any) -> Any:
