@@ -6,6 +6,7 @@ Bezier interpolation of the remaining keys, and for parity with ``fill_clip`` ru
 from __future__ import annotations
 
 import glob
+import os
 import sys
 from pathlib import Path
 
@@ -78,3 +79,46 @@ def test_infill_of_a_gap_in_a_long_action_reads_and_writes_only_its_window(versi
     print(f"\nin-fill of a 30-frame gap in a {info['action_frames'][1]:.0f}-frame action: "
           f"{info['op_s'][0]:.3f} s (operator, server on this machine), {info['op_s_warm'][0]:.3f} s with the "
           "server warm")
+
+
+HAND = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/manipnet*/mug3/rightHand.bvh")))
+
+
+@pytest.mark.parametrize("version", ["5.0.1", "4.2"])
+@pytest.mark.skipif(not HAND, reason="the ManipNet archive is not unpacked in the data cache")
+def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
+    """Items 9, 10, 13 in real Blender on BVH imports at the importer's defaults (rig_ops.py)."""
+    import json
+    import subprocess
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import build_addon
+    finally:
+        sys.path.pop(0)
+    from conftest import server_process
+    py = bpy_python(version)
+    z = build_addon.build(dist_dir=tmp_path / "dist", skip_wheels=True)
+    out = tmp_path / "out.json"
+    with server_process(tmp_path) as (_, conn, _):
+        env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
+        r = subprocess.run([str(py), str(ROOT / "tests" / "blender" / "rig_ops.py"), str(z), str(conn), CLIP[0],
+                            HAND[0], str(out)], capture_output=True, text=True, env=env, timeout=600)
+        info = json.loads(conn.read_text())
+    assert out.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert "error" not in res, res["error"]
+    # item 9: the server reached and its connection file are named; a file others can read is refused
+    assert res["connect"].startswith("Connect: connected") and f"connection file {conn}" in res["connect"]
+    assert f"tcp://127.0.0.1:{info['port']}" in res["connect"] and f"pid {info['pid']}" in res["connect"]
+    assert res["connect_loose"].startswith("ERROR") and "readable or writable by others" in res["connect_loose"]
+    # item 10: the dog model on a human rig is a skeleton of another kind; the body map is kept
+    assert res["map_body"] == "Map bones: anyorder-body: 22 of 22 joints mapped", res["map_body"]
+    assert res["map_dog"].startswith("ERROR") and "skeleton of another kind" in res["map_dog"], res["map_dog"]
+    assert res["rows_after_dog"] == res["rows_body"] == 22
+    # item 13: Map For has the hands model; the bones the report names are the bones that got keys
+    assert res["map_hands"].startswith("Map bones: anyorder-hands: "), res["map_hands"]
+    n = len(res["hands_bones_keyed"])
+    assert res["hands"].startswith("Hands in-fill: filled") and f" on {n} bones" in res["hands"], (res["hands"], n)
+    assert n >= 15, res["hands_bones_keyed"]
+    print("\n", json.dumps({k: v for k, v in res.items() if k != "hand_bones"}, indent=1))

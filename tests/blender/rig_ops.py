@@ -1,0 +1,115 @@
+"""Runs INSIDE a venv with the real ``bpy`` wheel: Connect, Map Bones and Hands In-fill on rigs made by
+Blender's own BVH importer at its defaults (issue 12 items 9, 10, 13). Used by tests/test_blender_infill.py.
+
+    python rig_ops.py ZIP CONNECTION_FILE BODY_BVH HAND_BVH OUT.json
+
+1. Connect with the preference pointing at the live server's connection file: the report names it;
+   the same file made readable by others: refused, nothing talked to.
+2. Map Bones on the Bandai BVH import (an upright human rig): for the dog (mann.rollout) an error
+   naming a skeleton of another kind and the bone map untouched; for In-fill (body) every joint mapped.
+3. Hands: a ManipNet hand BVH import (120 fps, Euler); Map For "In-fill (hands)" maps the hands model;
+   keys deleted inside one gap, Hands In-fill: the bones it reports equal the bones that got keys.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+
+import bpy
+import numpy as np
+
+
+def fcurves_of(obj):
+    ad = obj.animation_data
+    if bpy.app.version >= (4, 4, 0):
+        from bpy_extras import anim_utils
+        return list(anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot).fcurves)
+    return list(ad.action.fcurves)
+
+
+def run(op, **kw) -> str:
+    """The operator's report: the last_report on success, the error text otherwise."""
+    try:
+        op("EXEC_DEFAULT", True, **kw)
+        return bpy.context.scene.motioncore.last_report
+    except RuntimeError as e:
+        return "ERROR " + str(e).strip()
+
+
+def import_bvh(path: str):
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+    bpy.ops.import_anim.bvh(filepath=path)
+    obj = bpy.context.active_object
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    return obj
+
+
+def main() -> None:
+    zip_path, conn, body, hand, out = sys.argv[1:6]
+    res: dict = {"blender": bpy.app.version_string}
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
+    key = next(k for k in bpy.context.preferences.addons.keys() if k.endswith("motioncore"))
+    prefs = bpy.context.preferences.addons[key].preferences
+    os.environ.pop("MOTIONCORE_CONNECTION_FILE", None)
+    try:
+        # item 9: Connect names the connection file and the server; a file others can read is refused
+        prefs.connection_file = conn
+        res["connect"] = run(bpy.ops.motioncore.connect)
+        res["status"] = bpy.context.scene.motioncore.status
+        loose = os.path.join(tempfile.mkdtemp(), "loose.json")
+        shutil.copy(conn, loose)
+        os.chmod(loose, 0o644)
+        prefs.connection_file = loose
+        res["connect_loose"] = run(bpy.ops.motioncore.connect)
+        prefs.connection_file = conn
+        bpy.ops.motioncore.connect("EXEC_DEFAULT", True)
+        # item 10: the dog model on a human rig
+        arm = import_bvh(body)
+        s = bpy.context.scene.motioncore
+        s.map_task = "infill"
+        res["map_body"] = run(bpy.ops.motioncore.map_bones)
+        res["rows_body"] = len(arm.data.motioncore_map)
+        s.map_task = "mann.rollout"
+        res["map_dog"] = run(bpy.ops.motioncore.map_bones)
+        res["rows_after_dog"] = len(arm.data.motioncore_map)
+        # item 13: hands
+        arm = import_bvh(hand)
+        sc = bpy.context.scene
+        sc.render.fps, sc.render.fps_base = 120, 1.0
+        s.map_task = "infill.hands"
+        res["map_hands"] = run(bpy.ops.motioncore.map_bones)
+        arm.data.motioncore_map.clear()
+        a, b, ctx = 201, 260, 40
+        for fc in fcurves_of(arm):
+            kp = fc.keyframe_points
+            co = np.empty(2 * len(kp), np.float32)
+            kp.foreach_get("co", co)
+            co = co.reshape(-1, 2)
+            keep = ~((co[:, 0] >= a) & (co[:, 0] <= b))
+            kp.clear()
+            kp.add(int(keep.sum()))
+            kp.foreach_set("co", co[keep].ravel())
+            fc.update()
+        before = {(fc.data_path, fc.array_index): len(fc.keyframe_points) for fc in fcurves_of(arm)}
+        sc.frame_start, sc.frame_end = a - ctx, b + ctx
+        res["hands"] = run(bpy.ops.motioncore.hands_infill, variations=1, temperature=0.0)
+        got = {(fc.data_path, fc.array_index): len(fc.keyframe_points) for fc in fcurves_of(arm)}
+        changed = {p.split('"')[1] for (p, _), n in got.items() if n != before.get((p, _), 0) and p.startswith("pose.bones")}
+        res["hands_bones_keyed"] = sorted(changed)
+        res["hands_root_keyed"] = any(n != before.get(k, 0) for k, n in got.items() if k[0].endswith("location"))
+        res["hand_bones"] = [pb.name for pb in arm.pose.bones]
+    except Exception:
+        res["error"] = traceback.format_exc()
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
