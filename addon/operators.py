@@ -14,7 +14,7 @@ import bpy
 import numpy as np
 
 from . import fcurves, keys, requests, rigmap
-from .rigio import infill_segments, read_rig, write_segment
+from .rigio import infill_segments, read_pose, read_rig, write_rotations_in_mode, write_segment
 from .jobs import JobResult, Worker, connection_path, run_sync
 from .props import bone_map, preferences, scene, settings
 
@@ -227,10 +227,6 @@ def _scene_fps(context: bpy.types.Context) -> float:
     return float(r.fps) / float(r.fps_base)
 
 
-def _quat_bones(obj: Any) -> list[str]:
-    return [pb.name for pb in obj.pose.bones if pb.rotation_mode == "QUATERNION"]
-
-
 def _is_selected(pb: Any) -> bool:
     sel = getattr(pb, "select", None)   # PoseBone.select where it exists, else Bone.select
     return bool(pb.bone.select if sel is None else sel)
@@ -323,9 +319,8 @@ class _WalkBase(_ServerOperator):
         arm = bpy.data.objects[self._state["armature"]]
         plan = keys.walk_plan(content, arrays, [b.name for b in _pose_bones(arm)], _scene_fps(context),
                               self._state["start"], _preset(context), self._state["offsets"], bone_map(arm))
-        for b in plan.bones:
-            arm.pose.bones[b].rotation_mode = "QUATERNION"
-        added = fcurves.write_rotations(arm, plan.bones, plan.frames, plan.rotations)
+        fcurves.ensure_action(arm)
+        added = write_rotations_in_mode(arm, plan.bones, plan.frames, plan.rotations)   # each bone's own mode
         added += fcurves.write_location(arm, plan.frames, plan.location)
         miss = f"; unmapped: {', '.join(plan.unmapped)}" if plan.unmapped else ""
         return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({added} keys){miss}"
@@ -493,11 +488,8 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
             raise ValueError("choose a Style Example action (a clip of the style to copy, 3 s or longer)")
         lo, hi = (int(round(v)) for v in ex.frame_range)
         frames = np.arange(lo, hi + 1, dtype=np.float64)
-        bones = _quat_bones(arm)
-        if not bones:
-            raise ValueError("no bones in quaternion rotation mode")
-        rot = fcurves.sample_rotations(ex, None, bones, frames)   # (T, B, 4) in the rig's bone frames
-        loc = fcurves.sample_location(ex, None, frames)           # (T, 3) object location, Z-up metres
+        bones = [b.name for b in _parents_first(arm.data.bones)]   # any rotation mode; the root first
+        rot, loc = read_pose(arm, ex, None, bones, frames)   # (T, B, 4) rig bone frames; (T, 3) root motion
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
                                   _preset(context), self._state["offsets"], s.gait or None, bone_map(arm),
                                   float(s.speed), self.until(context))
@@ -554,8 +546,8 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
         frames = np.arange(lo, hi + 1, dtype=np.float64)
         dst: Any = targets[0]
         sb, tb = _parents_first(src.data.bones), _parents_first(dst.data.bones)
-        pose = fcurves.sample_rotations(action, slot, [b.name for b in sb], frames)
-        loc = fcurves.sample_location(action, slot, frames)
+        # any rotation mode; root motion from the hips bone and/or the object (BVH and FBX imports)
+        pose, loc = read_pose(src, action, slot, [b.name for b in sb], frames)
         source, target = _rig_skeleton(sb), _rig_skeleton(tb)
         so, to = rest_offsets(src), rest_offsets(dst)
         self._state.update(target=dst.name, bones=target["joints"], frames=frames, skeleton=target,
@@ -570,9 +562,13 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
             raise ValueError(f"the server's rotations have shape {None if rot is None else rot.shape}")
         pose, loc = requests.retarget_to_rig(arrays, self._state["skeleton"], self._state["offsets"])
         tgt = bpy.data.objects[self._state["target"]]
-        for b in bones:
-            tgt.pose.bones[b].rotation_mode = "QUATERNION"
-        added = fcurves.write_rotations(tgt, bones, frames, pose)
+        moved = float(np.abs(loc - loc[:1]).max()) if loc.size else 0.0
+        turned = float(np.degrees(2 * np.arccos(np.clip(np.abs(pose[..., 0]), 0.0, 1.0))).max()) if pose.size else 0.0
+        if moved < 1e-6 and turned < 1e-3:
+            raise ValueError(f"the result leaves {tgt.name!r} in its rest pose (no rotation, no root motion): "
+                             "nothing written; check the source's action and the bone map")
+        fcurves.ensure_action(tgt)
+        added = write_rotations_in_mode(tgt, bones, frames, pose)   # in each bone's own rotation mode
         added += fcurves.write_location(tgt, frames, loc)
         miss = f"; unmapped: {', '.join(content.get('unmapped', []))}" if content.get("unmapped") else ""
         return f"retargeted {frames.size} frames onto {tgt.name!r} ({added} keys){miss}"

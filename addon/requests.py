@@ -384,7 +384,8 @@ def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
 
     The motion's translation sits on one joint (the hips, under a static root joint on Bandai-like
     skeletons): the first joint whose reply ``translations`` leave its rest offset. The object moves
-    so that joint's world position follows the reply: location = its world position minus its rest one."""
+    so that joint's world position follows the reply: location = its world position minus where the rig's
+    rest offsets, posed by the reply's rotations, put it."""
     rot = np.asarray(arrays["rotations"], np.float64)
     pose = np.stack([rigmap.to_rig(rot[:, j], o) for j, o in enumerate(tgt_offsets)], axis=1)
     parents = [int(p) for p in target["parents"]]
@@ -399,11 +400,14 @@ def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
         chain.append(parents[chain[-1]])
     g = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (rot.shape[0], 1))
     world = np.zeros((rot.shape[0], 3))
+    posed_rest = np.zeros((rot.shape[0], 3))   # where the rig puts the joint from its rest offsets, posed
     for j in reversed(chain):   # forward kinematics down to the moving joint
         world = world + _rotate(g, trans[:, j])
+        posed_rest = posed_rest + _rotate(g, np.broadcast_to(off[j], trans[:, j].shape))
         g = rigmap.quat_mul(g, rot[:, j])
-    rest = off[chain].sum(axis=0)
-    return keys.quat_continuity(pose), y_up_to_z_up(world - rest)
+    # the object's location is the difference: a rotated parent above the moving joint (Bandai's root joint)
+    # swings the rest offset too, so the plain rest position would leave a constant offset (82 cm on a clip)
+    return keys.quat_continuity(pose), y_up_to_z_up(world - posed_rest)
 
 
 def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -184,3 +184,73 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     d = np.diff(np.r_[0, np.asarray(mask, bool).astype(np.int8), 0])
     return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
+
+
+# --------------------------------------------------- whole-action writes and reads (walk, retarget, style)
+
+def write_rotations_in_mode(arm: Any, bones: list[str], frames: np.ndarray, quats: np.ndarray) -> int:
+    """Write (T, B, 4) WXYZ pose rotations as GENERATED keys in each bone's own rotation mode (Euler orders,
+    axis-angle, quaternion), continuous from the bone's value on the frame before ``frames[0]``; the user's
+    rotation mode is never changed. Returns the keys written."""
+    action, slot = fcurves.assigned_action(arm)
+    fcmap = fcurves.fcurve_map(action, slot) if action is not None else {}
+    n = 0
+    for j, b in enumerate(bones):
+        pb = arm.pose.bones[b]
+        mode = pb.rotation_mode
+        path, _ = rigclip.CHANNELS[mode]
+        default = {"QUATERNION": [1.0, 0, 0, 0], "AXIS_ANGLE": [0.0, 0, 1, 0]}.get(mode, [0.0, 0, 0])
+        prev = fcurves.evaluate(fcmap, _path(b, path), default, np.array([frames[0] - 1.0]))[0]
+        vals = rigclip.from_quat(np.asarray(quats[:, j], np.float64), mode, prev)
+        n += fcurves.write_channels(arm, _path(b, path), frames, vals, group=b)
+    return n
+
+
+def keyed_mode(arm: Any, fcmap: dict, bone: str) -> str:
+    """The rotation mode ``bone``'s keys in this action are in: the bone's own mode when the action keys
+    its channel, else the channel the action has (an example clip keyed in another mode)."""
+    mode = arm.pose.bones[bone].rotation_mode
+    have = {p for p, _ in fcmap}
+    if _path(bone, rigclip.CHANNELS[mode][0]) in have:
+        return str(mode)
+    if _path(bone, "rotation_quaternion") in have:
+        return "QUATERNION"
+    if _path(bone, "rotation_euler") in have:
+        return str(mode) if mode in rigclip.EULER_ORDERS else "XYZ"
+    if _path(bone, "rotation_axis_angle") in have:
+        return "AXIS_ANGLE"
+    return str(mode)
+
+
+def read_pose(arm: Any, action: Any, slot: Any, bones: list[str], frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T, B, 4) WXYZ pose rotations of ``bones`` (parents first, the root first) in whatever rotation mode
+    each is keyed, and (T, 3) the root bone's translation from its rest head in armature space plus the
+    object's keyed location (root motion on the hips bone, on the object, or both), evaluated from the
+    f-curves at ``frames``."""
+    fcmap = fcurves.fcurve_map(action, slot)
+    rig: dict[str, Any] = {"fcmap": fcmap, "bones": bones, "modes": [keyed_mode(arm, fcmap, b) for b in bones]}
+    q = np.stack([rigclip.to_quat(*_rotations(rig, b, frames)) for b in bones], axis=1)
+    # the bone that carries the motion: the first whose location keys vary (Bandai's hips under a static
+    # root joint), else the root; its head's displacement moves the whole skeleton
+    root = next((b for b in bones if _varies(fcmap, _path(b, "location"), {})), bones[0])
+    db = arm.data.bones
+    chain: list[str] = []
+    bone = db[root]
+    while bone is not None:
+        chain.insert(0, bone.name)
+        bone = bone.parent
+    rig.update(chain=chain, root_on_object=False)
+    rests = [_mat(db[b].matrix_local) for b in chain]
+    qs = {b: q[:, bones.index(b)] for b in chain if b in bones}
+    locs, cq, _ = _chain_channels(arm, rig, frames, qs)
+    ms = rigclip.chain_pose(rests, locs, cq)
+    # the root joint's position that puts the moving bone's head where it is when the skeleton is rebuilt
+    # from its rest offsets and the posed rotations (as the server does): h - sum g_parent (rest offset)
+    pos = ms[-1][:, :3, 3].copy()
+    for i in range(1, len(chain)):
+        g = ms[i - 1][:, :3, :3] @ rests[i - 1][:3, :3].T
+        pos -= g @ (rests[i][:3, 3] - rests[i - 1][:3, 3])
+    head = pos - rests[0][:3, 3]
+    obj = fcurves.evaluate(fcmap, "location", [0.0, 0, 0], frames)
+    mw = _mat(arm.matrix_world)[:3, :3]
+    return q, head @ mw.T + obj

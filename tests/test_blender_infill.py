@@ -87,7 +87,7 @@ HAND = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/manipnet*/mug3/
 @pytest.mark.parametrize("version", ["5.0.1", "4.2"])
 @pytest.mark.skipif(not HAND, reason="the ManipNet archive is not unpacked in the data cache")
 def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
-    """Items 9, 10, 13 in real Blender on BVH imports at the importer's defaults (rig_ops.py)."""
+    """Items 9, 10, 13 and Retarget (5) in real Blender on BVH imports at the importer's defaults (rig_ops.py)."""
     import json
     import subprocess
 
@@ -121,4 +121,11 @@ def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
     n = len(res["hands_bones_keyed"])
     assert res["hands"].startswith("Hands in-fill: filled") and f" on {n} bones" in res["hands"], (res["hands"], n)
     assert n >= 15, res["hands_bones_keyed"]
+    # items 5 and 1: retarget from an Euler import carries the hips bone's root motion; modes kept
+    assert res["retarget"].startswith("Retarget: retargeted"), res["retarget"]
+    assert res["retarget_modes"] == ["ZXY"] and res["source_travel"] > 50.0
+    # the same skeleton: every joint's world position equals the source's (cm), the hips' travel too (the root motion
+    # goes to the target object: the static joint_Root bone moves with it and is left out)
+    assert res["retarget_err"] < 1e-2 and res["target_travel_err"] < 1e-2, res
+    assert res["retarget_rest"].startswith("ERROR"), res["retarget_rest"]
     print("\n", json.dumps({k: v for k, v in res.items() if k != "hand_bones"}, indent=1))

@@ -105,6 +105,48 @@ def main() -> None:
         res["hands_bones_keyed"] = sorted(changed)
         res["hands_root_keyed"] = any(n != before.get(k, 0) for k, n in got.items() if k[0].endswith("location"))
         res["hand_bones"] = [pb.name for pb in arm.pose.bones]
+        # items 5 and 1: Retarget from an Euler BVH import (root motion on the hips bone) onto a second
+        # import of the same file with its action removed: the target's bones go where the source's are
+        src = import_bvh(body)
+        src.name = "Source"
+        bpy.ops.import_anim.bvh(filepath=body)
+        tgt = bpy.context.active_object
+        tgt.name = "Target"
+        tgt.animation_data_clear()
+        for pb in tgt.pose.bones:   # clearing the action leaves the last evaluated pose: back to rest
+            pb.location, pb.rotation_euler = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        sc.render.fps, sc.render.fps_base = 30, 1.0
+        lo, hi = 1, 60
+        sc.frame_start, sc.frame_end = lo, hi
+        for o in bpy.data.objects:
+            o.select_set(o in (src, tgt))
+        bpy.context.view_layer.objects.active = src
+        res["retarget"] = run(bpy.ops.motioncore.retarget)
+        res["retarget_modes"] = sorted({pb.rotation_mode for pb in tgt.pose.bones})
+        err, rel, moved, moved_t = [], [], [], []
+        for f in range(lo, hi + 1, 3):
+            sc.frame_set(f)
+            a = np.array([tuple(src.matrix_world @ pb.head) for pb in src.pose.bones])
+            b = np.array([tuple(tgt.matrix_world @ tgt.pose.bones[pb.name].head) for pb in src.pose.bones])
+            err.append(np.linalg.norm(a - b, axis=1)[1:].mean())   # joint_Root, a static bone at the origin, moves with the object
+            rel.append(np.linalg.norm((a - a[1]) - (b - b[1]), axis=1)[1:].mean())   # the pose about the hips
+            moved.append(a[1])
+            moved_t.append(b[1])
+        res["retarget_err"] = float(np.mean(err))
+        res["source_travel"] = float(np.linalg.norm(moved[-1] - moved[0]))
+        res["target_travel_err"] = float(np.abs((np.array(moved_t) - moved_t[0]) - (np.array(moved) - moved[0])).max())
+        res["retarget_pose_err"] = float(np.mean(rel))
+        # an Euler source whose action was removed: nothing useful to write: an error, not success
+        src.animation_data_clear()
+        bpy.ops.import_anim.bvh(filepath=body)
+        still = bpy.context.active_object
+        still.animation_data_clear()
+        still.animation_data_create()
+        still.animation_data.action = bpy.data.actions.new("Empty")
+        for o in bpy.data.objects:
+            o.select_set(o in (still, tgt))
+        bpy.context.view_layer.objects.active = still
+        res["retarget_rest"] = run(bpy.ops.motioncore.retarget)
     except Exception:
         res["error"] = traceback.format_exc()
     with open(out, "w") as f:
