@@ -247,18 +247,81 @@ def _preset(context: bpy.types.Context) -> str | None:
     return None if p == "AUTO" else p
 
 
-def curve_points(curve_obj: Any) -> np.ndarray:
-    """(N, 2) ground points (model x, z; metres) of the curve's first spline, in world space.
-    Blender is Z-up: model x = x, model z = -y."""
+def curve_points(curve_obj: Any, depsgraph: Any = None) -> np.ndarray:
+    """(N, 2) ground points (model x, z; scene units) of the curve as Blender evaluates and draws it (Bezier
+    handles, NURBS order and weights, poly: its tessellation at the curve's resolution), in world space
+    (the object's transform applied). Blender is Z-up: model x = x, model z = -y. A curve that evaluates
+    to a surface (bevel, extrude) falls back to its first spline's control points."""
     if not curve_obj.data.splines:
         raise ValueError(f"curve {curve_obj.name!r} has no splines")
-    sp = curve_obj.data.splines[0]
-    pts = [p.co for p in (sp.bezier_points if sp.type == "BEZIER" else sp.points)]
-    mw = curve_obj.matrix_world
-    world = np.array([tuple(mw @ p.to_3d()) if len(p) == 4 else tuple(mw @ p) for p in pts], np.float64)
+    mw = np.array([list(r) for r in curve_obj.matrix_world], np.float64)
+    world = None
+    try:
+        dg = depsgraph or bpy.context.evaluated_depsgraph_get()
+        ev = curve_obj.evaluated_get(dg)
+        me = ev.to_mesh()
+        try:
+            if me is not None and len(me.vertices) >= 2 and not len(me.polygons):
+                co = np.empty(3 * len(me.vertices), np.float32)
+                me.vertices.foreach_get("co", co)
+                local = co.reshape(-1, 3).astype(np.float64)
+                # the edges chain the points in order along the spline: follow them from an end
+                ed = np.empty(2 * len(me.edges), np.int32)
+                me.edges.foreach_get("vertices", ed)
+                order = _chain_order(ed.reshape(-1, 2), local.shape[0])
+                world = local[order] @ mw[:3, :3].T + mw[:3, 3]
+        finally:
+            ev.to_mesh_clear()
+    except (RuntimeError, AttributeError):
+        world = None
+    if world is None:
+        sp = curve_obj.data.splines[0]
+        pts = [p.co for p in (sp.bezier_points if sp.type == "BEZIER" else sp.points)]
+        world = np.array([tuple(p)[:3] for p in pts], np.float64) @ mw[:3, :3].T + mw[:3, 3]
     if world.shape[0] < 2:
         raise ValueError(f"curve {curve_obj.name!r} needs at least 2 points, has {world.shape[0]}")
     return np.stack([world[:, 0], -world[:, 1]], axis=1)
+
+
+def _chain_order(edges: np.ndarray, n: int) -> np.ndarray:
+    """Vertex indices in order along a chain of edges (an open spline from its first end; a cyclic one from
+    vertex 0); vertices on no edge are left out."""
+    nbr: dict[int, list[int]] = {}
+    for u, v in edges.tolist():
+        nbr.setdefault(u, []).append(v)
+        nbr.setdefault(v, []).append(u)
+    if not nbr:
+        return np.arange(n)
+    ends = sorted(k for k, v in nbr.items() if len(v) == 1)
+    cur = ends[0] if ends else min(nbr)
+    out, seen = [cur], {cur}
+    while True:
+        nxt = [w for w in nbr[cur] if w not in seen]
+        if not nxt:
+            return np.array(out)
+        cur = nxt[0]
+        out.append(cur)
+        seen.add(cur)
+
+
+def rig_units_per_metre(arm: Any, hips: str | None) -> float:
+    """Scene units per metre of the rig: the nearest power of ten to its hips' rest height over 0.95 m (a BVH
+    imported at scale 1 is in centimetres: 100; a rig in metres: 1)."""
+    bone = arm.data.bones.get(hips) if hips else None
+    mw = np.array([list(r) for r in arm.matrix_world], np.float64)
+    h = float((mw[:3, :3] @ np.array(tuple(bone.head_local), np.float64))[2]) if bone is not None else 0.0
+    if h <= 1e-6:
+        return 1.0
+    return float(10.0 ** max(0.0, np.round(np.log10(h / 0.95))))   # metres, cm or mm; never below metres
+
+
+def _hips_bone(arm: Any, bones: list[str]) -> str | None:
+    """The rig's hips: a mapped bone named like hips or pelvis, else the first with children."""
+    for b in bones:
+        n = b.lower()
+        if "hip" in n and not any(t in n for t in ("left", "right", "_l", "_r", ".l", ".r")) or "pelvis" in n:
+            return b
+    return next((b for b in bones if arm.data.bones[b].children), bones[0] if bones else None)
 
 
 # ---------------------------------------------------------------------------------------- operators
@@ -303,8 +366,11 @@ class _WalkBase(_ServerOperator):
         curves = [o for o in context.selected_objects if o.type == "CURVE"]
         if not curves:
             raise ValueError("select a curve (the path) as well as the armature")
-        self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm))
-        return arm, curve_points(curves[0]).astype(np.float32)
+        hips = _hips_bone(arm, [b.name for b in arm.data.bones])
+        upm = rig_units_per_metre(arm, hips)
+        self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm),
+                           units=upm)
+        return arm, (curve_points(curves[0]) / upm).astype(np.float32)   # the models walk in metres
 
     def until(self, context: bpy.types.Context) -> tuple[int, int, float] | None:
         """(start, end, scene fps) when the walk should fill the scene (or preview) range, else None."""
@@ -321,7 +387,14 @@ class _WalkBase(_ServerOperator):
                               self._state["start"], _preset(context), self._state["offsets"], bone_map(arm))
         fcurves.ensure_action(arm)
         added = write_rotations_in_mode(arm, plan.bones, plan.frames, plan.rotations)   # each bone's own mode
-        added += fcurves.write_location(arm, plan.frames, plan.location)
+        # the root path in the rig's units, and the object placed so that the hips (not the object's origin)
+        # are over it: minus the hips' rest head, horizontally, in world axes
+        loc = plan.location * float(self._state.get("units", 1.0))
+        hips = _hips_bone(arm, plan.bones)
+        if hips is not None:
+            mw = np.array([list(r) for r in arm.matrix_world], np.float64)[:3, :3]
+            loc[:, :2] -= (mw @ np.array(tuple(arm.data.bones[hips].head_local), np.float64))[:2]
+        added += fcurves.write_location(arm, plan.frames, loc)
         miss = f"; unmapped: {', '.join(plan.unmapped)}" if plan.unmapped else ""
         return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({added} keys){miss}"
 
@@ -490,6 +563,7 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
         frames = np.arange(lo, hi + 1, dtype=np.float64)
         bones = [b.name for b in _parents_first(arm.data.bones)]   # any rotation mode; the root first
         rot, loc = read_pose(arm, ex, None, bones, frames)   # (T, B, 4) rig bone frames; (T, 3) root motion
+        loc = loc / float(self._state.get("units", 1.0))     # in metres, as the path
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
                                   _preset(context), self._state["offsets"], s.gait or None, bone_map(arm),
                                   float(s.speed), self.until(context))

@@ -255,6 +255,9 @@ class NamedList(list):
             return next(x for x in self if x.name == key)
         return super().__getitem__(key)
 
+    def get(self, key: str, default: Any = None) -> Any:
+        return next((x for x in self if x.name == key), default)
+
 
 class AnimData:
     def __init__(self) -> None:

@@ -87,7 +87,8 @@ HAND = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/manipnet*/mug3/
 @pytest.mark.parametrize("version", ["5.0.1", "4.2"])
 @pytest.mark.skipif(not HAND, reason="the ManipNet archive is not unpacked in the data cache")
 def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
-    """Items 9, 10, 13 and Retarget (5) in real Blender on BVH imports at the importer's defaults (rig_ops.py)."""
+    """Items 9, 10, 13, Retarget (5), Walk (4) and Style (6) in real Blender on BVH imports at the importer's
+    defaults (rig_ops.py)."""
     import json
     import subprocess
 
@@ -128,4 +129,13 @@ def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
     # goes to the target object: the static joint_Root bone moves with it and is left out)
     assert res["retarget_err"] < 1e-2 and res["target_travel_err"] < 1e-2, res
     assert res["retarget_rest"].startswith("ERROR"), res["retarget_rest"]
-    print("\n", json.dumps({k: v for k, v in res.items() if k != "hand_bones"}, indent=1))
+    # item 4: Walk keys every bone in its own (Euler) mode and puts the hips on the curve Blender draws
+    # (an S-shaped Bezier, the curve object moved): mean horizontal distance <= 10 cm, across the path
+    assert res["walk"].startswith("Walk along path: walked"), res["walk"]
+    assert res["walk_modes"] == ["ZXY"] and res["walk_rot_bones"] >= 20 and res["walk_quat_curves"] == 0
+    assert res["walk_hips_to_curve"] <= 10.0 and res["walk_hips_travel"] > 400.0, res
+    # item 6: Style from example writes bone rotations (own mode) and the root, from an Euler example
+    assert res["style"].startswith("Style from example: walked"), res["style"]
+    assert res["style_modes"] == ["ZXY"] and res["style_rot_bones"] >= 20 and res["style_quat_curves"] == 0
+    assert res["style_hips_travel"] > 100.0, res["style_hips_travel"]
+    print("\n", json.dumps({k: v for k, v in res.items() if k not in ("hand_bones", "hands_bones_keyed")}))

@@ -9,6 +9,8 @@ Blender's own BVH importer at its defaults (issue 12 items 9, 10, 13). Used by t
    naming a skeleton of another kind and the bone map untouched; for In-fill (body) every joint mapped.
 3. Hands: a ManipNet hand BVH import (120 fps, Euler); Map For "In-fill (hands)" maps the hands model;
    keys deleted inside one gap, Hands In-fill: the bones it reports equal the bones that got keys.
+4. Retarget from the Euler import (root motion on the hips bone) onto a second import: world joint positions.
+5. Walk and Style from example on an Euler import along an S-shaped Bezier curve: modes kept, hips on the curve.
 """
 from __future__ import annotations
 
@@ -147,6 +149,56 @@ def main() -> None:
             o.select_set(o in (still, tgt))
         bpy.context.view_layer.objects.active = still
         res["retarget_rest"] = run(bpy.ops.motioncore.retarget)
+        # items 4 and 6: Walk and Style on an Euler BVH import (cm, hips far from the origin at rest) along
+        # an S-shaped Bezier curve: bones keyed in their own mode, the hips on the curve Blender draws
+        ex = import_bvh(body)
+        example = ex.animation_data.action
+        example.use_fake_user = True
+        bpy.ops.import_anim.bvh(filepath=body)
+        walker = bpy.context.active_object
+        walker.animation_data_clear()
+        for pb in walker.pose.bones:
+            pb.location, pb.rotation_euler = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        bpy.data.objects.remove(ex)
+        cd = bpy.data.curves.new("Path", "CURVE")
+        cd.dimensions = "3D"
+        sp = cd.splines.new("BEZIER")
+        sp.bezier_points.add(2)
+        for bp, co in zip(sp.bezier_points, [(0, 0, 0), (300, 200, 0), (600, 0, 0)]):
+            bp.co = co
+            bp.handle_left_type = bp.handle_right_type = "AUTO"
+        curve = bpy.data.objects.new("Path", cd)
+        sc.collection.objects.link(curve)
+        curve.location = (50.0, -30.0, 0.0)
+        dense = np.array([tuple(curve.matrix_world @ v.co) for v in curve.evaluated_get(
+            bpy.context.evaluated_depsgraph_get()).to_mesh().vertices])[:, :2]
+        res["curve_control_span"] = 600.0
+        for label, op in (("walk", bpy.ops.motioncore.walk_path), ("style", bpy.ops.motioncore.style_adapt)):
+            walker.animation_data_clear()
+            for pb in walker.pose.bones:
+                pb.location, pb.rotation_euler = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+            s.style_action = example
+            sc.frame_current = 1
+            for o in bpy.data.objects:
+                o.select_set(o in (walker, curve))
+            bpy.context.view_layer.objects.active = walker
+            res[label] = run(op)
+            res[f"{label}_modes"] = sorted({pb.rotation_mode for pb in walker.pose.bones})
+            if walker.animation_data is None or walker.animation_data.action is None:
+                continue
+            fcs = fcurves_of(walker)
+            res[f"{label}_rot_bones"] = len({fc.data_path.split('"')[1] for fc in fcs
+                                             if fc.data_path.endswith("rotation_euler") and len(fc.keyframe_points)})
+            res[f"{label}_quat_curves"] = sum(fc.data_path.endswith("rotation_quaternion") for fc in fcs)
+            lo_w, hi_w = (int(v) for v in walker.animation_data.action.frame_range)
+            d, hp = [], []
+            for f in range(lo_w, hi_w + 1, 5):
+                sc.frame_set(f)
+                h = np.array(tuple(walker.matrix_world @ walker.pose.bones["Hips"].head))[:2]
+                d.append(float(np.min(np.linalg.norm(dense - h, axis=1))))
+                hp.append(h)
+            res[f"{label}_hips_to_curve"] = float(np.mean(d))
+            res[f"{label}_hips_travel"] = float(np.linalg.norm(hp[-1] - hp[0]))
     except Exception:
         res["error"] = traceback.format_exc()
     with open(out, "w") as f:
