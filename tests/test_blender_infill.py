@@ -78,7 +78,7 @@ def test_infill_of_a_gap_in_a_long_action_reads_and_writes_only_its_window(versi
     assert deg <= 1e-3 and cm <= 1e-3, (deg, cm)
     print(f"\nin-fill of a 30-frame gap in a {info['action_frames'][1]:.0f}-frame action: "
           f"{info['op_s'][0]:.3f} s (operator, server on this machine), {info['op_s_warm'][0]:.3f} s with the "
-          "server warm")
+          f"server warm; CPU {info['op_cpu_warm'][0]:.3f} s in Blender + {info['op_cpu_warm'][1]:.3f} s in the server")
 
 
 HAND = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/manipnet*/mug3/rightHand.bvh")))

@@ -15,6 +15,7 @@ evaluate. Writes every evaluated pose (pose-bone matrices, armature space) and t
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -136,9 +137,21 @@ def infill(obj, lo: int, hi: int, profile: dict | None = None, **kw) -> tuple[st
         import pstats
         prof.disable()
         buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(30)
+        pstats.Stats(prof, stream=buf).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(30)
         profile["text"] = buf.getvalue()
     return msg, dt
+
+
+def server_cpu() -> float:
+    """CPU seconds (user + system) the server process has used so far (Linux /proc; NaN elsewhere)."""
+    try:
+        with open(os.environ["MOTIONCORE_CONNECTION_FILE"]) as f:
+            pid = json.load(f)["pid"]
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, KeyError, ValueError, IndexError):
+        return float("nan")
 
 
 def last_report() -> str:
@@ -179,8 +192,11 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
     if full:   # again with the server warm: the generated keys deleted, the same gaps filled anew
         delete_inside(obj, gaps)
         prof = {} if clip.get("profile") else None
-        # seed 1: a new request (the same one would be answered from the add-on's reply cache)
+        # seed 1: a new request (the same one would be answered from the add-on's reply cache). CPU seconds
+        # too (this process, and the server's from /proc): on a loaded machine they say what a quiet one takes
+        srv0, cpu0 = server_cpu(), time.process_time()
         info["op_s_warm"] = [infill(obj, lo_all, hi_all, prof, variations=1, temperature=0.0, seed=1)[1]]
+        info["op_cpu_warm"] = [time.process_time() - cpu0, server_cpu() - srv0]
         if prof:
             info["profile_warm"] = prof["text"]
     arrays[f"{name}/addon"] = evaluate(obj, frames)
@@ -202,7 +218,6 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
 
 def main() -> None:
     zip_path, spec_path, out_path, conn = sys.argv[1:5]
-    import os
     import tempfile
     os.environ["MOTIONCORE_CONNECTION_FILE"] = conn
     spec = json.loads(open(spec_path).read())
