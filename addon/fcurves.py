@@ -90,25 +90,49 @@ def read_keys(fcurve: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return co[0::2].astype(np.float64), co[1::2].astype(np.float64), generated
 
 
+INSERT_MAX = 256   # new keys placed one by one (in order) up to this many; more are appended in bulk
+
+
 def write_keys(fcurve: Any, frames: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
-               key_type: str = GENERATED) -> ChannelMerge:
+               key_type: str = GENERATED, old: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+               ) -> ChannelMerge:
     """Merge predicted ``values`` at ``frames`` into ``fcurve`` by the rule of :mod:`.keys` (the user's
-    keys inside the range kept exactly, keys outside untouched) and write them in bulk."""
-    old_f, old_v, old_gen = read_keys(fcurve)
+    keys inside the range kept exactly, keys outside untouched) and write them.
+
+    Cost on a long action: refreshed values go in with one ``foreach_set``; a few new keys (a gap in a long
+    action) are inserted at their place (``insert(..., options={'FAST'})``: a binary search, no handle
+    update) because ``FCurve.update`` sorts keys appended at the end by swapping neighbours, O(keys x
+    distance moved): 0.1 s per f-curve of 7,000 keys. Many new keys (a new or sparse curve) are appended in
+    bulk. One ``update()`` at the end recomputes the handles. ``old``: the curve's keys as `read_keys` gave
+    them moments ago in the same operator call (used when the key count still matches)."""
+    if old is None or old[0].size != len(fcurve.keyframe_points):
+        old = read_keys(fcurve)
+    old_f, old_v, old_gen = old
     plan = merge_channel(old_f, old_v, old_gen, frames, values)
     n_old, n_new = old_f.size, plan.new_frames.size
-    if n_new == 0 and np.array_equal(plan.values, old_v):
+    values_changed = not np.array_equal(plan.values, old_v)
+    if n_new == 0 and not values_changed:
         return plan
     kp = fcurve.keyframe_points
-    if n_new:
-        kp.add(n_new)
-    co = np.empty(2 * (n_old + n_new), np.float32)
-    co[0:2 * n_old:2], co[1:2 * n_old:2] = old_f, plan.values
-    co[2 * n_old::2], co[2 * n_old + 1::2] = plan.new_frames, plan.new_values
-    kp.foreach_set("co", co)
-    if n_new:
-        _set_key_types(kp, n_old, key_type)
-    fcurve.update()   # sorts keys and recomputes handles
+    in_place = 0 < n_new <= INSERT_MAX and n_old > 0 and plan.new_frames.min() < old_f.max() \
+        and hasattr(kp, "insert")
+    if in_place:
+        if values_changed:
+            co = np.empty(2 * n_old, np.float32)
+            co[0::2], co[1::2] = old_f, plan.values
+            kp.foreach_set("co", co)
+        for f, v in zip(plan.new_frames.tolist(), plan.new_values.tolist(), strict=True):
+            kp.insert(f, v, options={"FAST"}, keyframe_type=key_type)
+    else:
+        if n_new:
+            kp.add(n_new)
+        co = np.empty(2 * (n_old + n_new), np.float32)
+        co[0:2 * n_old:2], co[1:2 * n_old:2] = old_f, plan.values
+        co[2 * n_old::2], co[2 * n_old + 1::2] = plan.new_frames, plan.new_values
+        kp.foreach_set("co", co)
+        if n_new:
+            _set_key_types(kp, n_old, key_type)
+    fcurve.update()   # sorts keys (already in order here) and recomputes handles
     return plan
 
 
@@ -249,13 +273,33 @@ def fcurve_map(action: Any, slot: Any) -> dict[tuple[str, int], Any]:
     return {} if fcs is None else {(fc.data_path, fc.array_index): fc for fc in fcs}
 
 
-def user_key_frames(fcmap: dict[tuple[str, int], Any], path: str, n: int) -> np.ndarray | None:
+KeyCache = dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def cached_keys(fcmap: dict[tuple[str, int], Any], key: tuple[str, int], cache: KeyCache | None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`read_keys` of ``fcmap[key]``, kept in ``cache`` (one operator call reads a curve once)."""
+    if cache is None:
+        return read_keys(fcmap[key])
+    if key not in cache:
+        cache[key] = read_keys(fcmap[key])
+    return cache[key]
+
+
+def user_key_frames(fcmap: dict[tuple[str, int], Any], path: str, n: int, cache: KeyCache | None = None
+                    ) -> np.ndarray | None:
     """Frames of the animator's keys (not GENERATED) on any of the ``n`` channels of ``path``; None when
     the property has no f-curve at all."""
-    parts = [read_keys(fcmap[(path, i)]) for i in range(n) if (path, i) in fcmap]
+    parts = [cached_keys(fcmap, (path, i), cache) for i in range(n) if (path, i) in fcmap]
     if not parts:
         return None
-    return np.unique(np.round(np.concatenate([f[~g] for f, _, g in parts])))
+    f = np.round(np.concatenate([f[~g] for f, _, g in parts]))
+    if f.size == 0:
+        return f
+    lo = f.min()   # whole frames: an occupancy table is linear in the keys (np.unique sorts them)
+    have = np.zeros(int(f.max() - lo) + 1, bool)
+    have[(f - lo).astype(np.int64)] = True
+    return np.flatnonzero(have) + lo
 
 
 def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray) -> np.ndarray:
@@ -268,15 +312,17 @@ def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[flo
     return out
 
 
-def write_channels(obj: Any, path: str, frames: np.ndarray, values: np.ndarray, group: str) -> int:
+def write_channels(obj: Any, path: str, frames: np.ndarray, values: np.ndarray, group: str,
+                   cache: KeyCache | None = None) -> int:
     """Write (T, n) ``values`` at ``frames`` on the n channels of ``path`` (merge rule of :mod:`.keys`);
-    returns the keys written (added, or our GENERATED keys refreshed)."""
+    returns the keys written (added, or our GENERATED keys refreshed). ``cache``: keys read earlier in the
+    same call (`cached_keys`); the entries written are dropped from it."""
     if not len(frames):
         return 0
     action, slot = ensure_action(obj)
     fcs = ensure_fcurves(action, slot, [(path, i) for i in range(values.shape[1])], group=group)
     n = 0
     for i, fc in enumerate(fcs):
-        plan = write_keys(fc, frames, values[:, i])
+        plan = write_keys(fc, frames, values[:, i], old=None if cache is None else cache.pop((path, i), None))
         n += plan.new_frames.size + plan.refreshed
     return n

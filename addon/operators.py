@@ -16,7 +16,7 @@ import numpy as np
 from . import fcurves, keys, requests, rigmap
 from .jobs import JobResult, Worker, connection_path, run_sync
 from .props import bone_map, preferences, scene, settings
-from .rigio import infill_segments, read_rig, write_segment
+from .rigio import infill_segments, read_pose, read_rig, write_rotations_in_mode, write_segment
 
 _WORKER: Worker | None = None
 # Results travel worker -> bpy.app.timers callback -> modal operator: the timer drains finished jobs into
@@ -62,7 +62,13 @@ def client_factory(context: bpy.types.Context) -> Callable[[], Any]:
 
     def make() -> Any:
         from .vendor.client import Client  # vendored copy (scripts/build_addon.py)
-        return Client(path, timeout=timeout)
+        c = Client(path, timeout=timeout)
+        try:   # never talk to a server whose connection file others could have written or read
+            requests.check_connection_file(c.path)
+        except ValueError:
+            c.close()
+            raise
+        return c
     return make
 
 
@@ -135,6 +141,7 @@ class _ServerOperator(bpy.types.Operator):
         job = self._prepare(context)
         if job is None:
             return {"CANCELLED"}
+        self._state["sync"] = True   # nothing can change the keys between prepare and apply
         return self._finish(context, run_sync(client_factory(context), job))
 
     def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:  # type: ignore[override]
@@ -220,10 +227,6 @@ def _scene_fps(context: bpy.types.Context) -> float:
     return float(r.fps) / float(r.fps_base)
 
 
-def _quat_bones(obj: Any) -> list[str]:
-    return [pb.name for pb in obj.pose.bones if pb.rotation_mode == "QUATERNION"]
-
-
 def _is_selected(pb: Any) -> bool:
     sel = getattr(pb, "select", None)   # PoseBone.select where it exists, else Bone.select
     return bool(pb.bone.select if sel is None else sel)
@@ -244,18 +247,81 @@ def _preset(context: bpy.types.Context) -> str | None:
     return None if p == "AUTO" else p
 
 
-def curve_points(curve_obj: Any) -> np.ndarray:
-    """(N, 2) ground points (model x, z; metres) of the curve's first spline, in world space.
-    Blender is Z-up: model x = x, model z = -y."""
+def curve_points(curve_obj: Any, depsgraph: Any = None) -> np.ndarray:
+    """(N, 2) ground points (model x, z; scene units) of the curve as Blender evaluates and draws it (Bezier
+    handles, NURBS order and weights, poly: its tessellation at the curve's resolution), in world space
+    (the object's transform applied). Blender is Z-up: model x = x, model z = -y. A curve that evaluates
+    to a surface (bevel, extrude) falls back to its first spline's control points."""
     if not curve_obj.data.splines:
         raise ValueError(f"curve {curve_obj.name!r} has no splines")
-    sp = curve_obj.data.splines[0]
-    pts = [p.co for p in (sp.bezier_points if sp.type == "BEZIER" else sp.points)]
-    mw = curve_obj.matrix_world
-    world = np.array([tuple(mw @ p.to_3d()) if len(p) == 4 else tuple(mw @ p) for p in pts], np.float64)
+    mw = np.array([list(r) for r in curve_obj.matrix_world], np.float64)
+    world = None
+    try:
+        dg = depsgraph or bpy.context.evaluated_depsgraph_get()
+        ev = curve_obj.evaluated_get(dg)
+        me = ev.to_mesh()
+        try:
+            if me is not None and len(me.vertices) >= 2 and not len(me.polygons):
+                co = np.empty(3 * len(me.vertices), np.float32)
+                me.vertices.foreach_get("co", co)
+                local = co.reshape(-1, 3).astype(np.float64)
+                # the edges chain the points in order along the spline: follow them from an end
+                ed = np.empty(2 * len(me.edges), np.int32)
+                me.edges.foreach_get("vertices", ed)
+                order = _chain_order(ed.reshape(-1, 2), local.shape[0])
+                world = local[order] @ mw[:3, :3].T + mw[:3, 3]
+        finally:
+            ev.to_mesh_clear()
+    except (RuntimeError, AttributeError):
+        world = None
+    if world is None:
+        sp = curve_obj.data.splines[0]
+        pts = [p.co for p in (sp.bezier_points if sp.type == "BEZIER" else sp.points)]
+        world = np.array([tuple(p)[:3] for p in pts], np.float64) @ mw[:3, :3].T + mw[:3, 3]
     if world.shape[0] < 2:
         raise ValueError(f"curve {curve_obj.name!r} needs at least 2 points, has {world.shape[0]}")
     return np.stack([world[:, 0], -world[:, 1]], axis=1)
+
+
+def _chain_order(edges: np.ndarray, n: int) -> np.ndarray:
+    """Vertex indices in order along a chain of edges (an open spline from its first end; a cyclic one from
+    vertex 0); vertices on no edge are left out."""
+    nbr: dict[int, list[int]] = {}
+    for u, v in edges.tolist():
+        nbr.setdefault(u, []).append(v)
+        nbr.setdefault(v, []).append(u)
+    if not nbr:
+        return np.arange(n)
+    ends = sorted(k for k, v in nbr.items() if len(v) == 1)
+    cur = ends[0] if ends else min(nbr)
+    out, seen = [cur], {cur}
+    while True:
+        nxt = [w for w in nbr[cur] if w not in seen]
+        if not nxt:
+            return np.array(out)
+        cur = nxt[0]
+        out.append(cur)
+        seen.add(cur)
+
+
+def rig_units_per_metre(arm: Any, hips: str | None) -> float:
+    """Scene units per metre of the rig: the nearest power of ten to its hips' rest height over 0.95 m (a BVH
+    imported at scale 1 is in centimetres: 100; a rig in metres: 1)."""
+    bone = arm.data.bones.get(hips) if hips else None
+    mw = np.array([list(r) for r in arm.matrix_world], np.float64)
+    h = float((mw[:3, :3] @ np.array(tuple(bone.head_local), np.float64))[2]) if bone is not None else 0.0
+    if h <= 1e-6:
+        return 1.0
+    return float(10.0 ** max(0.0, np.round(np.log10(h / 0.95))))   # metres, cm or mm; never below metres
+
+
+def _hips_bone(arm: Any, bones: list[str]) -> str | None:
+    """The rig's hips: a mapped bone named like hips or pelvis, else the first with children."""
+    for b in bones:
+        n = b.lower()
+        if "hip" in n and not any(t in n for t in ("left", "right", "_l", "_r", ".l", ".r")) or "pelvis" in n:
+            return b
+    return next((b for b in bones if arm.data.bones[b].children), bones[0] if bones else None)
 
 
 # ---------------------------------------------------------------------------------------- operators
@@ -300,8 +366,11 @@ class _WalkBase(_ServerOperator):
         curves = [o for o in context.selected_objects if o.type == "CURVE"]
         if not curves:
             raise ValueError("select a curve (the path) as well as the armature")
-        self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm))
-        return arm, curve_points(curves[0]).astype(np.float32)
+        hips = _hips_bone(arm, [b.name for b in arm.data.bones])
+        upm = rig_units_per_metre(arm, hips)
+        self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm),
+                           units=upm)
+        return arm, (curve_points(curves[0]) / upm).astype(np.float32)   # the models walk in metres
 
     def until(self, context: bpy.types.Context) -> tuple[int, int, float] | None:
         """(start, end, scene fps) when the walk should fill the scene (or preview) range, else None."""
@@ -316,10 +385,16 @@ class _WalkBase(_ServerOperator):
         arm = bpy.data.objects[self._state["armature"]]
         plan = keys.walk_plan(content, arrays, [b.name for b in _pose_bones(arm)], _scene_fps(context),
                               self._state["start"], _preset(context), self._state["offsets"], bone_map(arm))
-        for b in plan.bones:
-            arm.pose.bones[b].rotation_mode = "QUATERNION"
-        added = fcurves.write_rotations(arm, plan.bones, plan.frames, plan.rotations)
-        added += fcurves.write_location(arm, plan.frames, plan.location)
+        fcurves.ensure_action(arm)
+        added = write_rotations_in_mode(arm, plan.bones, plan.frames, plan.rotations)   # each bone's own mode
+        # the root path in the rig's units, and the object placed so that the hips (not the object's origin)
+        # are over it: minus the hips' rest head, horizontally, in world axes
+        loc = plan.location * float(self._state.get("units", 1.0))
+        hips = _hips_bone(arm, plan.bones)
+        if hips is not None:
+            mw = np.array([list(r) for r in arm.matrix_world], np.float64)[:3, :3]
+            loc[:, :2] -= (mw @ np.array(tuple(arm.data.bones[hips].head_local), np.float64))[:2]
+        added += fcurves.write_location(arm, plan.frames, loc)
         miss = f"; unmapped: {', '.join(plan.unmapped)}" if plan.unmapped else ""
         return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({added} keys){miss}"
 
@@ -392,7 +467,7 @@ class _InfillBase(_ServerOperator):
         rng = keys.fill_range(rig["keyed"], _selected_bones(arm), *_scene_range_and_preview(context))
         if rng is None:
             raise ValueError("key the selected bones on at least two frames inside the frame range")
-        segs = infill_segments(arm, rig, rng)
+        segs = infill_segments(arm, rig, rng, _scene_fps(context))
         opts = (self.model, _preset(context), int(self.variations), float(self.temperature), str(self.order),
                 int(self.seed), _scene_fps(context))
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
@@ -411,6 +486,8 @@ class _InfillBase(_ServerOperator):
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
         rig, segs = self._state["rig"], self._state["segments"]
+        if not self._state.get("sync"):
+            rig["keys"] = {}   # the animator may have edited keys while the server worked: read them again
         B = len(rig["bones"])
         outs = [arrays.get(f"rotations.{i}") for i in range(len(segs))]
         for o, g in zip(outs, segs):
@@ -426,6 +503,8 @@ class _InfillBase(_ServerOperator):
         arm = bpy.data.objects[self._state["armature"]]
         written, bones_written = 0, set()
         for i, g in enumerate(segs):
+            if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
+                g = {**g, "known_sent": np.asarray(arrays[f"known.{i}"], bool)}
             n, names = write_segment(arm, rig, g, outs[i][pick], arrays[f"root.{i}"][pick], unmapped)
             written += n
             bones_written |= names
@@ -482,14 +561,16 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
             raise ValueError("choose a Style Example action (a clip of the style to copy, 3 s or longer)")
         lo, hi = (int(round(v)) for v in ex.frame_range)
         frames = np.arange(lo, hi + 1, dtype=np.float64)
-        bones = _quat_bones(arm)
-        if not bones:
-            raise ValueError("no bones in quaternion rotation mode")
-        rot = fcurves.sample_rotations(ex, None, bones, frames)   # (T, B, 4) in the rig's bone frames
-        loc = fcurves.sample_location(ex, None, frames)           # (T, 3) object location, Z-up metres
+        bones = [b.name for b in _parents_first(arm.data.bones)]   # any rotation mode; the root first
+        rot, loc = read_pose(arm, ex, None, bones, frames)   # (T, B, 4) rig bone frames; (T, 3) root motion
+        loc = loc / float(self._state.get("units", 1.0))     # in metres, as the path
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
                                   _preset(context), self._state["offsets"], s.gait or None, bone_map(arm),
                                   float(s.speed), self.until(context))
+
+
+# "Map For" entries -> (task, model): both in-fill models serve the task "infill"
+MAP_FOR = {"infill": ("infill", "anyorder-body"), "infill.hands": ("infill", "anyorder-hands")}
 
 
 class MOTIONCORE_OT_map_bones(_ServerOperator):
@@ -503,10 +584,13 @@ class MOTIONCORE_OT_map_bones(_ServerOperator):
         arm = _armature(context)
         s = settings(context)
         self._state.update(armature=arm.name)
-        return requests.mapping_job([b.name for b in arm.data.bones], str(s.map_task), None, _preset(context),
-                                    bone_map(arm))
+        task, model = MAP_FOR.get(str(s.map_task), (str(s.map_task), None))
+        return requests.mapping_job([b.name for b in arm.data.bones], task, model, _preset(context), bone_map(arm),
+                                    np.array([tuple(arm.pose.bones[b.name].head) for b in arm.data.bones], np.float64))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
+        if value.get("wrong_kind"):
+            raise ValueError(value["wrong_kind"])
         arm: Any = bpy.data.objects[self._state["armature"]].data
         arm.motioncore_map.clear()
         for joint, bone in value["rows"]:
@@ -536,8 +620,8 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
         frames = np.arange(lo, hi + 1, dtype=np.float64)
         dst: Any = targets[0]
         sb, tb = _parents_first(src.data.bones), _parents_first(dst.data.bones)
-        pose = fcurves.sample_rotations(action, slot, [b.name for b in sb], frames)
-        loc = fcurves.sample_location(action, slot, frames)
+        # any rotation mode; root motion from the hips bone and/or the object (BVH and FBX imports)
+        pose, loc = read_pose(src, action, slot, [b.name for b in sb], frames)
         source, target = _rig_skeleton(sb), _rig_skeleton(tb)
         so, to = rest_offsets(src), rest_offsets(dst)
         self._state.update(target=dst.name, bones=target["joints"], frames=frames, skeleton=target,
@@ -552,9 +636,13 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
             raise ValueError(f"the server's rotations have shape {None if rot is None else rot.shape}")
         pose, loc = requests.retarget_to_rig(arrays, self._state["skeleton"], self._state["offsets"])
         tgt = bpy.data.objects[self._state["target"]]
-        for b in bones:
-            tgt.pose.bones[b].rotation_mode = "QUATERNION"
-        added = fcurves.write_rotations(tgt, bones, frames, pose)
+        moved = float(np.abs(loc - loc[:1]).max()) if loc.size else 0.0
+        turned = float(np.degrees(2 * np.arccos(np.clip(np.abs(pose[..., 0]), 0.0, 1.0))).max()) if pose.size else 0.0
+        if moved < 1e-6 and turned < 1e-3:
+            raise ValueError(f"the result leaves {tgt.name!r} in its rest pose (no rotation, no root motion): "
+                             "nothing written; check the source's action and the bone map")
+        fcurves.ensure_action(tgt)
+        added = write_rotations_in_mode(tgt, bones, frames, pose)   # in each bone's own rotation mode
         added += fcurves.write_location(tgt, frames, loc)
         miss = f"; unmapped: {', '.join(content.get('unmapped', []))}" if content.get("unmapped") else ""
         return f"retargeted {frames.size} frames onto {tgt.name!r} ({added} keys){miss}"

@@ -73,6 +73,7 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
     map_task: EnumProperty(  # type: ignore[valid-type]
         name="Map For", default="infill",
         items=[("infill", "In-fill (body)", "The any-order body model's joints"),
+               ("infill.hands", "In-fill (hands)", "The any-order hands model's joints (In-fill Hands)"),
                ("pfnn.rollout", "Walk (biped)", "The PFNN biped's joints"),
                ("mann.rollout", "Walk (dog)", "The MANN dog's joints"),
                ("style.adapt", "Style", "The style model's joints")])

@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -115,7 +116,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     root bone's head relative to its parent in armature units and axes (`rigclip.root_in_parent`).
     ``heads`` (B, 3) rest heads and ``parents`` give the rig's units (`rig_units`); ``fps`` the scene's
     rate (the server resamples to the model's). Returns ({"segments": [reply content, ...], "scale": s},
-    {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up})."""
+    {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up, and for a model that fills
+    whole frames "known.i" (T, B + 1), the mask sent (`whole_frames`)})."""
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "infill", model)
         names = joint_names(bones, info["skeleton"]["names"], rig_preset, overrides)
@@ -124,17 +126,43 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                                    "samples": int(samples), "order": order, "seed": int(seed)}
         if fps:
             content["fps"] = float(fps)
-        replies, arrays = [], {}
+        replies: list[dict[str, Any]] = []
+        arrays: dict[str, np.ndarray] = {}
+        whole = bool(info.get("group_frames"))
         for i, seg in enumerate(segments):
             root = z_up_to_y_up(seg["root"]) * scale
-            rc, ra = call(c, "infill", content, {"rotations": np.asarray(seg["rotations"], np.float32),
-                                                 "root": root.astype(np.float32),
-                                                 "known": np.asarray(seg["known"], bool)})
+            known = np.asarray(seg["known"], bool)
+            rc: dict[str, Any] = {}
+            ra: dict[str, np.ndarray] = {}
+            for attempt in (0, 1):
+                if whole:
+                    known = whole_frames(known)
+                    arrays[f"known.{i}"] = known
+                if known.all():   # only partial keys were missing: what the curves give stays
+                    ra = {"rotations": np.asarray(seg["rotations"], np.float32)[None],
+                                  "root": z_up_to_y_up(seg["root"])[None] * scale}
+                    break
+                try:
+                    rc, ra = call(c, "infill", content, {"rotations": np.asarray(seg["rotations"], np.float32),
+                                                         "root": root.astype(np.float32), "known": known})
+                    break
+                except Exception as e:   # a whole-frames model (the listing may not say so): whole frames
+                    if whole or attempt or "group_frames" not in str(getattr(e, "message", None) or e):
+                        raise
+                    whole = True
             replies.append(rc)
             arrays[f"rotations.{i}"] = ra["rotations"]
             arrays[f"root.{i}"] = y_up_to_z_up(np.asarray(ra["root"], np.float64)) / scale
         return {"segments": replies, "scale": scale, "model": info["name"]}, arrays
     return job
+
+
+def whole_frames(known: np.ndarray) -> np.ndarray:
+    """(T, E) known -> whole frames for a model that fills whole frames (``group_frames``): a frame with any
+    of the animator's keys is known (its unkeyed channels are what their f-curves give, e.g. an FBX
+    export's simplified curves), a frame with none is filled."""
+    k = np.asarray(known, bool)
+    return np.repeat(k.any(axis=1, keepdims=True), k.shape[1], axis=1)
 
 
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
@@ -181,33 +209,114 @@ def stop_started(timeout: float = 5.0) -> int:
     return n
 
 
-def _status(hello: dict[str, Any]) -> dict[str, Any]:
+def _status(hello: dict[str, Any], where: str = "") -> dict[str, Any]:
     v = hello.get("protocol_version")
     if v != PROTOCOL_VERSION:
-        return {"state": "version mismatch", "detail": f"the server speaks protocol {v}, the add-on {PROTOCOL_VERSION}",
-                "hello": hello}
+        return {"state": "version mismatch", "detail": f"the server speaks protocol {v}, the add-on {PROTOCOL_VERSION}"
+                + (f" ({where})" if where else ""), "hello": hello}
     types = ", ".join(t for t in hello.get("types", []) if not t.startswith("debug."))
-    return {"state": "connected", "hello": hello,
-            "detail": f"{hello.get('device', '?')}: {len(hello.get('models', []))} models; {types}"}
+    return {"state": "connected", "hello": hello, "where": where,
+            "detail": f"{hello.get('device', '?')}: {len(hello.get('models', []))} models; {types}"
+                      + (f"; {where}" if where else "")}
+
+
+def check_connection_file(path: Any) -> None:
+    """Refuse a connection file the add-on cannot trust: its key signs every message, so a file another
+    user owns, or one others may read or write (anyone could then answer as the server), is not used.
+    Raises ValueError naming the file. (POSIX only; a missing file is the client's error to report.)"""
+    import os
+    import stat
+    if path is None or os.name != "posix":
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    if st.st_uid != os.getuid():
+        raise ValueError(f"connection file {path} belongs to another user (uid {st.st_uid}): not used; point the "
+                         "add-on's Connection file preference at your own server's file")
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ValueError(f"connection file {path} is readable or writable by others (mode "
+                         f"{stat.S_IMODE(st.st_mode):o}): its key is not secret, so the server cannot be "
+                         "authenticated; restart the server (it writes the file 0600) or chmod 600 it")
+
+
+def server_identity(path: Any, hello: dict[str, Any]) -> str:
+    """Which server Connect reached: its connection file, endpoint, pid and session."""
+    import json
+    try:
+        info = json.loads(Path(path).read_text()) if path is not None else {}
+    except (OSError, ValueError):
+        info = {}
+    ep = f"tcp://{info.get('ip', '?')}:{info.get('port', '?')}" if info else "?"
+    sess = str(hello.get("server_session") or info.get("server_session") or "")[:8]
+    pid = info.get("pid")
+    return (f"server at {ep}" + (f" (pid {pid})" if pid else "") + (f", session {sess}" if sess else "")
+            + f", connection file {path}")
+
+
+def resolve_command(command: str) -> list[str]:
+    """The server command as argv, its program found: a name on PATH, an absolute path, a virtual
+    environment's folder (its bin/motioncore, Scripts\\motioncore.exe on Windows) or its Python alone
+    (the motioncore next to it; a Python with arguments runs as given). Blender's PATH rarely holds a venv's bin (only an activated shell's
+    does), so `motioncore` is also looked for in ~/.local/bin. Raises ValueError saying what to set."""
+    import os
+    import shutil
+    import sys
+    argv = shlex.split(command)
+    if not argv:
+        raise ValueError("the Server command preference is empty: set it to e.g. "
+                         "'/path/to/motioncore/.venv/bin/motioncore serve'")
+    prog = Path(os.path.expanduser(argv[0]))
+    exe = "motioncore.exe" if sys.platform == "win32" else "motioncore"
+    sub = "Scripts" if sys.platform == "win32" else "bin"
+    cands: list[Path] = []
+    if prog.is_dir():                                   # a venv folder
+        cands = [prog / sub / exe]
+        argv = [str(cands[0])] + (argv[1:] or ["serve"])
+    elif prog.name.startswith("python") and prog.parent.name in ("bin", "Scripts") and len(argv) == 1:
+        cands = [prog.parent / exe]                     # the venv's interpreter alone: its motioncore
+        argv = [str(cands[0]), "serve"]
+    elif prog.is_absolute() or os.sep in argv[0]:
+        cands = [prog]
+    else:
+        found = shutil.which(argv[0])
+        cands = [Path(found)] if found else [Path.home() / ".local" / "bin" / argv[0]]
+    for c in cands:
+        if c.is_file() and os.access(c, os.X_OK):
+            return [str(c)] + argv[1:]
+    raise ValueError(f"could not find {argv[0]!r} (looked at {', '.join(str(c) for c in cands)}; Blender's PATH "
+                     "does not include a virtual environment's bin folder): set Preferences > Add-ons > "
+                     "motioncore > Server command to the full path, e.g. '/path/to/motioncore/.venv/bin/motioncore "
+                     "serve', or to the venv's folder")
 
 
 def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s: float = 30.0
                 ) -> Callable[[Any], dict[str, Any]]:
     """Connect: ``{"state": "connected" | "not running" | "version mismatch", "detail", "hello"?,
-    "started"?}``. With ``start_command`` (e.g. ``motioncore serve``) a server that is not running is
-    started as a subprocess (no shell) and waited for up to ``wait_s`` seconds. Makes its own clients
-    (the connection file may not exist before the server starts), so run it on a worker whose factory
-    returns None."""
+    "started"?, "where"?}``; the detail names the server reached and its connection file. A connection
+    file that is not the user's own, or that others can read, is refused (`check_connection_file`). With
+    ``start_command`` (e.g. ``motioncore serve``; `resolve_command` finds the program) a server that is
+    not running is started as a subprocess (no shell) and waited for up to ``wait_s`` seconds. Makes its
+    own clients (the connection file may not exist before the server starts), so run it on a worker whose
+    factory returns None."""
     def hello() -> dict[str, Any]:
         c = make_client()
         try:
-            return c.hello()
+            path = getattr(c, "path", None)
+            check_connection_file(path)
+            h = c.hello()
+            return _status(h, server_identity(path, h) if path is not None else "")
         finally:
             c.close()
 
     def job(_: Any) -> dict[str, Any]:
         try:
-            return _status(hello())
+            return hello()
+        except ValueError as e:   # a connection file that cannot be trusted: never started over, never used
+            if getattr(e, "code", None) is None and str(e).startswith("connection file"):
+                return {"state": "not trusted", "detail": str(e)}
+            first: Exception = e
         except Exception as e:   # no connection file, no reply, wrong key or version
             first = e
         if getattr(first, "code", None) == "bad_version":
@@ -215,7 +324,11 @@ def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s:
         if not start_command:
             return {"state": "not running", "detail": describe_error("Connect", first)}
         try:
-            proc = subprocess.Popen(shlex.split(start_command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            argv = resolve_command(start_command)
+        except ValueError as e:
+            return {"state": "not running", "detail": f"no server answered and it cannot be started: {e}"}
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
         except (OSError, ValueError) as e:
             return {"state": "not running", "detail": f"could not start {start_command!r}: {e}"}
@@ -225,7 +338,7 @@ def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s:
             if proc.poll() is not None:
                 return {"state": "not running", "detail": f"{start_command!r} exited with code {proc.returncode}"}
             try:
-                return {**_status(hello()), "started": proc.pid}
+                return {**hello(), "started": proc.pid}
             except Exception as e:
                 last = e
                 time.sleep(0.25)
@@ -271,7 +384,8 @@ def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
 
     The motion's translation sits on one joint (the hips, under a static root joint on Bandai-like
     skeletons): the first joint whose reply ``translations`` leave its rest offset. The object moves
-    so that joint's world position follows the reply: location = its world position minus its rest one."""
+    so that joint's world position follows the reply: location = its world position minus where the rig's
+    rest offsets, posed by the reply's rotations, put it."""
     rot = np.asarray(arrays["rotations"], np.float64)
     pose = np.stack([rigmap.to_rig(rot[:, j], o) for j, o in enumerate(tgt_offsets)], axis=1)
     parents = [int(p) for p in target["parents"]]
@@ -286,11 +400,14 @@ def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
         chain.append(parents[chain[-1]])
     g = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (rot.shape[0], 1))
     world = np.zeros((rot.shape[0], 3))
+    posed_rest = np.zeros((rot.shape[0], 3))   # where the rig puts the joint from its rest offsets, posed
     for j in reversed(chain):   # forward kinematics down to the moving joint
         world = world + _rotate(g, trans[:, j])
+        posed_rest = posed_rest + _rotate(g, np.broadcast_to(off[j], trans[:, j].shape))
         g = rigmap.quat_mul(g, rot[:, j])
-    rest = off[chain].sum(axis=0)
-    return keys.quat_continuity(pose), y_up_to_z_up(world - rest)
+    # the object's location is the difference: a rotated parent above the moving joint (Bandai's root joint)
+    # swings the rest offset too, so the plain rest position would leave a constant offset (82 cm on a clip)
+    return keys.quat_continuity(pose), y_up_to_z_up(world - posed_rest)
 
 
 def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -299,14 +416,72 @@ def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return rigmap.quat_mul(rigmap.quat_mul(q, qv), rigmap.quat_conj(q))[..., 1:]
 
 
+def spine_direction(names: Sequence[str], parents: Sequence[int]) -> tuple[int, int] | None:
+    """(top ancestor, head) joint indices of the chain to the first joint named like a head; None without one."""
+    low = [rigmap.normalise(n).lower() for n in names]
+    head = next((j for j, n in enumerate(low) if "head" in n and "end" not in n and "top" not in n), None)
+    if head is None:
+        return None
+    top = head
+    while parents[top] >= 0:
+        top = parents[top]
+    return top, head
+
+
+def skeleton_kind_mismatch(info: dict[str, Any], mapping: Mapping[str, str], rig_names: Sequence[str],
+                           rig_heads: np.ndarray, limit_deg: float = 45.0) -> str | None:
+    """A sentence when the rig is a skeleton of another kind than the model's (a human rig for the dog,
+    a dog for a biped model): the rig's root-to-head direction as posed (``rig_heads``: the bones' posed
+    heads in armature space, Z-up; rest poses say little: Bandai's BVH rest lays the spine along X) is
+    upright (within ``limit_deg`` of +Z) or not, against the model's kind (on four legs: it serves
+    ``mann.rollout`` or has a tail). None when they agree or the model has no head (hands)."""
+    sk = info.get("skeleton") or {}
+    names, parents = list(sk.get("names") or []), [int(p) for p in sk.get("parents") or []]
+    ends = spine_direction(names, parents) if names and len(parents) == len(names) else None
+    if ends is None:
+        return None
+    _, head = ends
+    chain: list[int] = []
+    j = head         # the head's ancestors that the rig maps, root-most first
+    while j >= 0:
+        if names[j] in mapping:
+            chain.insert(0, j)
+        j = parents[j]
+    if len(chain) < 2 or chain[-1] != head:
+        return None
+    idx = {b: i for i, b in enumerate(rig_names)}
+    base = chain[1] if len(chain) > 2 and parents[chain[0]] < 0 else chain[0]   # not a root on the floor
+    rh = np.asarray(rig_heads, np.float64)
+    v = rh[idx[mapping[names[head]]]] - rh[idx[mapping[names[base]]]]
+    n = float(np.linalg.norm(v))
+    if n < 1e-9:
+        return None
+    up = float(np.degrees(np.arccos(np.clip(v[2] / n, -1.0, 1.0)))) <= limit_deg
+    four = "mann.rollout" in (info.get("tasks") or ()) or any("tail" in rigmap.normalise(x).lower() for x in names)
+    if up != four:
+        return None
+    kind = "a skeleton on four legs" if four else "an upright skeleton"
+    rig = "upright" if up else "not upright (on four legs or lying)"
+    return (f"this rig is a skeleton of another kind: {info.get('name', 'the model')} is {kind}, and this rig as "
+            f"posed is {rig} ({mapping[names[base]]} to {mapping[names[head]]}); {len(mapping)} of {len(names)} "
+            "joints matched by name only; the bone map was not changed. Pick the model made for this rig in Map For")
+
+
 def mapping_job(bones: Sequence[str], task: str, model: str | None, rig_preset: str | None,
-                overrides: Mapping[str, str] | None = None) -> Callable[[Any], dict[str, Any]]:
+                overrides: Mapping[str, str] | None = None, heads: np.ndarray | None = None
+                ) -> Callable[[Any], dict[str, Any]]:
     """The rows of the armature's bone map for the model serving ``task``: ``{"model", "rows": [(model
-    joint, rig bone or "")]}``, the stored choices first, then presets and names."""
+    joint, rig bone or "")]}``, the stored choices first, then presets and names. With the bones' posed
+    ``heads`` (armature space) a rig of another kind (`skeleton_kind_mismatch`) gives ``{"model",
+    "wrong_kind": sentence}`` instead."""
     def job(c: Any) -> dict[str, Any]:
         info = find_model(c, task, model)
         joints = list(info["skeleton"]["names"])
         rmap = rigmap.auto_map(list(bones), joints, rig_preset=rig_preset, overrides=overrides)
+        if heads is not None:
+            wrong = skeleton_kind_mismatch(info, rmap.mapping, bones, heads)
+            if wrong:
+                return {"model": info["name"], "wrong_kind": wrong}
         return {"model": info["name"], "rows": [(j, rmap.mapping.get(j, "")) for j in joints]}
     return job
 

@@ -18,6 +18,15 @@ EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4),
             **{o: ("rotation_euler", 3) for o in EULER_ORDERS}}
 CONTEXT = 10   # keyed frames sent on each side of a gap (the model's training context; tasks.infill.CONTEXT)
+MODEL_FPS = 30.0   # the rate the in-fill models were trained at: the context is CONTEXT frames at this rate
+
+
+def context_frames(scene_fps: float | None) -> int:
+    """Scene frames on each side of a gap that cover the model's context (10 frames at 30 fps = 1/3 s):
+    40 at 120 fps, 8 at 24 fps (at least CONTEXT // 2)."""
+    if not scene_fps or scene_fps <= 0:
+        return CONTEXT
+    return max(CONTEXT // 2, int(np.ceil(CONTEXT * scene_fps / MODEL_FPS - 1e-9)))
 
 
 def _axis_quat(axis: int, angle: np.ndarray) -> np.ndarray:
@@ -50,9 +59,8 @@ def _wrap_near(a: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return a - 2 * np.pi * np.round((a - ref) / (2 * np.pi))
 
 
-def quat_to_euler(q: np.ndarray, order: str, prev: np.ndarray | None = None) -> np.ndarray:
-    """(..., 4) -> (..., 3) Euler (x, y, z) in ``order``; with ``prev`` (..., 3) the equivalent angles
-    nearest to it (both Euler solutions, each angle wrapped by 2 pi), as Blender's ``to_euler(order, compat)``."""
+def _euler_pair(q: np.ndarray, order: str) -> tuple[np.ndarray, np.ndarray]:
+    """(..., 4) -> both (..., 3) Euler solutions (x, y, z) in ``order``: the principal one and its twin."""
     m = quat_to_matrix(q)
     i, j, k = (AXIS[a] for a in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
@@ -61,14 +69,24 @@ def quat_to_euler(q: np.ndarray, order: str, prev: np.ndarray | None = None) -> 
     c = np.arctan2(s * m[..., j, i], m[..., i, i])
     out = np.zeros(m.shape[:-2] + (3,))
     out[..., i], out[..., j], out[..., k] = a, b, c
-    if prev is None:
-        return out
-    prev = np.asarray(prev, np.float64)
     alt = np.zeros_like(out)
     alt[..., i], alt[..., j], alt[..., k] = a + np.pi, np.pi - b, c + np.pi
-    one, two = _wrap_near(out, prev), _wrap_near(alt, prev)
+    return out, alt
+
+
+def _nearest_euler(one: np.ndarray, two: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    one, two = _wrap_near(one, prev), _wrap_near(two, prev)
     pick = np.abs(two - prev).sum(-1, keepdims=True) < np.abs(one - prev).sum(-1, keepdims=True)
     return np.where(pick, two, one)
+
+
+def quat_to_euler(q: np.ndarray, order: str, prev: np.ndarray | None = None) -> np.ndarray:
+    """(..., 4) -> (..., 3) Euler (x, y, z) in ``order``; with ``prev`` (..., 3) the equivalent angles
+    nearest to it (both Euler solutions, each angle wrapped by 2 pi), as Blender's ``to_euler(order, compat)``."""
+    out, alt = _euler_pair(q, order)
+    if prev is None:
+        return out
+    return _nearest_euler(out, alt, np.asarray(prev, np.float64))
 
 
 def axis_angle_to_quat(v: np.ndarray) -> np.ndarray:
@@ -114,18 +132,21 @@ def to_quat(values: np.ndarray, mode: str) -> np.ndarray:
 
 def from_quat(q: np.ndarray, mode: str, prev: np.ndarray) -> np.ndarray:
     """(T, 4) WXYZ -> (T, C) channels in ``mode``, frame by frame continuous with the one before, the
-    first with ``prev`` (C,) (the channels' value on the frame before): no sign flips, no 360 degree jumps."""
+    first with ``prev`` (C,) (the channels' value on the frame before): no sign flips, no 360 degree jumps.
+    The conversions are vectorised; only the choice of the nearest equivalent runs frame by frame."""
     q = np.asarray(q, np.float64)
     out = np.zeros((q.shape[0], CHANNELS[mode][1]))
     last = np.asarray(prev, np.float64)
-    for t in range(q.shape[0]):
-        if mode == "QUATERNION":
-            last = q[t] if np.dot(q[t], last) >= 0 else -q[t]
-        elif mode == "AXIS_ANGLE":
-            last = quat_to_axis_angle(q[t], last)
-        else:
-            last = quat_to_euler(q[t], mode, last)
-        out[t] = last
+    if mode == "QUATERNION":
+        for t in range(q.shape[0]):
+            last = out[t] = q[t] if np.dot(q[t], last) >= 0 else -q[t]
+    elif mode == "AXIS_ANGLE":
+        for t in range(q.shape[0]):
+            last = out[t] = quat_to_axis_angle(q[t], last)
+    else:
+        one, two = _euler_pair(q, mode)
+        for t in range(q.shape[0]):
+            last = out[t] = _nearest_euler(one[t], two[t], last)
     return out
 
 

@@ -34,8 +34,8 @@ def _mat(m: Any) -> np.ndarray:
     return np.array([list(r) for r in m], np.float64)
 
 
-def _varies(fcmap: dict, path: str) -> bool:
-    vals = [fcurves.read_keys(fcmap[(path, i)])[1] for i in range(3) if (path, i) in fcmap]
+def _varies(fcmap: dict, path: str, cache: fcurves.KeyCache) -> bool:
+    vals = [fcurves.cached_keys(fcmap, (path, i), cache)[1] for i in range(3) if (path, i) in fcmap]
     return any(v.size and np.ptp(v) > 1e-6 for v in vals)
 
 
@@ -43,31 +43,32 @@ def read_rig(arm: Any, action: Any, slot: Any, candidates: list[str]) -> dict[st
     """What an in-fill needs to know about the rig: the bones with the animator's rotation keys (parents
     first), their modes, keyed frames, rest heads and offsets, and where the root motion lives."""
     fcmap = fcurves.fcurve_map(action, slot)
+    cache: fcurves.KeyCache = {}   # every curve read once (the write reuses it in the same call)
     keyed, modes = {}, {}
     for b in candidates:
         mode = arm.pose.bones[b].rotation_mode
         path, n = rigclip.CHANNELS[mode]
-        f = fcurves.user_key_frames(fcmap, _path(b, path), n)
+        f = fcurves.user_key_frames(fcmap, _path(b, path), n, cache)
         if f is not None and f.size:
             keyed[b], modes[b] = f, mode
     bones = _parents_first(arm, set(keyed))
-    locs = {b: fcurves.user_key_frames(fcmap, _path(b, "location"), 3) for b in bones}
+    locs = {b: fcurves.user_key_frames(fcmap, _path(b, "location"), 3, cache) for b in bones}
     with_loc = [b for b in bones if (k := locs[b]) is not None and k.size]
-    root = next((b for b in with_loc if _varies(fcmap, _path(b, "location"))), with_loc[0] if with_loc else
+    root = next((b for b in with_loc if _varies(fcmap, _path(b, "location"), cache)), with_loc[0] if with_loc else
                 (bones[0] if bones else None))
     chain: list[str] = []
     bone = arm.data.bones[root] if root else None
     while bone is not None:
         chain.insert(0, bone.name)
         bone = bone.parent
-    obj_keys = fcurves.user_key_frames(fcmap, "location", 3)
+    obj_keys = fcurves.user_key_frames(fcmap, "location", 3, cache)
     obj_loc = obj_keys is not None and obj_keys.size > 0
     root_keys = [k for k in ((locs.get(root) if root in with_loc else None), obj_keys if obj_loc else None)
                  if k is not None]
     db = arm.data.bones
     idx = {b: i for i, b in enumerate(bones)}
     mw = _mat(arm.matrix_world)[:3, :3]
-    return {"fcmap": fcmap, "bones": bones, "modes": [modes[b] for b in bones], "keyed": keyed,
+    return {"fcmap": fcmap, "keys": cache, "bones": bones, "modes": [modes[b] for b in bones], "keyed": keyed,
             "heads": np.array([tuple(db[b].head_local) for b in bones], np.float64).reshape(-1, 3),
             "parents": [idx.get(db[b].parent.name, -1) if db[b].parent else -1 for b in bones],
             "offsets": {b: rigmap.rest_offset(np.array(tuple(db[b].matrix_local.to_quaternion()), np.float64))
@@ -106,10 +107,12 @@ def _chain_channels(arm: Any, rig: dict[str, Any], frames: np.ndarray, quats: di
     return locs, qs, off
 
 
-def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int]) -> list[dict[str, Any]]:
+def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: float | None = None
+                    ) -> list[dict[str, Any]]:
     """The windows to send for frames ``rng`` (inclusive): per window its frames, model-space rotations
     (T, B, 4), known (T, B + 1) (the root last), the root relative to its parent (T, 3, armature units)
-    and the raw channel values (to write continuously). Raises ValueError when nothing is missing."""
+    and the raw channel values (to write continuously). ``fps`` (the scene's) sizes the context around
+    each gap to the model's (`rigclip.context_frames`). Raises ValueError when nothing is missing."""
     lo, hi = rng
     bones = rig["bones"]
     known = keys.constraints(rig["keyed"], bones, lo, hi)
@@ -126,7 +129,7 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int]) -> list
                          f"{' and the root' if rig['root_keys'] else ''}; delete the keys where the motion "
                          "should be filled (keys typed GENERATED count as missing)")
     segs = []
-    for a, b in rigclip.windows(missing):
+    for a, b in rigclip.windows(missing, rigclip.context_frames(fps)):
         frames = np.arange(lo + a, lo + b + 1, dtype=np.float64)
         raws, qs = [], []
         for bone in bones:
@@ -145,7 +148,7 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
     """Write one window's answer: (T, B, 4) model rotations for the unknown elements of each bone (in the
     bone's mode, continuous with the frame before), and the root (T, 3) where it came from. Returns
     (keys written, bone names written, plus "root")."""
-    frames, known = seg["frames"], seg["known"]
+    frames, known = seg["frames"], seg.get("known_sent", seg["known"])
     names: set[str] = set()
     written = 0
     final: dict[str, np.ndarray] = {}
@@ -159,7 +162,7 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
                 prev = cur[s - 1] if s > 0 else cur[s]
                 cur[s:e] = rigclip.from_quat(rq[s:e], mode, prev)
             path = _path(bone, rigclip.CHANNELS[mode][0])
-            written += fcurves.write_channels(arm, path, frames[todo], cur[todo], group=bone)
+            written += fcurves.write_channels(arm, path, frames[todo], cur[todo], group=bone, cache=rig.get("keys"))
             names.add(bone)
         final[bone] = rigclip.to_quat(cur, mode)
     todo = ~known[:, -1]
@@ -168,11 +171,12 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
         if rig["root_on_bone"]:
             loc = rigclip.root_location(rig["rests"], locs, qs, root, off)
             written += fcurves.write_channels(arm, _path(rig["root"], "location"), frames[todo], loc[todo],
-                                              group=rig["root"])
+                                              group=rig["root"], cache=rig.get("keys"))
         else:
             o = rigclip.object_offset_for(rig["rests"], locs, qs, root)
             loc = o @ rig["object_rs"].T
-            written += fcurves.write_channels(arm, "location", frames[todo], loc[todo], group="Object Transforms")
+            written += fcurves.write_channels(arm, "location", frames[todo], loc[todo], group="Object Transforms",
+                                              cache=rig.get("keys"))
         names.add("root")
     return written, names
 
@@ -180,3 +184,73 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     d = np.diff(np.r_[0, np.asarray(mask, bool).astype(np.int8), 0])
     return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
+
+
+# --------------------------------------------------- whole-action writes and reads (walk, retarget, style)
+
+def write_rotations_in_mode(arm: Any, bones: list[str], frames: np.ndarray, quats: np.ndarray) -> int:
+    """Write (T, B, 4) WXYZ pose rotations as GENERATED keys in each bone's own rotation mode (Euler orders,
+    axis-angle, quaternion), continuous from the bone's value on the frame before ``frames[0]``; the user's
+    rotation mode is never changed. Returns the keys written."""
+    action, slot = fcurves.assigned_action(arm)
+    fcmap = fcurves.fcurve_map(action, slot) if action is not None else {}
+    n = 0
+    for j, b in enumerate(bones):
+        pb = arm.pose.bones[b]
+        mode = pb.rotation_mode
+        path, _ = rigclip.CHANNELS[mode]
+        default = {"QUATERNION": [1.0, 0, 0, 0], "AXIS_ANGLE": [0.0, 0, 1, 0]}.get(mode, [0.0, 0, 0])
+        prev = fcurves.evaluate(fcmap, _path(b, path), default, np.array([frames[0] - 1.0]))[0]
+        vals = rigclip.from_quat(np.asarray(quats[:, j], np.float64), mode, prev)
+        n += fcurves.write_channels(arm, _path(b, path), frames, vals, group=b)
+    return n
+
+
+def keyed_mode(arm: Any, fcmap: dict, bone: str) -> str:
+    """The rotation mode ``bone``'s keys in this action are in: the bone's own mode when the action keys
+    its channel, else the channel the action has (an example clip keyed in another mode)."""
+    mode = arm.pose.bones[bone].rotation_mode
+    have = {p for p, _ in fcmap}
+    if _path(bone, rigclip.CHANNELS[mode][0]) in have:
+        return str(mode)
+    if _path(bone, "rotation_quaternion") in have:
+        return "QUATERNION"
+    if _path(bone, "rotation_euler") in have:
+        return str(mode) if mode in rigclip.EULER_ORDERS else "XYZ"
+    if _path(bone, "rotation_axis_angle") in have:
+        return "AXIS_ANGLE"
+    return str(mode)
+
+
+def read_pose(arm: Any, action: Any, slot: Any, bones: list[str], frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T, B, 4) WXYZ pose rotations of ``bones`` (parents first, the root first) in whatever rotation mode
+    each is keyed, and (T, 3) the root bone's translation from its rest head in armature space plus the
+    object's keyed location (root motion on the hips bone, on the object, or both), evaluated from the
+    f-curves at ``frames``."""
+    fcmap = fcurves.fcurve_map(action, slot)
+    rig: dict[str, Any] = {"fcmap": fcmap, "bones": bones, "modes": [keyed_mode(arm, fcmap, b) for b in bones]}
+    q = np.stack([rigclip.to_quat(*_rotations(rig, b, frames)) for b in bones], axis=1)
+    # the bone that carries the motion: the first whose location keys vary (Bandai's hips under a static
+    # root joint), else the root; its head's displacement moves the whole skeleton
+    root = next((b for b in bones if _varies(fcmap, _path(b, "location"), {})), bones[0])
+    db = arm.data.bones
+    chain: list[str] = []
+    bone = db[root]
+    while bone is not None:
+        chain.insert(0, bone.name)
+        bone = bone.parent
+    rig.update(chain=chain, root_on_object=False)
+    rests = [_mat(db[b].matrix_local) for b in chain]
+    qs = {b: q[:, bones.index(b)] for b in chain if b in bones}
+    locs, cq, _ = _chain_channels(arm, rig, frames, qs)
+    ms = rigclip.chain_pose(rests, locs, cq)
+    # the root joint's position that puts the moving bone's head where it is when the skeleton is rebuilt
+    # from its rest offsets and the posed rotations (as the server does): h - sum g_parent (rest offset)
+    pos = ms[-1][:, :3, 3].copy()
+    for i in range(1, len(chain)):
+        g = ms[i - 1][:, :3, :3] @ rests[i - 1][:3, :3].T
+        pos -= g @ (rests[i][:3, 3] - rests[i - 1][:3, 3])
+    head = pos - rests[0][:3, 3]
+    obj = fcurves.evaluate(fcmap, "location", [0.0, 0, 0], frames)
+    mw = _mat(arm.matrix_world)[:3, :3]
+    return q, head @ mw.T + obj

@@ -3,9 +3,11 @@ Euler, and rotate_mode='QUATERNION'), keys deleted strictly inside gaps of 5/15/
 filled by ``bpy.ops.motioncore.infill`` through a live server, against the deleted truth and against
 Blender's own BEZIER and LINEAR interpolation of the remaining keys (same run, same gaps).
 
-    PYTHONPATH=src:server python bench/blender_infill.py [--quick] [--blender 5.0.1]
+    PYTHONPATH=src:server python bench/blender_infill.py [--quick] [--blender 5.0.1] [--out DIR]
+    PYTHONPATH=src:server python bench/blender_infill.py --table-from DIR     # re-render, no Blender
 
-Prints a table (mean world joint position error cm / mean local rotation error deg over the gap frames;
+Re-run it after a new ``anyorder-body`` checkpoint: the table (Markdown, ready to paste) goes to stdout and
+DIR/table.md, every figure to DIR/results.json, the raw poses to DIR/out.npz. Prints a table (mean world joint position error cm / mean local rotation error deg over the gap frames;
 operator seconds) and the parity of the add-on's written pose with ``motioncore.tasks.infill.fill_clip``
 run in-process on the same keys (Bandai clips: the model's own skeleton).
 """
@@ -18,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -116,55 +119,154 @@ def run_driver(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
     return dict(np.load(out)), json.loads(Path(str(out) + ".json").read_text())
 
 
-def place_gaps(n_frames: int, length: int, count: int, start: int = 1) -> list[list[int]]:
-    """``count`` gaps of ``length`` frames, each with >= CONTEXT keyed frames before and after and no
+def context_frames(fps: float) -> int:
+    """Scene frames covering the model's 10-frame context at 30 fps (the add-on's rigclip.context_frames)."""
+    return max(CONTEXT // 2, int(np.ceil(CONTEXT * fps / 30.0 - 1e-9)))
+
+
+def place_gaps(n_frames: int, length: int, count: int, start: int = 1, context: int = CONTEXT) -> list[list[int]]:
+    """``count`` gaps of ``length`` frames, each with >= ``context`` keyed frames before and after and no
     window overlapping another's (Blender frames start at ``start``)."""
-    step = length + 2 * CONTEXT + 1
-    first = start + CONTEXT + 1
-    k = min(count, (n_frames - 2 * CONTEXT - 2) // step)
+    step = length + 2 * context + 1
+    first = start + context + 1
+    k = min(count, (n_frames - 2 * context - 2) // step)
     return [[first + i * step, first + i * step + length - 1] for i in range(k)]
 
 
-def clips(quick: bool) -> list[dict]:
+def long_clip(out: Path, min_frames: int = 7200) -> Path:
+    """A BVH of ``min_frames``+ frames: the Bandai dataset-2 test walks one after another (item 8's long
+    action; the seams jump, which an in-fill away from them never sees)."""
+    from motioncore.core.motion import Motion
+    from motioncore.io.bvh import read_bvh, write_bvh
+    paths = sorted(glob.glob(str(RAW / "dataset-2*" / "dataset-2_*_0[01][05].bvh")))
+    if not paths:
+        raise FileNotFoundError(f"no Bandai dataset-2 clips under {RAW}")
+    parts, n = [], 0
+    while n < min_frames:
+        mo = read_bvh(paths[len(parts) % len(paths)])
+        parts.append(mo)
+        n += mo.num_frames
+    first = parts[0]
+    write_bvh(out, Motion(first.skeleton, np.concatenate([m.rotations for m in parts]),
+                          np.concatenate([m.positions for m in parts]), first.fps, "long"))
+    return out
+
+
+GAPS_PER_SET = 8
+
+
+def clips(quick: bool, fbx: bool = True) -> list[dict]:
+    """Bandai dataset-2 test walks (take % 5 == 0: the model never trained on them) and one CMU test trial
+    (01_05), each imported at the BVH importer's defaults (Euler) and with rotate_mode='QUATERNION', plus the
+    first Bandai clip through FBX: for each gap length, clips are taken until the set has 8 gaps."""
     from motioncore.io.bvh import read_bvh
-    bandai = sorted(glob.glob(str(RAW / "dataset-2*" / "dataset-2_walk_*_005.bvh")))[:1]
-    cmu = sorted(glob.glob(str(RAW / "cmu*" / "cmu_bvh" / "*_05.bvh")))[:1]
+    bandai = sorted(glob.glob(str(RAW / "dataset-2*" / "dataset-2_walk_*_0[01][05].bvh")))
+    cmu = sorted(glob.glob(str(RAW / "cmu*" / "cmu_bvh" / "01_05.bvh")))
+    want = 2 if quick else GAPS_PER_SET
     out = []
     for tag, paths in (("bandai", bandai), ("cmu", cmu)):
-        for p in paths:
-            mo = read_bvh(p)
-            for length in ((15, 30) if quick else (5, 15, 30, 45)):
-                gaps = place_gaps(mo.rotations.shape[0], length, 2 if quick else 8)
-                for mode in (None, "QUATERNION"):
-                    out.append({"name": f"{tag}-{Path(p).stem}-{mode or 'EULER'}-{length}", "path": p,
-                                "rotate_mode": mode, "fps": mo.fps, "gaps": gaps, "parity": tag == "bandai",
-                                "length": length})
+        motions = {}
+        for length in ((15, 30) if quick else (5, 15, 30, 45)):
+            have = 0
+            for p in paths:
+                if have >= want:
+                    break
+                mo = motions.setdefault(p, read_bvh(p))
+                ctx = context_frames(mo.fps)
+                gaps = place_gaps(mo.rotations.shape[0], length, want - have, context=ctx)
+                if not gaps:
+                    continue
+                have += len(gaps)
+                kinds = [(None, False), ("QUATERNION", False)] + ([(None, True)] if fbx and tag == "bandai" else [])
+                for mode, via_fbx in kinds:
+                    rig = "FBX" if via_fbx else (mode or "EULER")
+                    out.append({"name": f"{tag}-{Path(p).stem}-{rig}-{length}", "path": p, "rotate_mode": mode,
+                                "fbx": via_fbx, "fps": mo.fps, "gaps": gaps, "context": ctx,
+                                "parity": tag == "bandai" and not via_fbx, "length": length,
+                                "set": f"{tag}|{rig}|{length}"})
     return out
+
+
+def table(spec: dict, d: dict, res: dict) -> tuple[str, list[dict]]:
+    """The Markdown table and one record per set (dataset x import x gap length; errors averaged over all
+    its gap frames)."""
+    sets: dict[str, list[dict]] = {}
+    for c in spec["clips"]:
+        sets.setdefault(c.get("set", c["name"]), []).append(c)
+    rows, lines = [], [
+        "| clips | rig (import) | gap frames | gaps | add-on in-fill | Blender Bezier | Blender linear "
+        "| operator s (median) | parity deg / cm |", "|---|---|---:|---:|---|---|---|---:|---|"]
+    for key, cs in sets.items():
+        errs = [res[c["name"]]["error"] for c in cs if "error" in res[c["name"]]]
+        if errs:
+            lines.append(f"| {key} | error: {errs[0].strip().splitlines()[-1][:120]} |")
+            rows.append({"set": key, "error": errs[0]})
+            continue
+        w = np.array([len(c["gaps"]) for c in cs], np.float64)
+        cells = [tuple(np.average([errors(d, res[c["name"]], c["name"], m)[i] for c in cs], weights=w)
+                       for i in (0, 1)) for m in ("addon", "bezier", "linear")]
+        pars = [parity(d, res[c["name"]], c["name"], c["path"], c["gaps"], c["fps"]) for c in cs if c.get("parity")]
+        par = (max(p[0] for p in pars), max(p[1] for p in pars)) if pars else None
+        op_s = [t for c in cs for t in res[c["name"]]["op_s"]]
+        reports = [r for c in cs for r in res[c["name"]]["reports"]]
+        c = cs[0]
+        rig = ("FBX re-import (defaults)" if c.get("fbx") else
+               "BVH, quaternion" if c["rotate_mode"] else "BVH defaults (Euler)")
+        names = f"{'Bandai' if c['set'].startswith('bandai') else 'CMU'} {', '.join(Path(x['path']).stem.split('_', 1)[-1] for x in cs)}"
+        bad = [r for r in reports if not r.startswith("In-fill: filled")]
+        lines.append(f"| {names} | {rig} | {c['length']} | {int(w.sum())} | "
+                     + " | ".join(f"{p:.1f} cm / {r:.1f}°" for p, r in cells)
+                     + f" | {np.median(op_s):.3f} | "
+                     + (f"{par[0]:.1e}° / {par[1]:.1e} cm" if par else "-") + " |"
+                     + (f" {len(bad)} report(s) not a fill: {bad[0][:100]}" if bad else ""))
+        rows.append({"set": key, "clips": [Path(x["path"]).stem for x in cs], "rig": rig, "gap": c["length"],
+                     "gaps": int(w.sum()),
+                     **{f"{m}_cm": e[0] for m, e in zip(("addon", "bezier", "linear"), cells)},
+                     **{f"{m}_deg": e[1] for m, e in zip(("addon", "bezier", "linear"), cells)},
+                     "op_s_median": float(np.median(op_s)), "op_s": op_s,
+                     "parity_deg": par[0] if par else None, "parity_cm": par[1] if par else None,
+                     "reports": reports})
+    return "\n".join(lines), rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="2 gaps of 15 and 30 frames per clip")
     ap.add_argument("--blender", default="5.0.1")
+    ap.add_argument("--no-fbx", action="store_true", help="skip the FBX export + re-import clip")
+    ap.add_argument("--out", type=Path, help="keep everything here (default: a temporary folder)")
+    ap.add_argument("--only", default="", help="only the sets whose key (e.g. 'bandai|FBX') contains this")
+    ap.add_argument("--table-from", type=Path, help="re-render the table from an earlier --out folder")
     a = ap.parse_args()
-    spec = {"clips": clips(a.quick)}
-    with tempfile.TemporaryDirectory() as tmp:
-        d, res = run_driver(spec, a.blender, Path(tmp))
-    print(f"Blender {res['blender']}")
-    print("| clip | rig | gap | gaps | add-on in-fill | Blender Bezier | Blender linear | operator s | parity deg / cm |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for c in spec["clips"]:
-        info = res[c["name"]]
-        if "error" in info:
-            print(c["name"], info["error"])
-            continue
-        cells = [errors(d, info, c["name"], m) for m in ("addon", "bezier", "linear")]
-        par = parity(d, info, c["name"], c["path"], c["gaps"], c["fps"]) if c["parity"] else None
-        rig = c["rotate_mode"] or "Euler (default)"
-        print(f"| {Path(c['path']).stem} | {rig} | {c['length']} | {len(c['gaps'])} | "
-              + " | ".join(f"{p:.1f} cm / {r:.1f}°" for p, r in cells)
-              + f" | {np.median(info['op_s']):.3f} | "
-              + (f"{par[0]:.1e} / {par[1]:.1e}" if par else "-") + " |")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _machine import cpu_name
+    if a.table_from:
+        out = a.table_from
+        spec = json.loads((out / "spec.json").read_text())
+        d, res = dict(np.load(out / "out.npz")), json.loads((out / "out.npz.json").read_text())
+    else:
+        spec = {"clips": [c for c in clips(a.quick, not a.no_fbx) if a.only in c["set"]]}
+        out = a.out or Path(tempfile.mkdtemp(prefix="blender_infill_"))
+        out.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        d, res = run_driver(spec, a.blender, out)
+        res["wall_s"] = time.perf_counter() - t
+    import hashlib
+
+    from motioncore.models.registry import resolve
+    base = resolve("anyorder-body")
+    files = sorted(base.parent.glob(base.name + "*"))
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:10]
+    head = (f"Blender {res['blender']} (bpy module), model anyorder-body (checkpoint sha256 {digest}), "
+            f"{time.strftime('%Y-%m-%d')}, {cpu_name()}, {os.cpu_count()} cores; errors over the gap frames: "
+            "mean world joint position (cm) / mean local rotation (deg)")
+    md, rows = table(spec, d, res)
+    print(head)
+    print(md)
+    (out / "table.md").write_text(head + "\n\n" + md + "\n")
+    (out / "results.json").write_text(json.dumps({"header": head, "blender": res["blender"],
+                                                  "wall_s": res.get("wall_s"), "rows": rows}, indent=1))
+    print(f"written: {out / 'table.md'}, {out / 'results.json'}")
 
 
 if __name__ == "__main__":

@@ -138,6 +138,14 @@ class KeyframePoints(list):
     def add(self, count: int) -> None:
         self.extend(Key() for _ in range(count))
 
+    def insert(self, frame: float, value: float, options: Any = (), keyframe_type: str = "KEYFRAME") -> Key:  # type: ignore[override]
+        """Blender's ``keyframe_points.insert``: the key goes to its place in frame order."""
+        k = Key()
+        k.co, k.type = (float(frame), float(np.float32(value))), keyframe_type
+        at = int(np.searchsorted([q.co[0] for q in self], frame))
+        list.insert(self, at, k)
+        return k
+
     def foreach_get(self, attr: str, seq: np.ndarray) -> None:
         if attr == "co":
             seq[:] = np.array([k.co for k in self], np.float32).reshape(-1)
@@ -235,12 +243,20 @@ class PoseBone:
         self.rotation_mode = "QUATERNION"
         self.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
 
+    @property
+    def head(self) -> Any:
+        """The posed head (armature space); the double does not pose: the rest head."""
+        return self.bone.head_local
+
 
 class NamedList(list):
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             return next(x for x in self if x.name == key)
         return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return next((x for x in self if x.name == key), default)
 
 
 class AnimData:
@@ -291,7 +307,7 @@ def key_pose(obj: Object, frame: float, rotations: dict[str, Any]) -> None:
             path = f'pose.bones["{b}"].rotation_quaternion'
             fc = ad.action.fcurves.find(path, i) or ad.action.fcurves.new(path, i, b)
             fc.keyframe_points.add(1)
-            fc.keyframe_points[-1].co = (float(frame), float(q[i]))
+            fc.keyframe_points[-1].co = (float(frame), float(np.float32(q[i])))   # Blender keeps float32
             fc.update()
 
 

@@ -293,8 +293,17 @@ class FakeKeyframePoints(list):
         for k, xy in zip(self, np.asarray(seq).reshape(-1, 2)):
             k.co = (float(xy[0]), float(xy[1]))
 
-    def insert(self, *a, **k):
-        raise AssertionError("write_keys must not insert keys one by one")
+    inserted = 0
+
+    def insert(self, frame, value, options=(), keyframe_type="KEYFRAME"):
+        """Blender's: the key goes to its place in frame order (a binary search, no re-sort)."""
+        assert options == {"FAST"}, "one by one only without the per-key handle update"
+        k = FakeKey()
+        k.co, k.type = (float(frame), float(np.float32(value))), keyframe_type
+        at = int(np.searchsorted([q.co[0] for q in self], frame))
+        super().insert(at, k)
+        self.inserted += 1
+        return k
 
 
 class FakeFCurve:
@@ -306,6 +315,8 @@ class FakeFCurve:
         self.updated = 0
 
     def update(self):
+        f = [k.co[0] for k in self.keyframe_points]
+        self.unsorted_at_update = f != sorted(f)   # Blender sorts by swapping neighbours: slow on long curves
         self.keyframe_points.sort(key=lambda k: k.co[0])
         self.updated += 1
 
@@ -315,6 +326,7 @@ def test_write_keys_in_bulk_keeps_user_keys_and_marks_new_ones_generated():
     fc = FakeFCurve(user)
     plan = fcurves.write_keys(fc, np.arange(2, 7, dtype=float), np.full(5, 3.0))
     assert plan.new_frames.tolist() == [2.0, 3.0, 5.0, 6.0] and fc.updated == 1
+    assert fc.keyframe_points.inserted == 4 and not fc.unsorted_at_update   # a gap: keys put in place
     got = {k.co[0]: (k.co[1], k.type) for k in fc.keyframe_points}
     for f, v in user:
         assert got[f] == (np.float32(v), "KEYFRAME")   # exact value and type kept
@@ -665,6 +677,16 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
     try:
         assert up["state"] == "connected" and up["started"] > 0, up
         assert "learnet-biped" in up["hello"]["models"] and "style.adapt" in up["detail"]
+        # item 9: the report names the server reached and its connection file
+        info = json.loads(conn.read_text())
+        assert f"connection file {conn}" in up["detail"] and f"tcp://127.0.0.1:{info['port']}" in up["detail"]
+        assert f"pid {info['pid']}" in up["detail"], up["detail"]
+        # a connection file others can read: its key is no secret, the server is not talked to
+        conn.chmod(0o644)
+        bad = requests.connect_job(make, cmd)(None)
+        assert bad["state"] == "not trusted" and "readable or writable by others" in bad["detail"], bad
+        assert len(requests._STARTED) == 1          # and nothing new was started over it
+        conn.chmod(0o600)
     finally:
         assert requests.stop_started() == 1
 
@@ -676,7 +698,28 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
             pass
     assert requests.connect_job(Old)(None)["state"] == "version mismatch"
     bad = requests.connect_job(make, "/nonexistent/motioncore serve")(None)
-    assert bad["state"] == "not running" and "could not start" in bad["detail"]
+    assert bad["state"] == "not running" and "could not find '/nonexistent/motioncore'" in bad["detail"]
+    assert "Server command to the full path" in bad["detail"]
+
+
+def test_start_a_local_server_finds_motioncore_of_a_venv(tmp_path, monkeypatch):
+    """Item 9: `motioncore serve` is not on Blender's PATH after the README's install; the add-on takes
+    the venv's folder or its python, finds bin/motioncore, or says what to set."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    exe = venv / "bin" / "motioncore"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    (venv / "bin" / "python").write_text("")
+    assert requests.resolve_command(str(venv)) == [str(exe), "serve"]
+    assert requests.resolve_command(f"{venv}/bin/python") == [str(exe), "serve"]
+    assert requests.resolve_command(f"{exe} serve --port 0") == [str(exe), "serve", "--port", "0"]
+    monkeypatch.setenv("PATH", str(venv / "bin"))
+    assert requests.resolve_command("motioncore serve") == [str(exe), "serve"]
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ValueError, match="could not find 'motioncore'.*Server command to the full path"):
+        requests.resolve_command("motioncore serve")
 
 
 @needs_data
@@ -736,3 +779,52 @@ def test_mapping_job_lists_every_model_joint_with_its_bone(server, built_addon):
     assert out["model"] == "anyorder-body" and len(rows) == 22 and rows["joint_Root"] == ""
     assert rows["Hips"] == "mixamorig:Hips" and rows["Hand_L"] == "mixamorig:LeftHand"
     assert dict(kept["rows"])["Hips"] == ""
+
+
+def test_write_keys_many_new_keys_go_in_bulk():
+    fc = FakeFCurve([(1.0, 0.0), (900.0, 1.0)])
+    plan = fcurves.write_keys(fc, np.arange(2, 900, dtype=float), np.full(898, 0.5))
+    assert plan.new_frames.size == 898 and fc.keyframe_points.inserted == 0   # > INSERT_MAX: appended
+    f = [k.co[0] for k in fc.keyframe_points]
+    assert f == sorted(f) and len(f) == 900
+    assert {k.type for k in fc.keyframe_points if 1 < k.co[0] < 900} == {"GENERATED"}
+    fc = FakeFCurve([(1.0, 0.0)])
+    fcurves.write_keys(fc, np.arange(2, 12, dtype=float), np.ones(10))   # after the last key: appended
+    assert fc.keyframe_points.inserted == 0 and not fc.unsorted_at_update
+
+
+def _bvh_rig(path, frame=0):
+    """Bone names and posed heads at ``frame`` (armature space, Z-up, as Blender's BVH importer poses them)."""
+    from motioncore.io.bvh import read_bvh
+    mo = read_bvh(path)
+    _, pos = mo.skeleton.forward_kinematics(mo.rotations[frame:frame + 1], mo.positions[frame:frame + 1])
+    return list(mo.skeleton.names), requests.y_up_to_z_up(np.asarray(pos)[0])
+
+
+@needs_data
+def test_map_bones_reports_a_skeleton_of_another_kind():
+    """Item 10: the dog model on a human rig (and the body model on the dog) is a skeleton of another
+    kind, not a partial match; the body model on a human rig (Bandai, CMU) is not flagged."""
+    import glob
+
+    from motioncore.models.registry import load_model
+    raw = Path.home() / ".cache" / "motioncore" / "raw"
+    human = sorted(glob.glob(str(raw / "dataset-2*" / "dataset-2_walk_active_005.bvh")))
+    cmu = sorted(glob.glob(str(raw / "cmu*" / "cmu_bvh" / "01_05.bvh")))
+    dog = sorted(glob.glob(str(raw / "mann_dog*" / "**" / "*.bvh"), recursive=True))
+    if not (human and cmu and dog):
+        pytest.skip("the Bandai, CMU and dog archives are not unpacked in the data cache")
+    infos = {n: {"name": n, "skeleton": load_model(n)[1]["skeleton"], "tasks": t}
+             for n, t in (("mann-dog", ["mann.rollout"]), ("anyorder-body", ["infill"]))}
+
+    def check(model, path):
+        bones, heads = _bvh_rig(path)
+        info = infos[model]
+        m = rigmap.auto_map(bones, info["skeleton"]["names"]).mapping
+        return requests.skeleton_kind_mismatch(info, m, bones, heads), len(m)
+    wrong, n = check("mann-dog", human[0])
+    assert n >= 15 and wrong and "another kind: mann-dog is a skeleton on four legs" in wrong, (n, wrong)
+    wrong, _ = check("anyorder-body", dog[0])
+    assert wrong and "not upright" in wrong
+    assert check("anyorder-body", human[0])[0] is None and check("anyorder-body", cmu[0])[0] is None
+    assert check("mann-dog", dog[0])[0] is None

@@ -6,6 +6,7 @@ Bezier interpolation of the remaining keys, and for parity with ``fill_clip`` ru
 from __future__ import annotations
 
 import glob
+import os
 import sys
 from pathlib import Path
 
@@ -56,3 +57,85 @@ def test_infill_on_a_bvh_imported_rig_is_exact_and_beats_bezier(version, bench, 
         # item 12: Show Variation starts at 1 on a new run; the settings kept from the last run are named
         assert "showing 2" in info["variations"]
         assert "showing 1" in info["plain_after"] and "temperature 1" in info["plain_after"]
+
+
+@pytest.mark.parametrize("version", ["5.0.1"])
+def test_infill_of_a_gap_in_a_long_action_reads_and_writes_only_its_window(version, bench, tmp_path):
+    """Item 8: a 30-frame gap in a 7,204-frame action (Bandai test walks one after another, imported at the
+    BVH importer's defaults), the scene range the whole action. Correct: parity with fill_clip on the
+    window, every other key untouched. The operator's time is printed (bench/RESULTS.md has the figure)."""
+    bpy_python(version)
+    long = bench.long_clip(tmp_path / "long.bvh")
+    gaps = [[3601, 3630]]
+    spec = {"clips": [{"name": "long", "path": str(long), "rotate_mode": None, "fps": 30.0, "gaps": gaps,
+                       "full_range": True}]}
+    d, res = bench.run_driver(spec, version, tmp_path)
+    info = res["long"]
+    assert "error" not in info, info.get("error")
+    assert info["action_frames"][1] - info["action_frames"][0] + 1 >= 7000
+    assert info["user_keys_kept"] and info["reports"][0].startswith("In-fill: filled"), info["reports"]
+    deg, cm = bench.parity(d, info, "long", str(long), gaps, 30.0)
+    assert deg <= 1e-3 and cm <= 1e-3, (deg, cm)
+    print(f"\nin-fill of a 30-frame gap in a {info['action_frames'][1]:.0f}-frame action: "
+          f"{info['op_s'][0]:.3f} s (operator, server on this machine), {info['op_s_warm'][0]:.3f} s with the "
+          f"server warm; CPU {info['op_cpu_warm'][0]:.3f} s in Blender + {info['op_cpu_warm'][1]:.3f} s in the server")
+
+
+HAND = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/manipnet*/mug3/rightHand.bvh")))
+
+
+@pytest.mark.parametrize("version", ["5.0.1", "4.2"])
+@pytest.mark.skipif(not HAND, reason="the ManipNet archive is not unpacked in the data cache")
+def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
+    """Items 9, 10, 13, Retarget (5), Walk (4) and Style (6) in real Blender on BVH imports at the importer's
+    defaults (rig_ops.py)."""
+    import json
+    import subprocess
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import build_addon
+    finally:
+        sys.path.pop(0)
+    from conftest import server_process
+    py = bpy_python(version)
+    z = build_addon.build(dist_dir=tmp_path / "dist", skip_wheels=True)
+    out = tmp_path / "out.json"
+    with server_process(tmp_path) as (_, conn, _):
+        env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
+        r = subprocess.run([str(py), str(ROOT / "tests" / "blender" / "rig_ops.py"), str(z), str(conn), CLIP[0],
+                            HAND[0], str(out)], capture_output=True, text=True, env=env, timeout=600)
+        info = json.loads(conn.read_text())
+    assert out.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert "error" not in res, res["error"]
+    # item 9: the server reached and its connection file are named; a file others can read is refused
+    assert res["connect"].startswith("Connect: connected") and f"connection file {conn}" in res["connect"]
+    assert f"tcp://127.0.0.1:{info['port']}" in res["connect"] and f"pid {info['pid']}" in res["connect"]
+    assert res["connect_loose"].startswith("ERROR") and "readable or writable by others" in res["connect_loose"]
+    # item 10: the dog model on a human rig is a skeleton of another kind; the body map is kept
+    assert res["map_body"] == "Map bones: anyorder-body: 22 of 22 joints mapped", res["map_body"]
+    assert res["map_dog"].startswith("ERROR") and "skeleton of another kind" in res["map_dog"], res["map_dog"]
+    assert res["rows_after_dog"] == res["rows_body"] == 22
+    # item 13: Map For has the hands model; the bones the report names are the bones that got keys
+    assert res["map_hands"].startswith("Map bones: anyorder-hands: "), res["map_hands"]
+    n = len(res["hands_bones_keyed"])
+    assert res["hands"].startswith("Hands in-fill: filled") and f" on {n} bones" in res["hands"], (res["hands"], n)
+    assert n >= 15, res["hands_bones_keyed"]
+    # items 5 and 1: retarget from an Euler import carries the hips bone's root motion; modes kept
+    assert res["retarget"].startswith("Retarget: retargeted"), res["retarget"]
+    assert res["retarget_modes"] == ["ZXY"] and res["source_travel"] > 50.0
+    # the same skeleton: every joint's world position equals the source's (cm), the hips' travel too (the root motion
+    # goes to the target object: the static joint_Root bone moves with it and is left out)
+    assert res["retarget_err"] < 1e-2 and res["target_travel_err"] < 1e-2, res
+    assert res["retarget_rest"].startswith("ERROR"), res["retarget_rest"]
+    # item 4: Walk keys every bone in its own (Euler) mode and puts the hips on the curve Blender draws
+    # (an S-shaped Bezier, the curve object moved): mean horizontal distance <= 10 cm, across the path
+    assert res["walk"].startswith("Walk along path: walked"), res["walk"]
+    assert res["walk_modes"] == ["ZXY"] and res["walk_rot_bones"] >= 20 and res["walk_quat_curves"] == 0
+    assert res["walk_hips_to_curve"] <= 10.0 and res["walk_hips_travel"] > 400.0, res
+    # item 6: Style from example writes bone rotations (own mode) and the root, from an Euler example
+    assert res["style"].startswith("Style from example: walked"), res["style"]
+    assert res["style_modes"] == ["ZXY"] and res["style_rot_bones"] >= 20 and res["style_quat_curves"] == 0
+    assert res["style_hips_travel"] > 100.0, res["style_hips_travel"]
+    print("\n", json.dumps({k: v for k, v in res.items() if k not in ("hand_bones", "hands_bones_keyed")}))

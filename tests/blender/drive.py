@@ -170,6 +170,7 @@ def main() -> None:
             dead = {**json.load(f), "port": 9}
     with open(os.environ["MOTIONCORE_CONNECTION_FILE"], "w") as f:
         json.dump(dead, f)
+    os.chmod(os.environ["MOTIONCORE_CONNECTION_FILE"], 0o600)   # as a server leaves it (others' files are refused)
     target = bpy.data.objects["Bulk"]
     bpy.context.view_layer.objects.active = target
     before = snapshot(target)

@@ -4,7 +4,9 @@ importer (issue 12). Used by tests/test_blender_infill.py (small) and bench/blen
     python infill_bvh.py ZIP SPEC.json OUT.npz CONNECTION_FILE
 
 SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps",
-"gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool}], "checks": bool}.
+"gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
+range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call)}],
+"checks": bool}.
 Per clip: import, evaluate the truth on the gap frames, delete the keys strictly inside the gaps, evaluate
 Blender's BEZIER (auto-clamped) and LINEAR interpolation of the remaining keys, then run
 ``bpy.ops.motioncore.infill`` once per gap (scene range = the gap and 10 keyed frames either side) and
@@ -13,6 +15,7 @@ evaluate. Writes every evaluated pose (pose-bone matrices, armature space) and t
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -113,17 +116,42 @@ def import_clip(clip: dict, tmp: str):
     return obj
 
 
-def infill(obj, lo: int, hi: int, **kw) -> tuple[str, float]:
+def infill(obj, lo: int, hi: int, profile: dict | None = None, **kw) -> tuple[str, float]:
     sc = bpy.context.scene
     sc.frame_start, sc.frame_end = lo, hi
     bpy.context.view_layer.objects.active = obj
+    prof = None
+    if profile is not None:
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
     t = time.perf_counter()
     try:
         bpy.ops.motioncore.infill("EXEC_DEFAULT", True, **kw)
         msg = last_report()
     except RuntimeError as e:
         msg = "ERROR " + str(e)
-    return msg, time.perf_counter() - t
+    dt = time.perf_counter() - t
+    if prof is not None:
+        import io
+        import pstats
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(30)
+        profile["text"] = buf.getvalue()
+    return msg, dt
+
+
+def server_cpu() -> float:
+    """CPU seconds (user + system) the server process has used so far (Linux /proc; NaN elsewhere)."""
+    try:
+        with open(os.environ["MOTIONCORE_CONNECTION_FILE"]) as f:
+            pid = json.load(f)["pid"]
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, KeyError, ValueError, IndexError):
+        return float("nan")
 
 
 def last_report() -> str:
@@ -140,7 +168,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
     arrays[f"{name}/frames"] = frames
     arrays[f"{name}/object"] = np.array(obj.matrix_world)
     info = {"bones": bones, "parents": [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones],
-            "modes": sorted({pb.rotation_mode for pb in obj.pose.bones}), "blender": bpy.app.version_string}
+            "modes": sorted({pb.rotation_mode for pb in obj.pose.bones}), "blender": bpy.app.version_string,
+            "action_frames": [float(v) for v in obj.animation_data.action.frame_range]}
     arrays[f"{name}/truth"] = evaluate(obj, frames)
     delete_inside(obj, gaps)
     user = keys_of(obj)
@@ -149,10 +178,27 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
         arrays[f"{name}/{kind.lower()}"] = evaluate(obj, frames)
     set_interpolation(obj, "BEZIER")
     msgs, times = [], []
+    full = clip.get("full_range")
+    lo_all, hi_all = (int(round(v)) for v in obj.animation_data.action.frame_range)
+    prof: dict | None = {} if clip.get("profile") else None
     for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
-        m, s = infill(obj, a - CONTEXT, b + CONTEXT, variations=1, temperature=0.0)
+        ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
+        lo, hi = (lo_all, hi_all) if full else (a - ctx, b + ctx)
+        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0)
+        if prof:
+            info["profile"], prof = prof["text"], None
         msgs.append(m)
         times.append(s)
+    if full:   # again with the server warm: the generated keys deleted, the same gaps filled anew
+        delete_inside(obj, gaps)
+        prof = {} if clip.get("profile") else None
+        # seed 1: a new request (the same one would be answered from the add-on's reply cache). CPU seconds
+        # too (this process, and the server's from /proc): on a loaded machine they say what a quiet one takes
+        srv0, cpu0 = server_cpu(), time.process_time()
+        info["op_s_warm"] = [infill(obj, lo_all, hi_all, prof, variations=1, temperature=0.0, seed=1)[1]]
+        info["op_cpu_warm"] = [time.process_time() - cpu0, server_cpu() - srv0]
+        if prof:
+            info["profile_warm"] = prof["text"]
     arrays[f"{name}/addon"] = evaluate(obj, frames)
     info.update(reports=msgs, op_s=times, modes_after=sorted({pb.rotation_mode for pb in obj.pose.bones}))
     now = keys_of(obj)
@@ -172,7 +218,6 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
 
 def main() -> None:
     zip_path, spec_path, out_path, conn = sys.argv[1:5]
-    import os
     import tempfile
     os.environ["MOTIONCORE_CONNECTION_FILE"] = conn
     spec = json.loads(open(spec_path).read())
