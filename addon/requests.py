@@ -241,6 +241,12 @@ def check_connection_file(path: Any) -> None:
                          "authenticated; restart the server (it writes the file 0600) or chmod 600 it")
 
 
+def _untrusted(message: str) -> bool:
+    """True for the wire client's refusals of a connection file others may read or that another user owns
+    (as opposed to a missing file, which means the server is not running)."""
+    return " has mode " in message or " belongs to " in message
+
+
 def server_identity(path: Any, hello: dict[str, Any]) -> str:
     """Which server Connect reached: its connection file, endpoint, pid and session."""
     import json
@@ -318,6 +324,8 @@ def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s:
                 return {"state": "not trusted", "detail": str(e)}
             first: Exception = e
         except Exception as e:   # no connection file, no reply, wrong key or version
+            if getattr(e, "code", None) == "connection_file" and _untrusted(str(e)):   # the client's own check
+                return {"state": "not trusted", "detail": str(e)}
             first = e
         if getattr(first, "code", None) == "bad_version":
             return {"state": "version mismatch", "detail": describe_error("Connect", first)}

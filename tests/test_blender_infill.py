@@ -112,7 +112,9 @@ def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
     # item 9: the server reached and its connection file are named; a file others can read is refused
     assert res["connect"].startswith("Connect: connected") and f"connection file {conn}" in res["connect"]
     assert f"tcp://127.0.0.1:{info['port']}" in res["connect"] and f"pid {info['pid']}" in res["connect"]
-    assert res["connect_loose"].startswith("ERROR") and "readable or writable by others" in res["connect_loose"]
+    loose = res["connect_loose"]   # refused by the add-on's check or the wire client's (same rule)
+    assert loose.startswith("ERROR") and "not running" not in loose, loose
+    assert "readable or writable by others" in loose or "other users can read or change" in loose, loose
     # item 10: the dog model on a human rig is a skeleton of another kind; the body map is kept
     assert res["map_body"] == "Map bones: anyorder-body: 22 of 22 joints mapped", res["map_body"]
     assert res["map_dog"].startswith("ERROR") and "skeleton of another kind" in res["map_dog"], res["map_dog"]
