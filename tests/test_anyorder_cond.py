@@ -105,3 +105,31 @@ def test_object_features_are_invariant_to_a_rigid_move_of_the_world():
     np.testing.assert_allclose(f, f2, atol=1e-12)
     n = normalise_cond(f, cond_stats(f[None]))
     np.testing.assert_allclose(n[:, 6:13].mean(0), 0, atol=1e-5)
+
+
+def test_fill_clip_takes_an_optional_object_track():
+    from motioncore.models.registry import load_model
+    from motioncore.tasks.infill import fill_clip, fill_clip_at
+
+    _, meta = load_model("anyorder-hands")  # a hand skeleton and its root normalisation
+    J = len(meta["skeleton"]["names"])
+    torch.manual_seed(0)
+    model = AnyOrderTransformer(motion_config(J, cond_dim=COND_DIM, **TINY)).eval()
+    torch.nn.init.normal_(model.head.weight, std=0.05)
+    meta = {**meta, "cond": {"norm": {"mean": [0.0] * 7, "std": [1.0] * 7}}}
+    rng = np.random.default_rng(1)
+    T = 16
+    q = quat_normalize(rng.normal(size=(T, J, 4)) * 0.1 + np.array([1.0, 0, 0, 0]))
+    root = rng.normal(size=(T, 3)) * 0.1
+    known = np.zeros((T, J + 1), bool)
+    known[:5] = True
+    known[:, 0] = known[:, J] = True  # the wrist track
+    obj = (quat_normalize(rng.normal(size=(T, 4))), rng.normal(size=(T, 3)))
+    a = fill_clip(model, meta, q, root, known)
+    b = fill_clip(model, meta, q, root, known, object_track=obj)
+    c = fill_clip_at(model, meta, q, root, known, fps=30.0, object_track=obj)
+    assert np.array_equal(b.rotations[0][known[:, :J]], q[known[:, :J]])
+    assert not np.allclose(a.rotations, b.rotations)  # the object reaches the fingers
+    np.testing.assert_allclose(b.rotations, c.rotations, atol=1e-6)
+    with pytest.raises(Exception, match="object_track"):
+        fill_clip(model, meta, q, root, known, object_track=(obj[0][:3], obj[1]))
