@@ -78,3 +78,32 @@ def test_benchmark_on_a_tiny_model(tmp_path, capsys):
     assert main(["eval", "hands", "--model", ckpt, "--every", "3", "--window", "12", "--samples", "2",
                  "--max-windows", "1", "--quiet", "--out", str(out)]) == 0
     assert (out / "eval_hands_every3.png").stat().st_size > 10_000   # no --json, no --plot: --out/<fixed name>
+
+
+def test_the_three_tasks_keys():
+    from motioncore.eval.hands import TASKS
+
+    a, b, c = (hand_keys(TASKS[t](), NAMES, 0) for t in ("wrist-every-10", "fingers-every-30", "wrist-only"))
+    assert np.flatnonzero(a[:, 0]).tolist() == [0, 1, 2, 3, 4, 14, 24, 34, 39]
+    assert b[:, 0].all() and b[:, 17].all() and np.flatnonzero(b[:, 5]).tolist() == [0, 1, 2, 3, 4, 34, 64]
+    assert c[:, 0].all() and np.flatnonzero(c[:, 5]).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_bezier_channels_hit_the_keys_and_hold_outside():
+    from motioncore.eval.hands import bezier_channels
+
+    rng = np.random.default_rng(0)
+    q = quat_normalize(rng.normal(size=(2, 20, 2, 4)))
+    keys = np.zeros((20, 3), bool)
+    keys[[2, 9, 15], 0] = True
+    keys[:3, 1] = True
+    b = bezier_channels(q, keys)
+    assert quat_angle(b[:, keys[:, :2]], q[:, keys[:, :2]]).max() < 1e-9
+    assert quat_angle(b[:, 18, 0], q[:, 15, 0]).max() < 1e-9 and quat_angle(b[:, 10, 1], q[:, 2, 1]).max() < 1e-9
+
+
+def test_grasp_closings_are_upward_crossings():
+    from motioncore.eval.hands import grasp_closings
+
+    curl = np.array([0, 1, 5, 9, 4, 2, 8, 9.0])
+    assert grasp_closings(curl, 5.0, 1) == [2, 6] and grasp_closings(curl, 5.0, 4) == [6]

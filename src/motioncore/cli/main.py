@@ -117,6 +117,32 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
+    import json
+
+    from ..eval.hands import TASKS, evaluate_tasks, format_tasks, plot_hands, plot_timing
+    from ..io.atomic import atomic_write_text
+    from ..models.registry import check_model
+
+    check_model(args.model, "infill")
+    tasks = list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task))
+    res = evaluate_tasks(args.model, tasks, use_object=not args.no_object, n_samples=args.samples,
+                         temperature=args.temperature, order=args.order, k=args.k or 0,
+                         max_windows=args.max_windows, progress=not args.quiet)
+    print(format_tasks(res))
+    tag = "noobj" if args.no_object else "obj"
+    base = _plot_path(args, f"eval_hands_{tag}")
+    for t, r in res.items():
+        print(f"plot: {plot_hands(r, base.with_name(f'{base.stem}_{t}.png'))}")
+    print(f"plot: {plot_timing(res, base.with_name(f'{base.stem}_timing.png'))}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps({t: {**r['summary'], "windows": r["windows"], "object": r["object"],
+                                                     "timing": r["timing"], "model_name": r["model"]}
+                                                 for t, r in res.items()}, indent=1))
+        print(f"json: {args.json}")
+    return 0
+
+
 def _cmd_eval_hands(args: argparse.Namespace) -> int:
     import json
 
@@ -124,12 +150,14 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
     from ..io.atomic import atomic_write_text
     from ..models.registry import check_model
 
+    if getattr(args, "task", None):
+        return _cmd_eval_hand_tasks(args)
     task = HandsTask(every=args.every, fingertips=args.fingertips, window=args.window)
     suffix = f"every{task.every}{'_tips' if task.fingertips else ''}"
     plot = _plot_path(args, f"eval_hands_{suffix}")
     check_model(args.model, "infill")
     res = evaluate_hands(args.model, task, n_samples=args.samples, temperature=args.temperature, order=args.order,
-                         k=args.k, max_windows=args.max_windows, progress=not args.quiet)
+                         k=args.k or 1, max_windows=args.max_windows, progress=not args.quiet)
     print(format_hands(res))
     plot = plot_hands(res, plot)
     print(f"plot: {plot}")
@@ -262,12 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", default="anyorder-hands", help="any-order hand checkpoint (default anyorder-hands)")
     e.add_argument("--every", type=positive_int, default=10, help="wrist key spacing in frames at 30 fps (default 10)")
     e.add_argument("--fingertips", action="store_true", help="also key the distal finger joints")
+    e.add_argument("--task", action="append", choices=["wrist-every-10", "fingers-every-30", "wrist-only", "all"],
+                   help="the animator's tasks (repeatable; all: the three): Interp, Bezier, the model at T=0, best "
+                        "and mean of --samples, diversity, grasp timing; --json writes {task: figures}")
+    e.add_argument("--no-object", action="store_true",
+                   help="do not give an object-conditioned model the object (a rig without one)")
     e.add_argument("--window", type=positive_int, default=40, help="frames per test window (default 40)")
     e.add_argument("--samples", type=positive_int, default=5, help="completions per window for the diversity (default 5)")
     e.add_argument("--temperature", type=nonneg_float, default=1.0, help="sampling temperature of the completions")
     e.add_argument("--order", default="bisection", choices=["random", "sequential", "bisection"],
                    help="order in which the missing elements are sampled (default bisection)")
-    e.add_argument("--k", type=positive_int, default=1, help="elements committed per step (default 1)")
+    e.add_argument("--k", type=positive_int, help="elements committed per step (default 1; with --task one "
+                                                  "frame's filled elements)")
     e.add_argument("--max-windows", type=nonneg_int, default=12,
                    help="evaluate N windows evenly spread over the test takes (default 12 of 96, ~5 min; 0: all, ~40 min)")
     e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")

@@ -58,6 +58,10 @@ class AnyOrderConfig:
     #                             the keys (short gaps cannot stray far from the interpolation); 1 outside gaps
     relative: bool = False  # motion: values are seen relative to a keyed reference frame (``to_key_frame``):
     #                         rotations R_ref^T R_t, the root x_t - x_ref; callers convert in and out
+    cond_dim: int = 0  # per-frame conditioning features (e.g. a hand's object in the wrist frame): the
+    #                    ``frame_cond`` (B, T, cond_dim) input, known at every frame and never sampled, is
+    #                    embedded (one linear layer for the token's own frame, one for its target frame)
+    #                    and added to every token; absent (None) = a zero vector
     d_model: int = 128  # D: token width
     n_layers: int = 4  # transformer blocks
     n_heads: int = 4  # attention heads; d_model / n_heads must be even (rotary pairs)
@@ -94,6 +98,8 @@ class AnyOrderConfig:
             raise ValueError("key_envelope: needs prior=True (it shapes the offset from the keys' interpolation)")
         elif self.num_mixtures < 1:
             raise ValueError(f"num_mixtures: must be >= 1, got {self.num_mixtures}")
+        if self.cond_dim < 0:
+            raise ValueError(f"cond_dim: must be >= 0, got {self.cond_dim}")
         if kinds and len(kinds) != self.num_channels:
             raise ValueError(f"channel_kinds: expected {self.num_channels} entries, got {len(kinds)}")
         bad = [k for k in kinds if k not in KIND_DIMS]
@@ -234,6 +240,8 @@ class AnyOrderTransformer(nn.Module):
         self.own_channel = nn.Embedding(Cg + 1, d)  # row Cg: the start token (no own position)
         self.target_channel = nn.Embedding(Cg, d)
         self.prior_in = nn.Linear(cfg.element_dim + PRIOR_FEATURES, d) if cfg.prior else None  # key_prior
+        self.cond_own = nn.Linear(cfg.cond_dim, d) if cfg.cond_dim else None  # frame_cond at the token's own frame
+        self.cond_target = nn.Linear(cfg.cond_dim, d) if cfg.cond_dim else None  # ... and at its target frame
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(d)
@@ -275,7 +283,7 @@ class AnyOrderTransformer(nn.Module):
         return self.drop(v + self.own_channel(own_c) + self.target_channel(target[..., 1]))
 
     def forward(self, values: Tensor, own: Tensor, target: Tensor, cache: KVCache | None = None,
-                independent: bool = False, prior: Tensor | None = None) -> Tensor:
+                independent: bool = False, prior: Tensor | None = None, frame_cond: Tensor | None = None) -> Tensor:
         """Raw head parameters (B, L, P) for L new tokens.
 
         values: (B, L, E) float (mog) or (B, L) long class indices (categorical).
@@ -287,6 +295,9 @@ class AnyOrderTransformer(nn.Module):
         prior: (B, L, E + 3), required when ``cfg.prior``: ``key_prior`` at each token's TARGET element
             (the keys' interpolation, a has-key flag, the position in the gap and the gap's length). It
             is embedded, and the mixture means come out as prior + offset_scale * offset where the flag is 1.
+        frame_cond: (B, T, cond_dim) per-frame conditions (``cfg.cond_dim`` models; ignored otherwise),
+            read at each token's own frame (not for start tokens) and at its target frame; frames outside
+            [0, T) and None read a zero vector (no condition).
         """
         self._check(values, own, target)
         start = own[..., 1] < 0  # (B, L)
@@ -296,6 +307,8 @@ class AnyOrderTransformer(nn.Module):
                 raise ShapeError(f"prior: this model needs (B, L, {self.cfg.element_dim + PRIOR_FEATURES}), got "
                                  f"{None if prior is None else tuple(prior.shape)}")
             x = x + self.prior_in(prior.to(x.dtype))
+        if self.cond_own is not None:
+            x = x + self._cond(frame_cond, own[..., 0], target[..., 0], start, x.dtype)
         rq = self._rope(target[..., 0], x.dtype)  # queries rotate by the frame they predict
         rk = self._rope(torch.where(start, target[..., 0], own[..., 0]), x.dtype)  # keys by their own frame
         past = cache.layers if cache is not None and cache.layers else [None] * len(self.blocks)
@@ -316,6 +329,23 @@ class AnyOrderTransformer(nn.Module):
             offset = offset * key_envelope(prior[..., E:]).to(out.dtype)[..., None, None]
         mean = base + offset
         return torch.cat([out[..., :K], torch.cat([mean, rest[..., E:]], -1).flatten(-2)], -1)
+
+    def _cond(self, frame_cond: Tensor | None, own_t: Tensor, target_t: Tensor, start: Tensor,
+              dtype: torch.dtype) -> Tensor:
+        """Embedded per-frame conditions (B, L, D) at each token's own frame (zero input for start tokens)
+        and its target frame; zero input where there is no condition."""
+        if frame_cond is None:
+            return (self.cond_own.bias + self.cond_target.bias).to(dtype)
+        B, T, Dc = frame_cond.shape
+        if B != own_t.shape[0] or Dc != self.cfg.cond_dim:
+            raise ShapeError(f"frame_cond: expected ({own_t.shape[0]}, T, {self.cfg.cond_dim}), got {tuple(frame_cond.shape)}")
+        fc = F.pad(frame_cond.to(dtype), (0, 0, 0, 1))  # row T: the zero vector (outside the clip / start)
+
+        def at(t: Tensor) -> Tensor:
+            t = torch.where((t >= 0) & (t < T), t, T)
+            return fc.gather(1, t.unsqueeze(-1).expand(-1, -1, Dc))
+
+        return self.cond_own(at(torch.where(start, -1, own_t))) + self.cond_target(at(target_t))
 
     def _check(self, values: Tensor, own: Tensor, target: Tensor) -> None:
         B, L = own.shape[:2]

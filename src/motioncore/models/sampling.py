@@ -106,9 +106,12 @@ def _tokens(flat: Tensor, src: Tensor, dst: Tensor, C: int) -> tuple[Tensor, Ten
     return _gather(flat, s), own, positions(dst, C)
 
 
-def _run(model, flat: Tensor, src: Tensor, dst: Tensor, C: int, prior: Tensor | None, **kw) -> Tensor:
+def _run(model, flat: Tensor, src: Tensor, dst: Tensor, C: int, prior: Tensor | None,
+         frame_cond: Tensor | None = None, **kw) -> Tensor:
     """``model`` on the tokens ``src -> dst``; ``prior`` (B, N, E + 3) flat ``key_prior`` (or None), read
-    at each token's target."""
+    at each token's target; ``frame_cond`` (B, T, D) per-frame conditions (``cfg.cond_dim`` models)."""
+    if frame_cond is not None:
+        kw["frame_cond"] = frame_cond
     return model(*_tokens(flat, src, dst, C), prior=None if prior is None else _gather(prior, dst), **kw)
 
 
@@ -134,18 +137,20 @@ def key_frame_in(model, grid: Tensor, known: Tensor) -> tuple[Tensor, Callable[[
     return to_key_frame(cfg, grid, ref), lambda g: from_key_frame(cfg, g, ref_values, ref)
 
 
-def teacher_forced(model: AnyOrderTransformer, values: Tensor, order: Tensor, prior: Tensor | None = None) -> Tensor:
+def teacher_forced(model: AnyOrderTransformer, values: Tensor, order: Tensor, prior: Tensor | None = None,
+                   frame_cond: Tensor | None = None) -> Tensor:
     """Head parameters (B, L, P): token i predicts element ``order[:, i]`` given ``order[:, :i]``.
     values: (B, T, C) long or (B, T, C, E) grid; order: (B, L) or (L,) distinct flat indices;
-    prior: (B, N, E + 3) from ``grid_prior`` (models with ``cfg.prior`` only)."""
+    prior: (B, N, E + 3) from ``grid_prior`` (models with ``cfg.prior`` only); frame_cond: (B, T, D)."""
     B, T, C = values.shape[:3]
     order = order.to(values.device).expand(B, -1)
     src = torch.cat([order.new_full((B, 1), -1), order[:, :-1]], 1)  # start, then each element feeds the next
-    return _run(model, values.flatten(1, 2), src, order, C, prior)  # values flattened to (B, N[, E])
+    return _run(model, values.flatten(1, 2), src, order, C, prior, frame_cond)  # values flattened to (B, N[, E])
 
 
 # ----------------------------------------------------------------------------- the decoding loop
-def _prefill(model, flat: Tensor, cond: Tensor, C: int, cache: KVCache, prior: Tensor | None) -> Tensor:
+def _prefill(model, flat: Tensor, cond: Tensor, C: int, cache: KVCache, prior: Tensor | None,
+             frame_cond: Tensor | None = None) -> Tensor:
     """Append the condition tokens (start -> c1 -> ... -> cm) to the cache; returns the pending
     element (B,) whose own token is not yet in the cache (-1: the start token)."""
     B = flat.shape[0]
@@ -153,17 +158,18 @@ def _prefill(model, flat: Tensor, cond: Tensor, C: int, cache: KVCache, prior: T
         return torch.full((B,), -1, dtype=torch.long, device=flat.device)
     dst = cond.expand(B, -1)
     src = torch.cat([dst.new_full((B, 1), -1), dst[:, :-1]], 1)
-    _run(model, flat, src, dst, C, prior, cache=cache)
+    _run(model, flat, src, dst, C, prior, frame_cond, cache=cache)
     return dst[:, -1]
 
 
 def _query(model, flat: Tensor, pending: Tensor, cand: Tensor, C: int, cache: KVCache,
-           prior: Tensor | None) -> Tensor:
+           prior: Tensor | None, frame_cond: Tensor | None = None) -> Tensor:
     """Head parameters (B, M, P) for the pending token aimed at each candidate target (B, M), scored
     side by side against the cache (the cache is not changed)."""
     B, M = cand.shape
     step = max(1, CANDIDATE_TOKENS // B)
-    outs = [_run(model, flat, pending[:, None].expand(B, c.shape[1]), c, C, prior, cache=cache, independent=True)
+    outs = [_run(model, flat, pending[:, None].expand(B, c.shape[1]), c, C, prior, frame_cond, cache=cache,
+                 independent=True)
             for c in cand.split(step, 1)]
     return torch.cat(outs, 1)
 
@@ -172,7 +178,7 @@ Commit = Callable[[Tensor, Tensor], None]  # (params (B, k, P), elements (B, k))
 
 
 def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: int, commit: Commit,
-            prior: Tensor | None = None) -> Tensor:
+            prior: Tensor | None = None, frame_cond: Tensor | None = None) -> Tensor:
     """Shared any-order loop. flat (B, N[, E]) holds the values (``commit`` writes sampled ones);
     cond (m,) conditions in token order; fill (B, F) the elements to fill, in order unless ``dynamic``
     (lowest entropy first); prior (B, N, E + 3) the conditions' ``grid_prior`` (``cfg.prior`` models).
@@ -180,7 +186,7 @@ def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: i
     cfg, (B, F) = model.cfg, fill.shape
     C = cfg.grid_channels
     cache = KVCache()
-    pending = _prefill(model, flat, cond, C, cache, prior)
+    pending = _prefill(model, flat, cond, C, cache, prior, frame_cond)
     remaining = torch.zeros(flat.shape[:2], dtype=torch.bool, device=flat.device).scatter_(1, fill, True)
     done: list[Tensor] = []
     step = 0
@@ -189,9 +195,9 @@ def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: i
         cand = remaining.nonzero()[:, 1].view(B, -1) if dynamic else fill[:, step:step + kk]  # (B, M)
         fused = not dynamic and kk == 1  # one known target: its token is appended and queried in one pass
         if fused:
-            params = _run(model, flat, pending[:, None], cand, C, prior, cache=cache)
+            params = _run(model, flat, pending[:, None], cand, C, prior, frame_cond, cache=cache)
         else:
-            params = _query(model, flat, pending, cand, C, cache, prior)  # (B, M, P)
+            params = _query(model, flat, pending, cand, C, cache, prior, frame_cond)  # (B, M, P)
         if dynamic:
             pick = entropy(cfg, params, cand % C).argsort(dim=-1, stable=True)[:, :kk]  # (B, kk) lowest first
             cand = cand.gather(1, pick)
@@ -201,7 +207,7 @@ def _decode(model, flat: Tensor, cond: Tensor, fill: Tensor, dynamic: bool, k: i
         step += kk
         if step < F and not fused:  # the pending token now aims at cand[:, 0]; the new elements chain after it
             src = torch.cat([pending[:, None], cand[:, :-1]], 1)
-            _run(model, flat, src, cand, C, prior, cache=cache)
+            _run(model, flat, src, cand, C, prior, frame_cond, cache=cache)
         pending = cand[:, -1]
         done.append(cand)
     return torch.cat(done, 1) if done else fill
@@ -229,7 +235,7 @@ def _check_grid(model, values: Tensor, mask: Tensor, name: str) -> None:
 # ----------------------------------------------------------------------------- public entry points
 def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor, positions_to_fill: Tensor | None = None,
            order: str = "random", temperature: float = 1.0, n_samples: int = 1, seed: int = 0, k: int = 1,
-           return_order: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+           return_order: bool = False, frame_cond: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``n_samples`` completions of one partially known grid, in one batch.
 
     known_values: (T, C) long (categorical) or (T, C, E) float; read only where ``known_mask`` (T, C)
@@ -237,6 +243,7 @@ def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor,
     positions_to_fill: (T, C) bool, disjoint from known_mask; default every unknown element. Elements
         neither known nor filled keep ``known_values``.
     order: one of ORDERS; k: elements committed per step; temperature >= 0 (0: the mode).
+    frame_cond: (T, D) or (n_samples, T, D) per-frame conditions for ``cfg.cond_dim`` models (None: none).
     Returns (n_samples, T, C[, E]); with ``return_order`` also the commit order (n_samples, F) of flat
     indices. Sample i uses a generator seeded ``seed + i`` (see the module docstring).
     """
@@ -261,6 +268,11 @@ def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor,
     cond = known_mask.flatten().nonzero().squeeze(1).to(param.device)
     prior = grid_prior(model, flat.view(n_samples, T, C, *flat.shape[2:]), known_mask[None].to(param.device))
 
+    fc = None
+    if frame_cond is not None and getattr(model.cfg, "cond_dim", 0):
+        fc = torch.as_tensor(frame_cond).to(param.device, param.dtype)
+        fc = (fc if fc.dim() == 3 else fc[None]).expand(n_samples, T, -1)
+
     def commit(params: Tensor, elems: Tensor) -> None:
         uniform, normal = _noise(gens, elems.shape[1], model.cfg, param)
         flat.scatter_(1, _expand_like(elems, flat), sample_values(model.cfg, params, elems % C, temperature, uniform, normal))
@@ -269,7 +281,7 @@ def sample(model: AnyOrderTransformer, known_values: Tensor, known_mask: Tensor,
     model.eval()
     try:
         with torch.no_grad():
-            done = _decode(model, flat, cond, fill, order == "entropy", k, commit, prior)
+            done = _decode(model, flat, cond, fill, order == "entropy", k, commit, prior, fc)
     finally:
         model.train(was)
     out = flat.view(n_samples, T, C, *flat.shape[2:])
@@ -301,7 +313,8 @@ def _noise(gens: list[torch.Generator], k: int, cfg, like: Tensor) -> tuple[Tens
 
 
 def log_likelihood(model: AnyOrderTransformer, values: Tensor, order: Tensor | str, known_mask: Tensor | None = None,
-                   k: int = 1, seed: int = 0, prior: Tensor | None = None) -> Tensor:
+                   k: int = 1, seed: int = 0, prior: Tensor | None = None,
+                   frame_cond: Tensor | None = None) -> Tensor:
     """Teacher-forced log-likelihood (nats) of each element of ``values`` (B, T, C[, E]).
 
     order a tensor (B, L) or (L,) of distinct flat indices: one pass; returns (B, L), entry i being
@@ -312,12 +325,13 @@ def log_likelihood(model: AnyOrderTransformer, values: Tensor, order: Tensor | s
         returns (B, F) in commit order. ``k`` > 1 scores parallel decoding's factorisation.
     prior: for ``cfg.prior`` models with a tensor order, ``grid_prior`` of the conditions (required);
         with an order name it is computed from ``known_mask``.
+    frame_cond: (B, T, D) per-frame conditions (``cfg.cond_dim`` models).
     Runs under the caller's grad mode.
     """
     if isinstance(order, Tensor):
         if getattr(model.cfg, "prior", False) and prior is None:
             raise ValueError("log_likelihood: this model takes a prior; pass grid_prior(model, values, known)")
-        params = teacher_forced(model, values, order, prior)
+        params = teacher_forced(model, values, order, prior, frame_cond)
         B, T, C = values.shape[:3]
         target = _gather(values.flatten(1, 2), order.to(values.device).expand(B, -1))
         return -nll(model.cfg, params, target, order.to(values.device).expand(B, -1) % C)
@@ -333,7 +347,7 @@ def log_likelihood(model: AnyOrderTransformer, values: Tensor, order: Tensor | s
     def commit(params: Tensor, elems: Tensor) -> None:
         out.append(-nll(model.cfg, params, _gather(flat, elems), elems % C))
 
-    _decode(model, flat, cond, fill, order == "entropy", k, commit, grid_prior(model, values, known[None]))
+    _decode(model, flat, cond, fill, order == "entropy", k, commit, grid_prior(model, values, known[None]), frame_cond)
     return torch.cat(out, 1)
 
 
@@ -381,13 +395,15 @@ def motion_conditions(B: int, T: int, C: int, generator: torch.Generator, gap: t
 
 
 def make_loss_fn(condition: str = "subset", seed: int = 0, max_cond_frac: float = 0.5,
-                 gap: tuple[int, int] = (5, 45), track: Sequence[int] = ()
+                 gap: tuple[int, int] = (5, 45), track: Sequence[int] = (), cond_drop: float = 0.3
                  ) -> Callable[[torch.nn.Module, dict[str, Tensor]], Tensor]:
     """A ``loss_fn(model, batch)`` for ``train.loop.fit``: mean NLL (nats) over the predicted
     (non-condition) elements of ``batch["values"]`` (B, T, C[, E]), each row in its own random order
     with a random conditioning set first. condition: "subset" (a random subset of elements, up to
     ``max_cond_frac``), "motion" (``motion_conditions``) or "none". Training draws from a generator seeded
-    ``seed``; evaluation (model.eval()) reuses ``seed + 1`` every call so validation losses are comparable."""
+    ``seed``; evaluation (model.eval()) reuses ``seed + 1`` every call so validation losses are comparable.
+    A ``batch["cond"]`` (B, T, D) is passed as the per-frame conditions (``cfg.cond_dim`` models), zeroed
+    (absent) in a random ``cond_drop`` of the rows, so one model serves requests with and without them."""
     if condition not in ("subset", "motion", "none"):
         raise ValueError(f"condition: must be subset, motion or none, got {condition!r}")
     gen = torch.Generator().manual_seed(seed)
@@ -406,7 +422,11 @@ def make_loss_fn(condition: str = "subset", seed: int = 0, max_cond_frac: float 
         order, n_cond = order.to(values.device), n_cond.to(values.device)
         values, _ = key_frame_in(model, values, cond.view(B, T, C).to(values.device))
         prior = grid_prior(model, values, cond.view(B, T, C).to(values.device))
-        logp = log_likelihood(model, values, order, prior=prior)  # (B, N) in order
+        fc = batch.get("cond")
+        if fc is not None:
+            drop = (torch.rand(B, generator=g) < cond_drop).to(fc.device)
+            fc = fc.masked_fill(drop[:, None, None], 0.0)
+        logp = log_likelihood(model, values, order, prior=prior, frame_cond=fc)  # (B, N) in order
         scored = torch.arange(T * C, device=values.device)[None] >= n_cond[:, None]
         return -logp[scored].mean()
 

@@ -12,6 +12,12 @@ the batch in-fill job and the Blender add-on.
 and returns ``n_samples`` completions ``(S, T, J, 4)`` and ``(S, T, 3)``. Known elements come back
 bit-identical to the input.
 
+``object_track=(rotations (T, 4), positions (T, 3))`` (optional; hands): the manipulated object's pose at
+every frame, in the space of the root joint's translation (the wrist's parent space). A checkpoint
+trained with the object (``cfg.cond_dim``) sees it in the wrist frame (``data.hand_object``; where the
+wrist is not keyed, its provisional per-channel interpolation is used); without it, or for other
+checkpoints, it is ignored and the model fills as with no object.
+
 The model was trained on LaFAN1-style windows (facing +Z at the last context frame, centred on the mean
 ground position of the root). The clip is moved the same way before sampling and back after: the yaw
 comes from the last frame of the first run of frames with the root and the facing joints' ancestors keyed
@@ -91,7 +97,8 @@ CONTEXT = 10  # frames of keys kept on each side of a gap when a long clip is fi
 def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
               order: str = "bisection", temperature: float = 0.0, n_samples: int = 1, seed: int = 0,
               k: int | None = None, check: Callable[[], None] | None = None,
-              fill: np.ndarray | None = None, window: int | None = 80) -> Filled:
+              fill: np.ndarray | None = None, window: int | None = 80,
+              object_track: tuple[np.ndarray, np.ndarray] | None = None) -> Filled:
     """See the module docstring. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
@@ -101,7 +108,8 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
     if window is None or T <= window or q.ndim != 3:
-        return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill)
+        return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
+                            object_track)
     J = q.shape[1]
     keys = _known_mask(known, T, J)
     todo = ~keys if fill is None else _known_mask(fill, T, J)
@@ -116,8 +124,9 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
         a, b = max(0, s - CONTEXT), min(T, e + CONTEXT)
         sel = np.zeros((b - a, J + 1), bool)
         sel[s - a:e - a] = todo[s:e]
+        ot = None if object_track is None else (np.asarray(object_track[0])[a:b], np.asarray(object_track[1])[a:b])
         w = _fill_window(model, meta, q[a:b], r[a:b], keys[a:b], order, temperature, n_samples, seed + 7919 * i, k,
-                         check, sel)
+                         check, sel, ot)
         out_q[:, a:b] = np.where(sel[None, :, :J, None], w.rotations, out_q[:, a:b])
         out_r[:, a:b] = np.where(sel[None, :, J:], w.root, out_r[:, a:b])
     out_q = quat_continuity(np.where(~todo[None, :, :J, None], quat_normalize(q)[None], out_q), axis=1)
@@ -161,6 +170,10 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     mr = r_in[i0] + w[:, None] * (r_in[i1] - r_in[i0])
     mk = keys[i0] & (keys[i1] | (w == 0)[:, None])
     mfill = ~mk if fill is None else (todo[i0] | todo[i1]) & ~mk
+    if kw.get("object_track") is not None:  # the object at the model's rate too
+        oq = quat_continuity(quat_normalize(np.asarray(kw["object_track"][0], np.float64)), axis=0)
+        op = np.asarray(kw["object_track"][1], np.float64)
+        kw["object_track"] = (quat_slerp(oq[i0], oq[i1], w), op[i0] + w[:, None] * (op[i1] - op[i0]))
     out = fill_clip(model, meta, mq, mr, mk, fill=None if fill is None else mfill, **kw)
     S = out.rotations.shape[0]
     b0, b1, v = resample_frames(mq.shape[0], mfps, float(fps))    # back: clip frames from model frames
@@ -211,7 +224,7 @@ def fill_joints(model, meta: dict, rotations: np.ndarray, root: np.ndarray, miss
 
 def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, order: str,
                  temperature: float, n_samples: int, seed: int, k: int | None, check: Callable[[], None] | None,
-                 fill: np.ndarray | None) -> Filled:
+                 fill: np.ndarray | None, object_track: tuple[np.ndarray, np.ndarray] | None = None) -> Filled:
     """fill_clip on one window (the whole clip as given)."""
     import torch
 
@@ -288,12 +301,23 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         mask, to_fill = mask.all(1, keepdim=True), to_fill.all(1, keepdim=True)
     param = next(model.parameters())
     step = int(k) if k else cfg.grid_channels
+    frame_cond = None
+    if object_track is not None and getattr(cfg, "cond_dim", 0) and "cond" in meta and rj == 0:
+        from ..data.hand_object import normalise_cond, object_features
+
+        oq, op = (np.asarray(a, np.float64) for a in object_track)
+        if oq.shape != (T, 4) or op.shape != (T, 3) or not (np.isfinite(oq).all() and np.isfinite(op).all()):
+            raise ShapeError(f"object_track: expected finite ({T}, 4) rotations and ({T}, 3) positions, got "
+                             f"{oq.shape} and {op.shape}")
+        wq = np.where(keys[:, :1], q[:, 0], pq[0, :, 0]) if have[0] else q[:, 0]  # the wrist (joint 0, no parent)
+        wp = np.where(keys[:, J:], r, pr[0]) if have[J] else r
+        frame_cond = torch.as_tensor(normalise_cond(object_features(wq, wp, oq, op), meta["cond"]["norm"]))
     outs = []
     for s in range(n_samples):  # one sample per call keeps the cancellation check responsive
         if check is not None:
             check()
         outs.append(sample(model, grid.to(param.dtype), mask, positions_to_fill=to_fill, order=order,
-                           temperature=temperature, n_samples=1, seed=seed + s, k=step)[0])
+                           temperature=temperature, n_samples=1, seed=seed + s, k=step, frame_cond=frame_cond)[0])
     out = torch.stack(outs).to(torch.float64).cpu()
     if cfg.group_frames:
         out = ungroup_channels(cfg, out)

@@ -69,6 +69,9 @@ class AnyOrderRecipe:
     relative: bool = False  # the model sees motion from the last context key (models.anyorder.to_key_frame)
     mirror: bool = False  # also train on every training clip mirrored left/right (kinematics.mirror)
     track_wrist: bool = False  # loss: half the rows also key the body root joint and the root every 1-10 frames
+    object_cond: bool = False  # hands: the object in the wrist frame at every frame as per-frame conditions
+    #                            (data.hand_object; model cond_dim), dropped in ``cond_drop`` of the rows
+    cond_drop: float = 0.3  # object_cond: fraction of training rows without the object (a rig with no object)
     window: int = 50  # training window length (frames at 30 fps; LaFAN1's data.windows.TRAIN: 50)
     offset: int = 20  # window stride (LaFAN1: 20)
     max_windows: int = 0  # keep at most N training windows, evenly spread (0: all); quick runs
@@ -87,6 +90,10 @@ class AnyOrderRecipe:
                 raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
         if self.eval_batch < 1:
             raise ValueError(f"eval_batch: must be >= 1, got {self.eval_batch}")
+        if not 0.0 <= self.cond_drop <= 1.0:
+            raise ValueError(f"cond_drop: must be in [0, 1], got {self.cond_drop}")
+        if self.object_cond and (self.mirror or self.group_frames or not self.data.startswith("manipnet")):
+            raise ValueError("object_cond: needs ManipNet data, per-element tokens and no mirroring")
 
     @property
     def dataset(self) -> str:
@@ -95,13 +102,14 @@ class AnyOrderRecipe:
 
     def model_config(self, num_joints: int) -> dict[str, Any]:
         """``AnyOrderConfig`` fields (JSON-ready) for a skeleton of ``num_joints`` joints."""
+        from ..data.hand_object import COND_DIM
         from ..models.anyorder import motion_config
 
         cfg = motion_config(num_joints, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                             d_ff=self.d_ff, num_mixtures=self.num_mixtures, dropout=self.dropout,
                             max_frames=max(256, self.window), group_frames=self.group_frames, prior=self.prior,
                             offset_scale=self.offset_scale, key_envelope=self.key_envelope,
-                            relative=self.relative)
+                            relative=self.relative, cond_dim=COND_DIM if self.object_cond else 0)
         d = asdict(cfg)
         d["channel_kinds"] = list(d["channel_kinds"])
         return d
@@ -239,6 +247,18 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
     norm = root_stats(w.positions[tr], rj)
     train = {"values": to_elements(w.rotations[tr], w.positions[tr], norm, rj)}
     val = {"values": to_elements(w.rotations[va], w.positions[va], norm, rj)}
+    cond_meta = None
+    if recipe.object_cond:
+        from ..data.hand_object import cond_stats, normalise_cond, window_cond
+
+        raw = window_cond(clips, recipe.window, recipe.offset, rj)
+        if len(raw) != len(w):
+            raise MotioncoreError(f"object conditions: {len(raw)} windows, the hand has {len(w)}")
+        cnorm = cond_stats(raw[tr])
+        train["cond"] = torch.as_tensor(normalise_cond(raw[tr], cnorm))
+        val["cond"] = torch.as_tensor(normalise_cond(raw[va], cnorm))
+        cond_meta = {"features": "data.hand_object.object_features: the object in the wrist frame (6D rotation, "
+                     "position, velocity, distance, present flag)", "norm": cnorm, "drop": recipe.cond_drop}
     torch.manual_seed(cfg.seed)  # weight initialisation
     mcfg = recipe.model_config(J)
     model = build("anyorder", mcfg)
@@ -248,7 +268,8 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
         train = {"values": group_channels(model.cfg, train["values"])}
         val = {"values": group_channels(model.cfg, val["values"])}
     track = (rj, J) if recipe.track_wrist and not recipe.group_frames else ()
-    loss_fn = _chunked_eval(make_loss_fn("motion", seed=recipe.seed, track=track), recipe.eval_batch)
+    loss_fn = _chunked_eval(make_loss_fn("motion", seed=recipe.seed, track=track, cond_drop=recipe.cond_drop),
+                            recipe.eval_batch)
     history = fit(model, loss_fn, train, val, cfg, out, resume=resume, progress=progress)
     wall = time.time() - t0
     trained = sum(len(tr) for _ in history)
@@ -263,6 +284,8 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
             "licence": spec.licence, "citation": spec.citation, "history": history, "train_wall_s": wall,
             "device": _device_note(cfg),
             "windows_per_s": trained / max(history[-1]["wall_s"], 1e-9) if history else 0.0}
+    if cond_meta is not None:
+        meta["cond"] = cond_meta
     save_model(out / CHECKPOINT_NAME, model, "anyorder", mcfg, meta)
     (out / f"{CHECKPOINT_NAME}.history.json").write_text(json.dumps(history, indent=1))
     return model.eval(), meta
@@ -308,6 +331,10 @@ def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
                    help="anyorder: the model sees motion from the last context key (generalises across captures)")
     g.add_argument("--mirror", action="store_true", default=None,
                    help="anyorder: also train on every training clip mirrored left/right")
+    g.add_argument("--object-cond", action="store_true", default=None,
+                   help="anyorder (manipnet): condition on the object in the wrist frame at every frame")
+    g.add_argument("--cond-drop", type=float, help="anyorder: with --object-cond, rows trained without the object "
+                   "(default 0.3)")
     g.add_argument("--dropout", type=float, help="anyorder: dropout (default 0.1)")
     g.add_argument("--offset-scale", type=float, help="anyorder: prior models' mean offset scale (default 0.1)")
 
@@ -325,7 +352,8 @@ def train_anyorder_from_args(args: argparse.Namespace) -> int:
         "d_ff": a("d_ff"), "num_mixtures": a("num_mixtures"), "window": a("window"), "offset": a("offset"),
         "max_windows": a("max_windows"), "max_clips": a("max_clips"), "group_frames": a("group_frames"),
         "prior": a("prior"), "track_wrist": a("track_wrist"), "dropout": a("dropout"), "offset_scale": a("offset_scale"),
-        "key_envelope": a("key_envelope"), "mirror": a("mirror"),
+        "key_envelope": a("key_envelope"), "mirror": a("mirror"), "object_cond": a("object_cond"),
+        "cond_drop": a("cond_drop"),
         "relative": a("relative")})
     base = {"batch_size": 16, "lr": 3e-4}
     flags = {"epochs": a("epochs"), "batch_size": a("batch_size"), "lr": a("lr"), "device": a("device"),
