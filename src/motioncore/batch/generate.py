@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .run import BatchError, check_output_dir, discover, output_path, run_job, write_motion
+from .run import BatchError, check_output_dir, discover, error_text, run_job, start_result, write_motion
 
 __all__ = ["generate_file", "run_batch_generate"]
 
@@ -42,11 +42,8 @@ def generate_file(path: str, out_dir: str, model: str = "pfnn-biped", mode: str 
     from ..tasks.paths import load_path
 
     t0 = time.perf_counter()
-    out = output_path(path, out_dir, fmt)
-    res: dict[str, Any] = {"file": str(path), "out": str(out), "status": "failed", "stage": None, "error": None,
-                           "frames": 0, "seconds": 0.0}
-    if out.exists():
-        res["status"] = "skipped"
+    out, res = start_result(path, out_dir, fmt)
+    if res["status"] == "skipped":
         return res
     stage = "read"
     try:
@@ -63,9 +60,7 @@ def generate_file(path: str, out_dir: str, model: str = "pfnn-biped", mode: str 
     except KeyboardInterrupt:
         raise
     except Exception as e:   # a bad file must never stop the batch
-        from ..errors import MotioncoreError
-
-        res.update(stage=stage, error=str(e) if isinstance(e, MotioncoreError) else f"{type(e).__name__}: {e}")
+        res.update(stage=stage, error=error_text(e))
     res["seconds"] = time.perf_counter() - t0
     return res
 

@@ -142,8 +142,17 @@ def _cached(key: str, build: Callable[[], Any]) -> Any:
     return value
 
 
-def _error(e: BaseException) -> str:
+def error_text(e: BaseException) -> str:
+    """A per-file error for report.json: our own errors as they are, others with their type."""
     return str(e) if isinstance(e, MotioncoreError) else f"{type(e).__name__}: {e}"
+
+
+def start_result(path: str, out_dir: str, fmt: str) -> tuple[Path, dict[str, Any]]:
+    """The output path of ``path`` and the result dict a per-file job returns: status "skipped" when
+    the output already exists (resumable runs), else "failed" until the job sets "ok"."""
+    out = output_path(path, out_dir, fmt)
+    return out, {"file": str(path), "out": str(out), "status": "skipped" if out.exists() else "failed",
+                 "stage": None, "error": None, "frames": 0, "seconds": 0.0}
 
 
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
@@ -157,11 +166,8 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
     from ..retarget import auto_map, retarget
 
     t0 = time.perf_counter()
-    out = output_path(path, out_dir, fmt)
-    res: dict[str, Any] = {"file": str(path), "out": str(out), "status": "ok", "stage": None, "error": None,
-                           "frames": 0, "seconds": 0.0}
-    if out.exists():
-        res["status"] = "skipped"
+    out, res = start_result(path, out_dir, fmt)
+    if res["status"] == "skipped":
         return res
     stage = "read"
     try:
@@ -178,10 +184,11 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
                          convention=None if convention is None else np.asarray(convention, np.float64))
         stage = "write"
         write_motion(out, moved)
+        res["status"] = "ok"
     except KeyboardInterrupt:
         raise
     except Exception as e:  # a bad file must never stop the batch
-        res.update(status="failed", stage=stage, error=_error(e))
+        res.update(stage=stage, error=error_text(e))
     res["seconds"] = time.perf_counter() - t0
     return res
 
