@@ -481,7 +481,8 @@ class _InfillBase(_ServerOperator):
         return requests.infill_segments_job(
             [{k: g[k] for k in ("rotations", "known", "root")} for g in segs], rig["bones"], rig["heads"],
             rig["parents"], self.model or None, _preset(context), fps=opts[6], temperature=opts[3],
-            samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm))
+            samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
+            root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1)
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
