@@ -204,9 +204,9 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
 
 
 def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
-    """Per mapped model joint, the rig bones its local rotation depends on: its bone and the bones above it
-    up to (not including) the bone of its nearest mapped model ancestor."""
-    cols, parents = al["cols"], al["parents"]
+    """Per mapped model joint, the rig bones its local rotation depends on: its frame bone (`rigrest`) and the
+    bones above it up to (not including) the frame bone of its nearest mapped model ancestor."""
+    cols, parents, frames = al["cols"], al["parents"], al["frames"]
     out: dict[int, list[int]] = {}
     for j, c in enumerate(cols):
         if c < 0:
@@ -214,8 +214,8 @@ def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
         p = parents[j]
         while p >= 0 and cols[p] < 0:
             p = parents[p]
-        stop = int(cols[p]) if p >= 0 else -1
-        bs, b = [], int(c)
+        stop = int(frames[p]) if p >= 0 else -1
+        bs, b = [], int(frames[j])
         while b >= 0 and b != stop:
             bs.append(b)
             b = up[b]

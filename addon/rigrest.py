@@ -9,10 +9,18 @@ the left-minus-right across vectors for several), T_j the constant twist about j
 checkpoint's ``convention`` (the training data's mean local rotations; only when the rest poses differ).
 Per frame, with D_b the rig bone's rest-to-pose rotation in world (model, Y-up) axes:
 
-    G_j = D_b(j) O_j          D_b(j) = G_j O_j^-1          (exact inverses)
+    G_j = D_f(j) O_j          D_f(j) = G_j O_j^-1          (exact inverses)
 
-so a mapped model bone points along its rig bone in every frame. Unmapped model joints are held at rest
-(local identity, sent as known), as the retargeter's ``missing='rest'``.
+f(j), the joint's *frame bone*, is the rig bone that carries the bones of j's mapped children: j's own bone
+b(j), or, when unmapped rig bones sit between b(j) and them (CMU's lowerneck -> upperneck -> head, radius ->
+wrist -> hand, upperback -> thorax -> neck and clavicles), the lowest of those that all the children hang
+from. With one mapped child k a constant frame cannot follow the bend of the unmapped bones between b(j) and b(k),
+so G_j = D_f(j) E_j O_j with E_j (per frame) the shortest arc from b(k)'s rest offset from b(j) to its posed
+one, both in f(j)'s frame: a mapped model bone points along the rig's bone to its child in every frame,
+whatever the unmapped bones in between do. E_j depends only on those unmapped bones' locals. Back on the rig
+the unmapped bones keep their own rotations (the rig's f-curves) and b(j) gets D_b(j) = D_f(j) (L_1 ... L_f)^-1,
+L the locals of the bones from below b(j) down to f(j). Unmapped model
+joints are held at rest (local identity, sent as known), as the retargeter's ``missing='rest'``.
 
 Legend: T frames, B rig bones (the rig's keyed bones, parents first), J model joints. WXYZ quaternions.
 """
@@ -222,6 +230,50 @@ def twists(g: np.ndarray, parents: Sequence[int], offsets: np.ndarray, ref: np.n
 
 # ---------------------------------------------------------------------------------------- the carry
 
+def _rig_path(top: int, b: int, up: Sequence[int]) -> list[int] | None:
+    """Rig bones from below ``top`` down to ``b`` (inclusive, top first); None if ``top`` is not above b."""
+    out = []
+    while b >= 0 and b != top:
+        out.insert(0, b)
+        b = up[b]
+    return out if b == top else None
+
+
+def frame_bones(cols: Sequence[int], parents: Sequence[int], up: Sequence[int]) -> list[int]:
+    """(J,) per mapped model joint its frame bone (module docstring): the deepest rig bone between its own
+    bone and the bones of its mapped children that is an ancestor (or self) of every such bone's parent;
+    its own bone when it has no mapped child, -1 for unmapped joints."""
+    out = [int(c) for c in cols]
+    for j, c in enumerate(cols):
+        if c < 0:
+            continue
+        kids = [int(cols[k]) for k in _mapped_children(j, cols, parents)]
+        paths = [_rig_path(int(c), up[k], up) if up[k] != c else [] for k in kids]
+        if not kids or any(p is None for p in paths):
+            continue
+        common: list[int] = []
+        mapped = {int(x) for x in cols if x >= 0}
+        for step in zip(*paths):
+            if len(set(step)) > 1 or step[0] in mapped:   # only unmapped bones (they keep their own rotations)
+                break
+            common.append(step[0])
+        out[j] = common[-1] if common else int(c)
+    return out
+
+
+def _mapped_children(j: int, cols: Sequence[int], parents: Sequence[int]) -> list[int]:
+    """Model joints whose nearest mapped ancestor is j (the first mapped joint down each chain)."""
+    out = []
+    for k, p in enumerate(parents):
+        if cols[k] < 0 or k == j:
+            continue
+        while p >= 0 and cols[p] < 0:
+            p = parents[p]
+        if p == j:
+            out.append(k)
+    return out
+
+
 def alignment(model: dict[str, Any], cols: Sequence[int], rig_heads: np.ndarray, rig_up: Sequence[int],
               keyed_locals: np.ndarray | None = None) -> dict[str, Any]:
     """The constant offsets O (J, 4) for a rig: ``model`` {"names", "parents", "offsets", "convention"
@@ -239,12 +291,48 @@ def alignment(model: dict[str, Any], cols: Sequence[int], rig_heads: np.ndarray,
     if not same and ref is not None and keyed_locals is not None and len(keyed_locals):
         ref = np.asarray(ref, np.float64)
         ref = ref / np.linalg.norm(ref, axis=-1, keepdims=True)
-        base = {"O": Rt, "cols": np.asarray(cols), "parents": parents, "up": list(rig_up)}
-        g = _model_globals(rig_globals(keyed_locals, rig_up), base)
+        base = {**_carry(cols, parents, rig_up, rig_heads), "O": Rt}
+        g = _model_globals(rig_globals(keyed_locals, rig_up), base, bends(keyed_locals, base))
         O = quat_mul(Rt, twists(g, parents, off, ref, np.asarray(cols) >= 0))
     O = O / np.linalg.norm(O, axis=-1, keepdims=True)
-    return {"O": O, "cols": np.asarray(cols), "parents": parents, "up": list(rig_up), "rest_same": same,
-            "rt": Rt}
+    return {**_carry(cols, parents, rig_up, rig_heads), "O": O, "rest_same": same, "rt": Rt}
+
+
+def _carry(cols: Sequence[int], parents: list[int], up: Sequence[int], heads: np.ndarray) -> dict[str, Any]:
+    """The alignment's rig-side fields: frame bones and, per joint with one mapped child, that child's bone."""
+    one = {}
+    for j, c in enumerate(cols):
+        kids = _mapped_children(j, cols, parents) if c >= 0 else []
+        if len(kids) == 1 and up[int(cols[kids[0]])] != c:
+            one[j] = int(cols[kids[0]])
+    return {"cols": np.asarray(cols), "parents": parents, "up": list(up), "frames": frame_bones(cols, parents, up),
+            "heads": np.asarray(heads, np.float64), "one": one}
+
+
+def bends(locals_: np.ndarray, al: dict[str, Any]) -> np.ndarray:
+    """(T, J, 4) E_j (module docstring): identity except for joints with one mapped child reached through
+    unmapped rig bones."""
+    T = len(locals_)
+    E = np.tile(IDENT, (T, len(al["parents"]), 1))
+    h, up = al["heads"], al["up"]
+    for j, k in al["one"].items():
+        b = int(al["cols"][j])
+        path = (_rig_path(b, up[k], up) or []) + [k]
+        R, pos = np.tile(IDENT, (T, 1)), np.zeros((T, 3))
+        prev = b
+        for x in path:   # b(k)'s head in b(j)'s rest-relative frame, R: the frame bone's rotation in it
+            pos = pos + quat_apply(R, np.broadcast_to(h[x] - h[prev], (T, 3)))
+            if x != k:
+                R = quat_mul(R, locals_[:, x])
+            prev = x
+        w = quat_apply(quat_conj(R), pos)
+        rest = h[k] - h[b]
+        nuv = np.linalg.norm(w, axis=-1) * np.linalg.norm(rest)
+        q = np.concatenate([(nuv + w @ rest)[:, None], np.cross(rest, w)], -1)
+        ok = q[:, 0] > 1e-12 * np.maximum(nuv, 1e-300)
+        q[~ok] = np.array([quat_between(rest, v) for v in w[~ok]]).reshape(-1, 4)   # antiparallel (or zero)
+        E[:, j] = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return E
 
 
 def rig_globals(locals_: np.ndarray, up: Sequence[int]) -> np.ndarray:
@@ -257,18 +345,18 @@ def rig_globals(locals_: np.ndarray, up: Sequence[int]) -> np.ndarray:
     return d
 
 
-def _model_globals(d: np.ndarray, al: dict[str, Any]) -> np.ndarray:
+def _model_globals(d: np.ndarray, al: dict[str, Any], E: np.ndarray) -> np.ndarray:
     T, J = d.shape[0], len(al["parents"])
     g = np.empty((T, J, 4))
     for j, p in enumerate(al["parents"]):
-        c = al["cols"][j]
-        g[:, j] = quat_mul(d[:, c], al["O"][j]) if c >= 0 else (g[:, p] if p >= 0 else IDENT)
+        f = al["frames"][j]
+        g[:, j] = quat_mul(quat_mul(d[:, f], E[:, j]), al["O"][j]) if f >= 0 else (g[:, p] if p >= 0 else IDENT)
     return g
 
 
 def rig_to_model(locals_: np.ndarray, al: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Rig bone locals (T, B, 4) -> (model local rotations (T, J, 4), model world rotations (T, J, 4))."""
-    g = _model_globals(rig_globals(locals_, al["up"]), al)
+    g = _model_globals(rig_globals(locals_, al["up"]), al, bends(locals_, al))
     q = g.copy()
     for j, p in enumerate(al["parents"]):
         if p >= 0:
@@ -290,6 +378,7 @@ def model_to_rig(q: np.ndarray, locals_: np.ndarray, todo: np.ndarray, al: dict[
     local that puts the bone's world rotation at G_j O_j^-1; elsewhere the bone's own ``locals_`` (its
     world rotation follows its parent's new one)."""
     g = model_globals(q, al["parents"])
+    E = bends(locals_, al)   # from the unmapped bones' locals, which are kept
     joint_of = {int(c): j for j, c in enumerate(al["cols"]) if c >= 0}
     out = np.array(locals_, np.float64)
     d = np.array(locals_, np.float64)
@@ -298,7 +387,9 @@ def model_to_rig(q: np.ndarray, locals_: np.ndarray, todo: np.ndarray, al: dict[
         d[:, b] = quat_mul(par, out[:, b])
         if b in joint_of:
             j = joint_of[b]
-            want = quat_mul(g[:, j], quat_conj(al["O"][j]))
+            want = quat_mul(quat_mul(g[:, j], quat_conj(al["O"][j])), quat_conj(E[:, j]))
+            for k in reversed(_rig_path(b, al["frames"][j], al["up"]) or []):   # unmapped bones down to the frame
+                want = quat_mul(want, quat_conj(out[:, k]))
             m = np.asarray(todo[:, b], bool)
             d[m, b] = want[m]
             out[m, b] = quat_mul(quat_conj(par[m]), want[m])
