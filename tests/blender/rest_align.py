@@ -6,9 +6,10 @@ item 3) on a rig made by Blender's own BVH importer at its defaults.
 MODEL.json: {"names", "parents", "offsets", "convention"} (the in-fill model's skeleton). Reads the rig's
 rest heads, maps its bones to the model's joints (`rigmap.auto_map`), builds the alignment, carries the
 evaluated pose of every 7th frame onto the model (`rigrest.rig_to_model`) and back (`rigrest.model_to_rig`),
-and writes per mapped model bone (joint -> its first mapped child) the largest angle between the model
-bone's world direction (forward kinematics of the model's skeleton) and the rig bone's (the evaluated
-bone heads), plus the round trip's largest error. REREST: "A" re-rests the imported rig into an A-pose
+and writes per mapped model bone (joint -> each mapped child) the largest angle between the model bone's
+world direction (forward kinematics of the model's skeleton) and the rig's (the evaluated bone heads), with
+its kind (one mapped child reached directly or through unmapped rig bones, or several), plus the round
+trip's largest error over every bone. REREST: "A" re-rests the imported rig into an A-pose
 first (upper arms turned 40 degrees down in edit mode, the animation keys kept) -- a rig whose rest
 differs from the model's while its motion is the same.
 """
@@ -86,21 +87,23 @@ def main() -> None:
     worst: dict[str, float] = {}
     kinds: dict[str, str] = {}
     for j, c in enumerate(cols):
-        kids = [k for k in range(len(par)) if par[k] == j and cols[k] >= 0 and c >= 0 and k != model.get("root_joint", 1)]
+        kids = rigrest._mapped_children(j, cols, par) if c >= 0 else []
         for k in kids:
+            if k == model.get("root_joint", 1):
+                continue   # the model's root joint sits at the root translation, not at its rest offset
             if np.linalg.norm(heads[cols[k]] - heads[c]) < 1e-6 * np.ptp(heads, axis=0).max():
                 continue   # a zero-length rig bone (CMU's lowerback starts at the root) has no direction
             mdir = rigrest.quat_apply(g[:, j], np.broadcast_to(off[k], (len(fr), 3)))
             rdir = requests.z_up_to_y_up(hd[:, cols[k]] - hd[:, c])
             cos = np.sum(mdir * rdir, -1) / (np.linalg.norm(mdir, axis=-1) * np.linalg.norm(rdir, axis=-1) + 1e-12)
             direct = db[names[cols[k]]].parent is not None and db[names[cols[k]]].parent.name == names[c]
-            single = sum(1 for x in range(len(par)) if par[x] == j and cols[x] >= 0) == 1
-            kinds[f"{model['names'][j]}->{model['names'][k]}"] = "single" if single and direct else (
-                "several" if not single else "through unmapped rig bones")
-            worst[f"{model['names'][j]}->{model['names'][k]}"] = float(np.degrees(np.arccos(np.clip(cos, -1, 1))).max())
+            key = f"{model['names'][j]}->{model['names'][k]}"
+            # one mapped child: a rotation can point the bone at it (directly or through unmapped rig bones);
+            # several: one rotation for bones whose layout differs from the model's (a best fit)
+            kinds[key] = "several" if len(kids) > 1 else "single" if direct else "through unmapped rig bones"
+            worst[key] = float(np.degrees(np.arccos(np.clip(cos, -1, 1))).max())
     back = rigrest.model_to_rig(q, loc, np.ones(loc.shape[:2], bool), al)
-    mapped = [c for c in cols if c >= 0]
-    rt = float(np.degrees(rigrest._angle(back[:, mapped], loc[:, mapped])).max())
+    rt = float(np.degrees(rigrest._angle(back, loc)).max())   # every bone: unmapped ones are kept
     json.dump({"bones": worst, "kinds": kinds, "round_trip_deg": rt, "rest_same": al["rest_same"],
                "rest_deg": float(np.degrees(rigrest._angle(al["rt"], rigrest.IDENT)).max()), "frames": len(fr),
                "multi": [model["names"][j] for j in range(len(par))
