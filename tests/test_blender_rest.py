@@ -35,13 +35,13 @@ def _model(tmp_path: Path) -> Path:
     return p
 
 
-@pytest.mark.parametrize("clip,rerest", [("cmu", ""), ("bandai", "A")])
-def test_rest_alignment_points_every_bone_like_the_rig(clip, rerest, tmp_path):
+@pytest.mark.parametrize("clip,rerest,version", [("cmu", "", "5.0.1"), ("cmu", "", "4.2"), ("bandai", "A", "5.0.1")])
+def test_rest_alignment_points_every_bone_like_the_rig(clip, rerest, version, tmp_path):
     paths = CMU if clip == "cmu" else BANDAI
     if not paths:
         pytest.skip(f"the {clip} clips are not unpacked in the data cache")
     out = tmp_path / "out.json"
-    r = subprocess.run([str(bpy_python("5.0.1")), str(ROOT / "tests" / "blender" / "rest_align.py"), str(ROOT / "addon"),
+    r = subprocess.run([str(bpy_python(version)), str(ROOT / "tests" / "blender" / "rest_align.py"), str(ROOT / "addon"),
                         paths[0], str(_model(tmp_path)), str(out), rerest], capture_output=True, text=True, timeout=500)
     assert out.exists(), r.stdout[-2000:] + r.stderr[-2000:]
     d = json.loads(out.read_text())
