@@ -167,6 +167,34 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_style(args: argparse.Namespace) -> int:
+    import json
+
+    from ..errors import UsageError
+    from ..eval.style import format_style, plot_style
+    from ..experiments.style_eval import evaluate_style
+    from ..io.atomic import atomic_write_text
+    from ..models.checkpoint import CheckpointError, read_meta
+    from ..models.registry import resolve
+
+    want = {"--model": "learnet-pfnn", "--base": "pfnn", "--judge": "style-judge"}
+    for arg, name in (("--model", args.model), ("--base", args.base), ("--judge", args.judge)):
+        try:
+            kind = read_meta(resolve(name)).get("kind")
+        except CheckpointError as e:
+            raise UsageError(f"{arg} {name}: {e}") from None
+        if kind != want[arg]:
+            raise UsageError(f"{arg} {name}: a model of kind {kind}; expected kind {want[arg]}")
+    plot = _plot_path(args, "eval_style")
+    res = evaluate_style(args.model, args.base, args.judge, n_exemplars=args.exemplars, progress=not args.quiet)
+    print(format_style(res))
+    print(f"plot: {plot_style(res, plot)}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(res, indent=1))
+        print(f"json: {args.json}")
+    return 0
+
+
 def _cmd_eval_retarget(args: argparse.Namespace) -> int:
     from ..eval.retarget_quality import Options, markdown, run
     from ..io.atomic import check_output_file
@@ -310,6 +338,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "(default ./out: eval_hands_every<N>.png)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_hands)
+    e = ev.add_parser("style", help="one-shot style on the held-out styles: next-frame error and a style judge's "
+                                    "verdict on walks by the base, the learnet with the exemplar's code and a wrong code")
+    e.add_argument("--model", default="learnet-biped", help="style model (kind learnet-pfnn, default learnet-biped)")
+    e.add_argument("--base", default="pfnn-style-base", help="the unadapted base trained beside it (default pfnn-style-base)")
+    e.add_argument("--judge", default="style-judge", help="style classifier (default style-judge)")
+    e.add_argument("--exemplars", type=positive_int, default=3, help="exemplar clips per held-out style (default 3)")
+    e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
+    e.add_argument("--plot", help="write the plot here (.png)")
+    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot (default ./out: eval_style.png)")
+    e.add_argument("--quiet", action="store_true", help="no progress lines")
+    e.set_defaults(func=_cmd_eval_style)
     e = ev.add_parser("retarget", help="CMU 01-03 onto the Bandai skeleton: foot skating with and without --contacts, "
                                        "end-effector errors, A->B->A round trip, a stick-figure strip")
     e.add_argument("--fps", type=positive_float, default=30.0, help="resample the clips to this rate first (default 30)")

@@ -64,6 +64,13 @@ def gait_of_content(content: str | None) -> str | None:
     return GAIT_OF_CONTENT.get(content) if content is not None else None
 
 
+def locomotion_clips(clips: Sequence[Clip]) -> list[Clip]:
+    """The clips whose content the PFNN can drive (walks, turns, side and back steps, runs, dashes);
+    clips without a content label are kept."""
+    return [c for c in clips if c.labels.get("content") is None
+            or GAIT_OF_CONTENT.get(str(c.labels.get("content")), "stand") != "stand"]
+
+
 def gait_labels(frames: RootFrame, fps: float, content: str | None = None, gaits: Sequence[str] = GAITS,
                 stand_speed: float = STAND_SPEED, run_speed: float = RUN_SPEED) -> np.ndarray:
     """(T,) gait ids into ``gaits``: the content's gait, overridden to ``stand`` where the root speed

@@ -22,11 +22,13 @@ def _kinds() -> dict[str, tuple[type, type]]:
     from .learnet_pfnn import LearnetPFNN, LearnetPFNNConfig
     from .mann import MANN, MANNConfig
     from .pfnn import PFNN, PFNNConfig
+    from .style_judge import StyleJudge, StyleJudgeConfig
 
     kinds: dict[str, tuple[type, type]] = {"pfnn": (PFNNConfig, PFNN), "mann": (MANNConfig, MANN),
                                            "phase-mlp": (PhaseMLPConfig, PhaseMLP),
                                            "anyorder": (AnyOrderConfig, AnyOrderTransformer),
-                                           "learnet-pfnn": (LearnetPFNNConfig, LearnetPFNN)}
+                                           "learnet-pfnn": (LearnetPFNNConfig, LearnetPFNN),
+                                           "style-judge": (StyleJudgeConfig, StyleJudge)}
     return kinds
 
 
