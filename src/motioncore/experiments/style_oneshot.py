@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +58,9 @@ class StyleConfig:
     window_max_s: float = 4.0  # longest; also the evaluation exemplar's length
     balance: float = 0.25  # repeat a style's training rows up to this fraction of the largest style's rows
     epochs: int = 40  # epochs of each network (one cosine cycle)
+    base_epochs: int = 0  # epochs of the base alone (0: ``epochs``)
+    init_base: bool = False  # start the learnet's PFNN from the trained base's weights (adapters at zero)
+    code_dropout: float = 0.0  # fraction of training rows run without the adapters (the shared net stays a base)
     batch_size: int = 256
     lr: float = 1e-3  # peak AdamW learning rate
     l1: float = 0.01  # L1 cost on the PFNN weight sets (times mean |W|)
@@ -76,8 +79,8 @@ class StyleConfig:
             raise ValueError(f"window_min_s/window_max_s: need 0 < min <= max, got {self.window_min_s}, {self.window_max_s}")
         if not self.holdouts:
             raise ValueError("holdouts: name at least one style to hold out")
-        if self.z_noise < 0 or self.z_l2 < 0 or self.balance < 0:
-            raise ValueError("z_noise, z_l2 and balance must be >= 0")
+        if self.z_noise < 0 or self.z_l2 < 0 or self.balance < 0 or not 0 <= self.code_dropout < 1:
+            raise ValueError("z_noise, z_l2 and balance must be >= 0, code_dropout in [0, 1)")
 
 
 @dataclass(eq=False)
@@ -157,7 +160,14 @@ def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None):
                 z = z + cfg.z_noise * torch.randn_like(z)
             else:
                 z = sampler.fixed_codes(m, b["style"])
-        loss = nn.functional.mse_loss(m(b["x"], b["phase"], z), b["y"]) + extra
+        if z is not None and m.training and cfg.code_dropout > 0:
+            drop = torch.rand(len(z)) < cfg.code_dropout  # these rows: the shared network alone
+            pred = torch.empty_like(b["y"])
+            pred[~drop] = m(b["x"][~drop], b["phase"][~drop], z[~drop])
+            pred[drop] = m(b["x"][drop], b["phase"][drop], None)
+            loss = nn.functional.mse_loss(pred, b["y"]) + extra
+        else:
+            loss = nn.functional.mse_loss(m(b["x"], b["phase"], z), b["y"]) + extra
         if cfg.l1 and m.training:
             loss = loss + cfg.l1 * torch.stack([layer.weight.abs().mean() for layer in _pfnn_of(m).net.layer_list()]).mean()
         return loss
@@ -192,9 +202,8 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
     spec = get_spec(cfg.data)
     bcfg, lcfg, ecfg = model_configs(cfg, prep)  # type: ignore[arg-type]  # reads the shared fields
     names = ", ".join(prep.styles[s] for s in sorted(prep.bank))
-    key = {**{f: getattr(cfg, f) for f in ("data", "hidden_dim", "dropout", "epochs", "batch_size", "lr", "l1",
-                                             "seed", "balance")},
-           "holdouts": list(cfg.holdouts), "clips": [c.name for c in prep.clips]}
+    key = {**{f: getattr(cfg, f) for f in ("data", "hidden_dim", "dropout", "batch_size", "lr", "l1", "seed", "balance")},
+           "epochs": cfg.base_epochs or cfg.epochs, "holdouts": list(cfg.holdouts), "clips": [c.name for c in prep.clips]}
     meta = {"task": "controller", "training_data": f"{cfg.data}: Bandai Namco datasets 1 and 2, locomotion, "
                                                    f"{len(prep.bank)} styles ({names}); held out: {', '.join(cfg.holdouts)}",
             "held_out_styles": list(cfg.holdouts), "training_styles": [prep.styles[s] for s in sorted(prep.bank)],
@@ -202,11 +211,16 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
             "x_norm": prep.x_norm.to_dict(), "y_norm": prep.y_norm.to_dict(), "fps": prep.layout.fps,
             "skeleton": prep.clips[0].motion.skeleton.to_dict(), "experiment": asdict(cfg), "stage_key": key}
     torch.manual_seed(cfg.seed)
-    _, info_b = train_stage("base", PFNN(bcfg), make_loss(cfg), prep, cfg, "pfnn", asdict(bcfg), meta)  # type: ignore[arg-type]
-    lkey = {**key, "learnet": [cfg.style_rank, cfg.z_dim, cfg.encoder_channels, cfg.window_min_s, cfg.window_max_s,
-                               cfg.z_noise, cfg.z_l2]}
+    bc = replace(cfg, epochs=cfg.base_epochs or cfg.epochs)
+    base, info_b = train_stage("base", PFNN(bcfg), make_loss(cfg), prep, bc, "pfnn", asdict(bcfg), meta)  # type: ignore[arg-type]
+    lkey = {**key, "epochs": cfg.epochs, "learnet": [cfg.style_rank, cfg.z_dim, cfg.encoder_channels, cfg.window_min_s,
+                                                     cfg.window_max_s, cfg.z_noise, cfg.z_l2, cfg.init_base, cfg.code_dropout]}
     torch.manual_seed(cfg.seed)
-    _, info_l = train_stage("learnet", LearnetPFNN(lcfg, ecfg), make_loss(cfg, ExemplarSampler(prep, cfg)),  # type: ignore[arg-type]
+    learnet = LearnetPFNN(lcfg, ecfg)
+    if cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
+        missing, unexpected = learnet.pfnn.load_state_dict(base.state_dict(), strict=False)
+        assert not unexpected and all(".adapters" in k or "adapter" in k for k in missing), (missing, unexpected)
+    _, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg)),  # type: ignore[arg-type]
                             prep, cfg, "learnet-pfnn", {"pfnn": asdict(lcfg), "encoder": asdict(ecfg)},  # type: ignore[arg-type]
                             {**meta, "stage_key": lkey})
     return {"rows": len(prep.x), "train_rows": len(prep.train_idx), "wall_s": {"base": info_b["wall_s"],
