@@ -50,14 +50,48 @@ def call(client: Any, type: str, content: dict[str, Any], arrays: dict[str, np.n
     return plain(client.result(rid, progress=ctl.set_progress, cancel_when=ctl.cancelled.is_set))
 
 
-def find_model(client: Any, task: str, name: str | None) -> dict[str, Any]:
-    """The ``models`` entry serving ``task`` (named ``name``, else the first); raises ValueError."""
+def find_model(client: Any, task: str, name: str | None, object_cond: bool = False) -> dict[str, Any]:
+    """The ``models`` entry serving ``task`` (named ``name``, else the first; with ``object_cond`` and no
+    name, the first trained with the hand's object); raises ValueError."""
     served = [m for m in client.models() if task in m.get("tasks", ()) and m.get("available", True)]
-    pick = next((m for m in served if name is None or m["name"] == name), None)
+    pick = next((m for m in served if (name is None and (not object_cond or m.get("object_cond")))
+                 or m["name"] == name), None)
+    if pick is None and name is None and object_cond:
+        have = ", ".join(m["name"] for m in served) or "none"
+        raise ValueError(f"the server serves no hands model trained with an object (object_cond; serving {task}: "
+                         f"{have}): clear the Object field to fill without it, or serve one (motioncore serve "
+                         "--model PATH of a checkpoint trained with --object-cond)")
     if pick is None:
         have = ", ".join(m["name"] for m in served) or "none"
         raise ValueError(f"the server has no model {name or ''} for {task} (serving it: {have})".replace("  ", " "))
     return pick
+
+
+def object_to_model(rotations: np.ndarray, positions: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """An object's pose as `rigio.object_track` reads it ((T, 4) WXYZ rotations and (T, 3) positions in
+    the frame of the root's translation, Blender's Z-up armature axes and units) -> the model's Y-up axes and
+    units: positions (x, y, z) = (X, Z, -Y) * ``scale``, rotations A^-1 R A with A the Y-up -> Z-up turn,
+    so the object's own axes convert like the world's (its local +Z up in Blender is +Y up in the model, as
+    Blender's BVH and FBX importers convert Y-up data)."""
+    a = rigmap.Y_UP_TO_Z_UP
+    q = rigmap.quat_mul(rigmap.quat_mul(rigmap.quat_conj(a), np.asarray(rotations, np.float64)), a)
+    return q, z_up_to_y_up(positions) * float(scale)
+
+
+def check_object_model(info: dict[str, Any], names: Sequence[str], bones: Sequence[str], root_bone: str | None,
+                       object_name: str) -> None:
+    """Refuse (ValueError, one line) an object for a model trained without one, or on a rig whose root
+    translation is not the model's root joint (the wrist): the object is read relative to that bone."""
+    if not info.get("object_cond"):
+        raise ValueError(f"model {info.get('name')!r} was trained without an object and cannot use "
+                         f"{object_name!r}: clear the Object field, or pick a hands model trained with "
+                         "--object-cond (object_cond in the server's models)")
+    wrist = (info.get("skeleton") or {}).get("names", ["?"])[0]
+    got = names[list(bones).index(root_bone)] if root_bone is not None and root_bone in bones else None
+    if got != wrist:
+        raise ValueError(f"the object is read relative to the hand's root bone, and this rig's ({root_bone!r}) "
+                         f"plays {got or 'no joint'!r}, not the model's {wrist!r}: use a hand rig whose root bone "
+                         "is the wrist (as a ManipNet BVH import), or clear the Object field")
 
 
 def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: str | None,
@@ -110,17 +144,24 @@ def rig_units(info: dict[str, Any], names: Sequence[str], heads: np.ndarray, par
 def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequence[str], heads: np.ndarray,
                         parents: Sequence[int], model: str | None, rig_preset: str | None = None, *,
                         fps: float | None = None, temperature: float = 0.0, samples: int = 1,
-                        order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None) -> Job:
+                        order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
+                        object_name: str | None = None, root_bone: str | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4)
     model-space local rotations, ``known`` (T, B + 1) (column B: the root translation), ``root`` (T, 3) the
-    root bone's head relative to its parent in armature units and axes (`rigclip.root_in_parent`).
+    root bone's head relative to its parent in armature units and axes (`rigclip.root_in_parent`), and
+    with ``object_name`` (hands) ``object_rotations`` (T, 4) / ``object_positions`` (T, 3), the object in
+    the same frame (`rigio.object_track`), sent in the model's axes and units (`object_to_model`) to a
+    model trained with the object (``model`` None: the first such one), else refused (`check_object_model`;
+    ``root_bone``: the bone whose translation is ``root``).
     ``heads`` (B, 3) rest heads and ``parents`` give the rig's units (`rig_units`); ``fps`` the scene's
     rate (the server resamples to the model's). Returns ({"segments": [reply content, ...], "scale": s},
     {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up, and for a model that fills
     whole frames "known.i" (T, B + 1), the mask sent (`whole_frames`)})."""
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        info = find_model(c, "infill", model)
+        info = find_model(c, "infill", model, object_cond=object_name is not None)
         names = joint_names(bones, info["skeleton"]["names"], rig_preset, overrides)
+        if object_name is not None:
+            check_object_model(info, names, bones, root_bone, object_name)
         scale = rig_units(info, names, heads, parents)
         content: dict[str, Any] = {"model": info["name"], "joints": names, "temperature": float(temperature),
                                    "samples": int(samples), "order": order, "seed": int(seed)}
@@ -142,9 +183,13 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                     ra = {"rotations": np.asarray(seg["rotations"], np.float32)[None],
                                   "root": z_up_to_y_up(seg["root"])[None] * scale}
                     break
+                send = {"rotations": np.asarray(seg["rotations"], np.float32), "root": root.astype(np.float32),
+                        "known": known}
+                if object_name is not None:
+                    oq, op = object_to_model(seg["object_rotations"], seg["object_positions"], scale)
+                    send.update(object_rotations=oq.astype(np.float32), object_positions=op.astype(np.float32))
                 try:
-                    rc, ra = call(c, "infill", content, {"rotations": np.asarray(seg["rotations"], np.float32),
-                                                         "root": root.astype(np.float32), "known": known})
+                    rc, ra = call(c, "infill", content, send)
                     break
                 except Exception as e:   # a whole-frames model (the listing may not say so): whole frames
                     if whole or attempt or "group_frames" not in str(getattr(e, "message", None) or e):

@@ -35,6 +35,14 @@ CONTROLLER_KINDS = ("pfnn", "phase-mlp", "mann")
 INFO_FIELDS = ("skeleton", "fps", "inputs", "outputs", "training_data", "licence")
 
 
+def has_object_cond(meta: dict[str, Any]) -> bool:
+    """True for an any-order checkpoint trained with the hand's object (``--object-cond``: ``cond_dim`` in its
+    config and the conditions' normalisation in ``cond``) on a skeleton whose root joint is joint 0 (the
+    wrist): ``fill_clip`` then uses an ``object_track`` (`models` lists it as ``object_cond``)."""
+    return (bool((meta.get("config") or {}).get("cond_dim")) and "cond" in meta
+            and int(meta.get("root_joint") or 0) == 0)
+
+
 @dataclass
 class ServedModel:
     """What a loader returns: a model wrapped for serving. Arrays in, arrays out; numpy at the boundary.
@@ -133,7 +141,9 @@ class Registry:
         for name in self.names():
             e = self._entries[name]
             d = {"name": name, "kind": e.kind, "tasks": list(self.tasks_of(e)),
-                 **{k: e.meta.get(k) for k in INFO_FIELDS}, "loaded": e.model is not None,
+                 **{k: e.meta.get(k) for k in INFO_FIELDS},
+                 "object_cond": bool(e.meta.get("object_cond")) or has_object_cond(e.meta),
+                 "loaded": e.model is not None,
                  "available": e.error is None and bool(self.tasks_of(e))}
             if e.error or not self.tasks_of(e):
                 d["reason"] = e.error or f"no loader registered for kind {e.kind!r}"
