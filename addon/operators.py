@@ -463,6 +463,10 @@ class _InfillBase(_ServerOperator):
         """The object the hand manipulates (hands: the panel's Object field), None for none."""
         return None
 
+    def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
+        """Hands: "l" or "r", the rig's hand (mirrored onto a model of the other); None for a body."""
+        return None
+
     def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
         arm = _armature(context)
         action, slot = fcurves.assigned_action(arm)
@@ -483,12 +487,13 @@ class _InfillBase(_ServerOperator):
                                                                             scene(context))
             sent += ["object_rotations", "object_positions"]
         opts = (self.model_name(context), _preset(context), int(self.variations), float(self.temperature),
-                str(self.order), int(self.seed), _scene_fps(context), None if held is None else held.name)
+                str(self.order), int(self.seed), _scene_fps(context), None if held is None else held.name,
+                self.side(context, arm, rig["bones"]))
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
         key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
                                                     for g in segs], *[g["frames"] for g in segs],
                           *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts)
-        self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7])
+        self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
         if key in _REPLIES:
             cached = _REPLIES[key]
             return lambda c: cached
@@ -496,7 +501,7 @@ class _InfillBase(_ServerOperator):
             [{k: g[k] for k in sent} for g in segs], rig["bones"], rig["heads"],
             rig["parents"], opts[0] or None, _preset(context), fps=opts[6], temperature=opts[3],
             samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), object_name=opts[7],
-            root_bone=rig["root"])
+            root_bone=rig["root"], side=opts[8])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
@@ -536,6 +541,8 @@ class _InfillBase(_ServerOperator):
         n_b = len(bones_written - {"root"})
         held = (content.get("segments") or [{}])[0].get("object")
         with_obj = f" with the object {self._state['held']!r}" if held and self._state.get("held") else ""
+        if (content.get("segments") or [{}])[0].get("mirror"):
+            with_obj += f" ({'left' if self._state.get('side') == 'l' else 'right'} hand, mirrored onto the model's)"
         return f"filled {written} keys on {n_b} bones{root} in {gaps} gap(s){with_obj} (your keys kept){more}"
 
 
@@ -559,6 +566,12 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         """The panel's Hands Model; empty: anyorder-hands, or with an object the first model trained with one."""
         s = settings(context)
         return str(s.hands_model) or (None if s.hands_object is not None else self.model)
+
+    def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
+        pick = str(settings(context).hands_side)
+        if pick != "AUTO":
+            return "l" if pick == "LEFT" else "r"
+        return rigmap.hand_side([arm.name, arm.data.name, *bones]) or "r"
 
     def manipulated(self, context: bpy.types.Context, arm: Any) -> Any:
         held = settings(context).hands_object

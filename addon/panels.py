@@ -43,6 +43,7 @@ class MOTIONCORE_PT_main(bpy.types.Panel):
         col = box.column(align=True)
         col.operator("motioncore.hands_infill", icon="VIEW_PAN")
         col.prop(s, "hands_object")
+        col.prop(s, "hands_side")
         col.prop(s, "hands_model")
         box.operator("motioncore.retarget", icon="ARMATURE_DATA")
 

@@ -83,6 +83,11 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
         description="The object the hand manipulates (In-fill Hands): its evaluated pose relative to the hand on "
                     "every frame guides the fingers; needs a hands model trained with an object. Its local axes "
                     "are read Z-up, as Blender's importers convert Y-up data. Empty: fill without an object")
+    hands_side: EnumProperty(  # type: ignore[valid-type]
+        name="Hand", default="AUTO",
+        items=[("AUTO", "Auto", "From the armature's and bones' names (leftHand, hand.L ...); right when they do not say"),
+               ("RIGHT", "Right", "A right hand"),
+               ("LEFT", "Left", "A left hand: mirrored onto a right-hand model (and back), the object too")])
     hands_model: StringProperty(  # type: ignore[valid-type]
         name="Hands Model", default="",
         description="In-fill Hands' model (empty: anyorder-hands, or with an Object the first model trained with one)")

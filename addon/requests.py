@@ -67,6 +67,11 @@ def find_model(client: Any, task: str, name: str | None, object_cond: bool = Fal
     return pick
 
 
+def model_side(info: dict[str, Any]) -> str:
+    """The hand a hands model was trained on, from its ``training_data``: "l" for manipnet-left, else "r"."""
+    return "l" if "left" in str(info.get("training_data") or "").lower() else "r"
+
+
 def object_to_model(rotations: np.ndarray, positions: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """An object's pose as `rigio.object_track` reads it ((T, 4) WXYZ rotations and (T, 3) positions in
     the frame of the root's translation, Blender's Z-up armature axes and units) -> the model's Y-up axes and
@@ -145,14 +150,15 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         parents: Sequence[int], model: str | None, rig_preset: str | None = None, *,
                         fps: float | None = None, temperature: float = 0.0, samples: int = 1,
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
-                        object_name: str | None = None, root_bone: str | None = None) -> Job:
+                        object_name: str | None = None, root_bone: str | None = None, side: str | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4)
     model-space local rotations, ``known`` (T, B + 1) (column B: the root translation), ``root`` (T, 3) the
     root bone's head relative to its parent in armature units and axes (`rigclip.root_in_parent`), and
     with ``object_name`` (hands) ``object_rotations`` (T, 4) / ``object_positions`` (T, 3), the object in
     the same frame (`rigio.object_track`), sent in the model's axes and units (`object_to_model`) to a
     model trained with the object (``model`` None: the first such one), else refused (`check_object_model`;
-    ``root_bone``: the bone whose translation is ``root``).
+    ``root_bone``: the bone whose translation is ``root``). ``side`` ("l" / "r", hands): the rig's hand; a
+    model trained on the other (`model_side`) gets the clip mirrored (the request's ``mirror``).
     ``heads`` (B, 3) rest heads and ``parents`` give the rig's units (`rig_units`); ``fps`` the scene's
     rate (the server resamples to the model's). Returns ({"segments": [reply content, ...], "scale": s},
     {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up, and for a model that fills
@@ -167,6 +173,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                                    "samples": int(samples), "order": order, "seed": int(seed)}
         if fps:
             content["fps"] = float(fps)
+        if side is not None and side != model_side(info):
+            content["mirror"] = True
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
         whole = bool(info.get("group_frames"))

@@ -10,7 +10,7 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 import torch
-from conftest import server_process
+from conftest import needs_data, server_process
 from test_addon_logic import _addon_module
 
 from motioncore.core.rotations import quat_normalize
@@ -118,6 +118,23 @@ def test_bad_object_buffers_are_refused_in_one_line(served, arrays, match):
                                                       **{k: np.asarray(v) for k, v in arrays(obj).items()}})
     assert "\n" not in str(e.value)
     assert p.poll() is None and c.health()["status"] == "ok"
+
+
+def test_the_server_mirrors_a_left_hand_onto_the_model(served):
+    from motioncore.models.registry import load_model
+    from motioncore.tasks.infill import fill_clip_at
+
+    p, c, folder, (q, root, known), obj = served
+    arrays = {"rotations": q, "root": root, "known": known, "object_rotations": obj[0], "object_positions": obj[1]}
+    r = c.call("infill", {"model": "tiny-hands-obj", "mirror": True}, arrays)
+    assert r.content["mirror"] is True and r.content["object"] is True
+    model, meta = load_model(str(folder / "tiny-hands-obj.json"))
+    f64 = [np.asarray(a, np.float64) for a in (q, root, *obj)]
+    ref = fill_clip_at(model, meta, f64[0], f64[1], known, None, object_track=(f64[2], f64[3]), mirror=True)
+    np.testing.assert_allclose(r.arrays["rotations"][0], ref.rotations[0], atol=2e-5)
+    with pytest.raises(P.InvalidRequest, match="field 'mirror' must be bool"):
+        c.call("infill", {"model": "tiny-hands-obj", "mirror": "left"}, arrays)
+    assert p.poll() is None
 
 
 # ------------------------------------------------------------------------------------- the add-on's side
@@ -232,3 +249,63 @@ def test_the_add_on_picks_an_object_model_and_refuses_one_without():
     content, _ = requests.infill_segments_job([{k: seg[k] for k in ("rotations", "known", "root")}], names, heads,
                                               parents, "anyorder-hands")(c)   # no object: as before
     assert content["model"] == "anyorder-hands" and "object_positions" not in c.sent[-1][1]
+    assert "mirror" not in c.sent[-1][0]
+    # a left hand on a right-hand model is mirrored; on a left-hand model (manipnet-left) it is not
+    plain = [{k: seg[k] for k in ("rotations", "known", "root")}]
+    requests.infill_segments_job(plain, names, heads, parents, "anyorder-hands", side="l")(c)
+    assert c.sent[-1][0]["mirror"] is True
+    requests.infill_segments_job(plain, names, heads, parents, "anyorder-hands", side="r")(c)
+    assert "mirror" not in c.sent[-1][0]
+    lefty = _FakeClient([{**m, "training_data": "manipnet-left train split"} for m in c.models()])
+    requests.infill_segments_job(plain, names, heads, parents, "anyorder-hands", side="l")(lefty)
+    assert "mirror" not in lefty.sent[-1][0]
+
+
+def test_the_hand_side_from_names():
+    rmap = _addon_module("rigmap")
+    assert rmap.hand_side(["leftHand", "WRIST"]) == "l" and rmap.hand_side(["rightHand"]) == "r"
+    assert rmap.hand_side(["Armature", "hand.L", "forearm.L"]) == "l" and rmap.hand_side(["hand_r"]) == "r"
+    assert rmap.hand_side(["Armature", "WRIST", "THUMB_CMC_FE"]) is None
+    assert rmap.hand_side(["mixamorig:LeftHand", "mixamorig:RightHand"]) is None   # both: undecided
+
+
+# ---------------------------------------------------------------------------------------------- left hand
+
+def test_a_left_hand_is_mirrored_onto_the_model_and_back_keys_exact():
+    from motioncore.tasks.infill import fill_clip_at, mirror_x
+
+    model, _, meta = _tiny(True)
+    rng = np.random.default_rng(5)
+    J = 17
+    q = quat_normalize(rng.normal(size=(T, J, 4)) * 0.1 + np.array([1.0, 0, 0, 0]))
+    root = rng.normal(size=(T, 3)) * 0.5
+    known = np.zeros((T, J + 1), bool)
+    known[:4] = known[-1] = True
+    known[:, 0] = known[:, J] = True
+    obj = (quat_normalize(rng.normal(size=(T, 4))), rng.normal(size=(T, 3)))
+    got = fill_clip_at(model, meta, q, root, known, None, object_track=obj, mirror=True)
+    mq, mr = mirror_x(q, root)
+    ref = fill_clip_at(model, meta, mq, mr, known, None, object_track=mirror_x(*obj))
+    want_q, want_r = mirror_x(ref.rotations, ref.root)
+    np.testing.assert_array_equal(got.rotations, want_q)
+    np.testing.assert_array_equal(got.root, want_r)
+    assert np.array_equal(got.rotations[0][known[:, :J]], q[known[:, :J]])   # bit-identical keys
+    plain = fill_clip_at(model, meta, q, root, known, None, object_track=obj)
+    assert np.abs(plain.rotations - got.rotations).max() > 1e-3
+
+
+@needs_data
+def test_the_manipnet_left_hand_mirrored_is_a_right_hand():
+    """ManipNet's left hand mirrored (mirror_x) on the right hand's skeleton puts every joint at the mirror
+    image of where the left skeleton puts it: the model's right hand sees a real hand."""
+    from motioncore.data import load
+    from motioncore.tasks.infill import mirror_x
+
+    left = next(c for c in load("manipnet-left", "test", progress=False) if c.name == "mug3/leftHand").motion
+    right = next(c for c in load("manipnet-right", "test", progress=False) if c.name == "mug3/rightHand").motion
+    q, r = mirror_x(left.rotations[:200], left.positions[:200, 0])
+    pos = np.broadcast_to(right.skeleton.offsets, (200, 17, 3)).copy()
+    pos[:, 0] = r
+    _, g_right = right.skeleton.forward_kinematics(q, pos)
+    _, g_left = left.skeleton.forward_kinematics(left.rotations[:200], left.positions[:200])
+    np.testing.assert_allclose(g_right, g_left * np.array([-1.0, 1.0, 1.0]), atol=1e-9)

@@ -192,7 +192,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             out = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
                             order=str(content.get("order") or "bisection"),
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
-                            seed=int(content.get("seed") or 0), check=check, object_track=track)
+                            seed=int(content.get("seed") or 0), check=check, object_track=track,
+                            mirror=bool(content.get("mirror")))
         except MotioncoreError as e:  # ShapeError and the key-layout errors name what was wrong
             raise InvalidRequest(str(e)) from None
         ctx.progress(S, S)
@@ -202,7 +203,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],
                  "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m and n not in rest],
-                 "rest_joints": rest, "object": track is not None},
+                 "rest_joints": rest, "object": track is not None,
+                 "mirror": bool(content.get("mirror"))},
                 {"rotations": rot_out, "root": out.root.astype(np.float32)})
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
