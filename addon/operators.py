@@ -500,8 +500,9 @@ class _InfillBase(_ServerOperator):
         return requests.infill_segments_job(
             [{k: g[k] for k in sent} for g in segs], rig["bones"], rig["heads"],
             rig["parents"], opts[0] or None, _preset(context), fps=opts[6], temperature=opts[3],
-            samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), object_name=opts[7],
-            root_bone=rig["root"], side=opts[8])
+            samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
+            root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1,
+            object_name=opts[7], root_bone=rig["root"], side=opts[8])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value

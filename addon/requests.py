@@ -150,52 +150,92 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         parents: Sequence[int], model: str | None, rig_preset: str | None = None, *,
                         fps: float | None = None, temperature: float = 0.0, samples: int = 1,
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
-                        object_name: str | None = None, root_bone: str | None = None, side: str | None = None) -> Job:
-    """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4)
-    model-space local rotations, ``known`` (T, B + 1) (column B: the root translation), ``root`` (T, 3) the
-    root bone's head relative to its parent in armature units and axes (`rigclip.root_in_parent`), and
-    with ``object_name`` (hands) ``object_rotations`` (T, 4) / ``object_positions`` (T, 3), the object in
-    the same frame (`rigio.object_track`), sent in the model's axes and units (`object_to_model`) to a
-    model trained with the object (``model`` None: the first such one), else refused (`check_object_model`;
-    ``root_bone``: the bone whose translation is ``root``). ``side`` ("l" / "r", hands): the rig's hand; a
-    model trained on the other (`model_side`) gets the clip mirrored (the request's ``mirror``).
-    ``heads`` (B, 3) rest heads and ``parents`` give the rig's units (`rig_units`); ``fps`` the scene's
-    rate (the server resamples to the model's). Returns ({"segments": [reply content, ...], "scale": s},
-    {"rotations.i": (S, T, B, 4), "root.i": (S, T, 3) in the rig's units, Z-up, and for a model that fills
-    whole frames "known.i" (T, B + 1), the mask sent (`whole_frames`)})."""
+                        up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
+                        root_bone: str | None = None, side: str | None = None) -> Job:
+    """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
+    bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
+    (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
+    in armature units and axes (`rigclip.root_in_parent`), and with ``object_name`` (hands)
+    ``object_rotations`` (T, 4) / ``object_positions`` (T, 3), the object in the same frame
+    (`rigio.object_track`), sent in the model's axes and units (`object_to_model`) and in the frame the root
+    translation is sent in, to a model trained with the object (``model`` None: the first such one), else
+    refused (`check_object_model`; ``root_bone``: the bone whose translation is ``root``). ``heads`` (B, 3)
+    rest heads and ``parents`` give the rig's units (`rig_units`) and rest pose; ``up`` (B,) each bone's
+    nearest keyed ancestor (default ``parents``), ``root_parent`` the root bone's. The pose goes to the
+    model's skeleton by world-space rest alignment (`rigrest`) and the answer comes back the same way.
+    ``side`` ("l" / "r", hands): the rig's hand; a model trained on the other (`model_side`) gets the clip
+    mirrored (the request's ``mirror``): the rig is aligned to the mirror image of the model's skeleton,
+    which the server mirrors onto the model's and back. ``fps``: the scene's rate (the server resamples to
+    the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
+    {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
+    Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
+    from . import rigrest
+
+    ups = list(parents if up is None else up)
+
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "infill", model, object_cond=object_name is not None)
-        names = joint_names(bones, info["skeleton"]["names"], rig_preset, overrides)
+        sk = info["skeleton"]
+        mnames = list(sk["names"])
+        names = joint_names(bones, mnames, rig_preset, overrides)
         if object_name is not None:
             check_object_model(info, names, bones, root_bone, object_name)
+        mirror = side is not None and side != model_side(info)
         scale = rig_units(info, names, heads, parents)
-        content: dict[str, Any] = {"model": info["name"], "joints": names, "temperature": float(temperature),
+        col = {n: b for b, n in enumerate(names)}
+        cols = [col.get(n, -1) for n in mnames]
+        sample = [np.asarray(g["rotations"], np.float64)[np.asarray(g["known"], bool).all(1)] for g in segments]
+        mdl = mirrored_skeleton(mnames, sk["parents"], sk.get("offsets"), info.get("convention"), mirror)
+        al = rigrest.alignment(mdl, cols, z_up_to_y_up(heads), ups, np.concatenate(sample) if sample else None)
+        paths = _joint_paths(al, ups)
+        rj = int(info.get("root_joint") or 0)
+        mp = al["parents"][rj]
+        content: dict[str, Any] = {"model": info["name"], "joints": mnames, "temperature": float(temperature),
                                    "samples": int(samples), "order": order, "seed": int(seed)}
         if fps:
             content["fps"] = float(fps)
-        if side is not None and side != model_side(info):
+        if mirror:
             content["mirror"] = True
+        unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
         whole = bool(info.get("group_frames"))
         for i, seg in enumerate(segments):
-            root = z_up_to_y_up(seg["root"]) * scale
+            loc = np.asarray(seg["rotations"], np.float64)
+            q, g = rigrest.rig_to_model(loc, al)
+            d = rigrest.rig_globals(loc, ups)
+            rel = z_up_to_y_up(seg["root"])
+            if root_parent >= 0:
+                rel = rigrest.quat_apply(d[:, root_parent], rel)
+            if mp >= 0:
+                rel = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), rel)
+            obj = None
+            if object_name is not None:   # the object in the frame the root goes in: the same turns, the same units
+                oq, op = object_to_model(seg["object_rotations"], seg["object_positions"], 1.0)
+                if root_parent >= 0:
+                    oq, op = rigmap.quat_mul(d[:, root_parent], oq), rigrest.quat_apply(d[:, root_parent], op)
+                if mp >= 0:
+                    oq = rigmap.quat_mul(rigmap.quat_conj(g[:, mp]), oq)
+                    op = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), op)
+                obj = (oq / np.linalg.norm(oq, axis=-1, keepdims=True), op * scale)
             known = np.asarray(seg["known"], bool)
             rc: dict[str, Any] = {}
-            ra: dict[str, np.ndarray] = {}
             for attempt in (0, 1):
                 if whole:
                     known = whole_frames(known)
                     arrays[f"known.{i}"] = known
                 if known.all():   # only partial keys were missing: what the curves give stays
-                    ra = {"rotations": np.asarray(seg["rotations"], np.float32)[None],
-                                  "root": z_up_to_y_up(seg["root"])[None] * scale}
+                    rc, ra = {}, None
                     break
-                send = {"rotations": np.asarray(seg["rotations"], np.float32), "root": root.astype(np.float32),
-                        "known": known}
-                if object_name is not None:
-                    oq, op = object_to_model(seg["object_rotations"], seg["object_positions"], scale)
-                    send.update(object_rotations=oq.astype(np.float32), object_positions=op.astype(np.float32))
+                km = np.ones((len(known), len(mnames) + 1), bool)
+                for j, bs in paths.items():
+                    km[:, j] = known[:, bs].all(axis=1)
+                km[:, -1] = known[:, -1]
+                if whole:   # whole frames: joints the rig lacks are filled with the frame (held at rest elsewhere)
+                    km[:, [j for j in range(len(mnames)) if j not in paths]] = km.all(axis=1, keepdims=True)
+                send = {"rotations": q.astype(np.float32), "root": (rel * scale).astype(np.float32), "known": km}
+                if obj is not None:
+                    send.update(object_rotations=obj[0].astype(np.float32), object_positions=obj[1].astype(np.float32))
                 try:
                     rc, ra = call(c, "infill", content, send)
                     break
@@ -203,11 +243,61 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                     if whole or attempt or "group_frames" not in str(getattr(e, "message", None) or e):
                         raise
                     whole = True
-            replies.append(rc)
-            arrays[f"rotations.{i}"] = ra["rotations"]
-            arrays[f"root.{i}"] = y_up_to_z_up(np.asarray(ra["root"], np.float64)) / scale
-        return {"segments": replies, "scale": scale, "model": info["name"]}, arrays
+            replies.append({**rc, "unmapped": unmapped})
+            if ra is None:
+                arrays[f"rotations.{i}"] = loc[None].astype(np.float32)
+                arrays[f"root.{i}"] = np.asarray(seg["root"], np.float64)[None]
+                continue
+            rots, roots = [], []
+            for s in range(ra["rotations"].shape[0]):
+                qs = np.asarray(ra["rotations"][s], np.float64)
+                out = rigrest.model_to_rig(qs, loc, ~known[:, :-1], al)
+                r = np.asarray(ra["root"][s], np.float64) / scale
+                if mp >= 0:
+                    r = rigrest.quat_apply(rigrest.model_globals(qs, al["parents"])[:, mp], r)
+                if root_parent >= 0:
+                    r = rigrest.quat_apply(rigmap.quat_conj(rigrest.rig_globals(out, ups)[:, root_parent]), r)
+                rots.append(out)
+                roots.append(y_up_to_z_up(r))
+            arrays[f"rotations.{i}"] = np.stack(rots)
+            arrays[f"root.{i}"] = np.stack(roots)
+        return {"segments": replies, "scale": scale, "model": info["name"], "rest_same": al["rest_same"]}, arrays
     return job
+
+
+def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,
+                      mirror: bool) -> dict[str, Any]:
+    """The model skeleton `rigrest.alignment` aligns a rig to: the listing's names, parents, offsets (zeros
+    when not listed) and ``convention``; with ``mirror`` its mirror image across x (offsets x -> -x, rotations
+    (w, x, y, z) -> (w, x, -y, -z), as ``motioncore.tasks.infill.mirror_x``), the skeleton a left hand is
+    posed on before the server mirrors it onto a right-hand model."""
+    off = np.zeros((len(names), 3)) if offsets is None or not len(offsets) else \
+        np.asarray(offsets, np.float64).reshape(len(names), 3)
+    conv = None if convention is None else np.asarray(convention, np.float64)
+    if mirror:
+        off = off * np.array([-1.0, 1.0, 1.0])
+        conv = None if conv is None else conv * np.array([1.0, 1.0, -1.0, -1.0])
+    return {"names": list(names), "parents": list(parents), "offsets": off, "convention": conv}
+
+
+def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
+    """Per mapped model joint, the rig bones its local rotation depends on: its frame bone (`rigrest`) and the
+    bones above it up to (not including) the frame bone of its nearest mapped model ancestor."""
+    cols, parents, frames = al["cols"], al["parents"], al["frames"]
+    out: dict[int, list[int]] = {}
+    for j, c in enumerate(cols):
+        if c < 0:
+            continue
+        p = parents[j]
+        while p >= 0 and cols[p] < 0:
+            p = parents[p]
+        stop = int(frames[p]) if p >= 0 else -1
+        bs, b = [], int(frames[j])
+        while b >= 0 and b != stop:
+            bs.append(b)
+            b = up[b]
+        out[j] = bs
+    return out
 
 
 def whole_frames(known: np.ndarray) -> np.ndarray:

@@ -71,11 +71,20 @@ def read_rig(arm: Any, action: Any, slot: Any, candidates: list[str]) -> dict[st
     return {"fcmap": fcmap, "keys": cache, "bones": bones, "modes": [modes[b] for b in bones], "keyed": keyed,
             "heads": np.array([tuple(db[b].head_local) for b in bones], np.float64).reshape(-1, 3),
             "parents": [idx.get(db[b].parent.name, -1) if db[b].parent else -1 for b in bones],
+            "up": [_keyed_ancestor(db[b], idx) for b in bones],
             "offsets": {b: rigmap.rest_offset(np.array(tuple(db[b].matrix_local.to_quaternion()), np.float64))
                         for b in bones},
             "root": root, "chain": chain, "rests": [_mat(db[b].matrix_local) for b in chain],
             "root_on_bone": root in with_loc, "root_on_object": obj_loc, "root_keys": root_keys,
             "object_rs": mw}
+
+
+def _keyed_ancestor(bone: Any, idx: dict[str, int]) -> int:
+    """Index (in ``idx``) of the nearest ancestor of ``bone`` with rotation keys; -1 when none."""
+    p = bone.parent
+    while p is not None and p.name not in idx:
+        p = p.parent
+    return idx[p.name] if p is not None else -1
 
 
 def _rotations(rig: dict[str, Any], bone: str, frames: np.ndarray) -> tuple[np.ndarray, str]:

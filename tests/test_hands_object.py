@@ -70,6 +70,16 @@ def test_the_listing_says_which_model_takes_the_object(served):
     _, c, _, _, _ = served
     ms = {m["name"]: m for m in c.models()}
     assert ms["tiny-hands-obj"]["object_cond"] is True and ms["tiny-hands"]["object_cond"] is False
+    assert all("convention" in m for m in ms.values())   # the rest alignment's twist reference, beside it
+
+
+def test_the_listing_carries_the_convention():
+    from motioncore_server.registry import listed_convention
+
+    ref = [[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]]
+    assert listed_convention({"convention": {"mean_local_rotations": ref}}) == ref   # a checkpoint's JSON
+    assert listed_convention({"convention": ref}) == ref   # a served model's info
+    assert listed_convention({}) is None
 
 
 def test_the_object_reaches_fill_clip_and_changes_the_fingers(served):
@@ -259,6 +269,36 @@ def test_the_add_on_picks_an_object_model_and_refuses_one_without():
     lefty = _FakeClient([{**m, "training_data": "manipnet-left train split"} for m in c.models()])
     requests.infill_segments_job(plain, names, heads, parents, "anyorder-hands", side="l")(lefty)
     assert "mirror" not in lefty.sent[-1][0]
+
+
+def test_the_object_turns_with_the_root_when_the_wrist_has_a_keyed_parent():
+    """After the rest alignment the root goes in turned by the posed rotation of its keyed parent (a forearm
+    above the wrist, `root_parent`): the object, read in the same frame, goes in turned the same way."""
+    from motioncore.models.registry import load_model
+
+    names = ["FOREARM", *load_model("anyorder-hands")[1]["skeleton"]["names"]]
+    heads = np.r_[np.zeros((1, 3)), np.cumsum(np.ones((len(names) - 1, 3)), 0)]
+    parents = [-1, 0] + [1] * (len(names) - 2)
+    rng = np.random.default_rng(0)
+    seg = _segment(names)
+    seg["root"] = rng.normal(size=(T, 3))
+    seg["object_positions"] = rng.normal(size=(T, 3))
+    seg["object_rotations"] = quat_normalize(rng.normal(size=(T, 4)))
+    seg["known"][:, 0] = True   # the forearm is keyed
+    c = _FakeClient(_hands_listing({"hands-obj": True}))
+    sent = []
+    for turn in ([1.0, 0, 0, 0], quat_normalize(np.array([0.8, 0.3, -0.4, 0.2]))):
+        seg["rotations"][:, 0] = turn
+        requests.infill_segments_job([seg], names, heads, parents, None, object_name="Mug", root_bone="WRIST",
+                                     root_parent=0)(c)
+        sent.append(c.sent[-1][1])
+    d = np.asarray(turn, np.float64)   # the forearm's rotation in model axes (its rest is identity)
+    from motioncore.core.rotations import quat_apply, quat_mul
+    np.testing.assert_allclose(sent[1]["root"], quat_apply(d, sent[0]["root"].astype(np.float64)), atol=1e-5)
+    np.testing.assert_allclose(sent[1]["object_positions"],
+                               quat_apply(d, sent[0]["object_positions"].astype(np.float64)), atol=1e-5)
+    a, b = sent[1]["object_rotations"], quat_mul(d, sent[0]["object_rotations"].astype(np.float64))
+    np.testing.assert_allclose(np.abs((a * b).sum(-1)), 1.0, atol=1e-6)
 
 
 def test_the_hand_side_from_names():

@@ -208,8 +208,10 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                 {"rotations": rot_out, "root": out.root.astype(np.float32)})
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
+    conv = (meta.get("convention") or {}).get("mean_local_rotations")
     info.update({"device": str(device), "root_joint": meta.get("root_joint"),
-                 "group_frames": bool(model.cfg.group_frames), "object_cond": object_cond})
+                 "group_frames": bool(model.cfg.group_frames), "object_cond": object_cond,
+                 "convention": None if conv is None else np.asarray(conv, np.float64).round(9).tolist()})
     return ServedModel(name, "anyorder", ("infill",), info, step=None, run=run)
 
 

@@ -43,6 +43,16 @@ def has_object_cond(meta: dict[str, Any]) -> bool:
             and int(meta.get("root_joint") or 0) == 0)
 
 
+def listed_convention(meta: dict[str, Any]) -> list[list[float]] | None:
+    """The checkpoint's ``convention`` (the training data's mean local rotations, (J, 4) WXYZ) as `models`
+    lists it for the add-on's rest alignment: from a checkpoint's JSON (``{"mean_local_rotations": ...}``)
+    or a served model's info (the list itself); None when it has none."""
+    conv = meta.get("convention")
+    if isinstance(conv, dict):
+        conv = conv.get("mean_local_rotations")
+    return None if conv is None else np.asarray(conv, np.float64).round(9).tolist()
+
+
 @dataclass
 class ServedModel:
     """What a loader returns: a model wrapped for serving. Arrays in, arrays out; numpy at the boundary.
@@ -143,6 +153,7 @@ class Registry:
             d = {"name": name, "kind": e.kind, "tasks": list(self.tasks_of(e)),
                  **{k: e.meta.get(k) for k in INFO_FIELDS},
                  "object_cond": bool(e.meta.get("object_cond")) or has_object_cond(e.meta),
+                 "convention": listed_convention(e.meta),
                  "loaded": e.model is not None,
                  "available": e.error is None and bool(self.tasks_of(e))}
             if e.error or not self.tasks_of(e):
