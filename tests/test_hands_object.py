@@ -80,6 +80,7 @@ def test_the_listing_carries_the_convention():
     assert listed_convention({"convention": {"mean_local_rotations": ref}}) == ref   # a checkpoint's JSON
     assert listed_convention({"convention": ref}) == ref   # a served model's info
     assert listed_convention({}) is None
+    assert listed_convention({"convention": "bandai"}) is None and listed_convention({"convention": [1, 2]}) is None
 
 
 def test_the_object_reaches_fill_clip_and_changes_the_fingers(served):

@@ -50,7 +50,11 @@ def listed_convention(meta: dict[str, Any]) -> list[list[float]] | None:
     conv = meta.get("convention")
     if isinstance(conv, dict):
         conv = conv.get("mean_local_rotations")
-    return None if conv is None else np.asarray(conv, np.float64).round(9).tolist()
+    try:   # a malformed one is left out rather than breaking the whole listing
+        q = None if conv is None else np.asarray(conv, np.float64)
+    except (TypeError, ValueError):
+        return None
+    return None if q is None or q.ndim != 2 or q.shape[1] != 4 else q.round(9).tolist()
 
 
 @dataclass
