@@ -16,7 +16,7 @@ import numpy as np
 from . import fcurves, keys, requests, rigmap
 from .jobs import JobResult, Worker, connection_path, run_sync
 from .props import bone_map, preferences, scene, settings
-from .rigio import infill_segments, read_pose, read_rig, write_rotations_in_mode, write_segment
+from .rigio import infill_segments, object_track, read_pose, read_rig, write_rotations_in_mode, write_segment
 
 _WORKER: Worker | None = None
 # Results travel worker -> bpy.app.timers callback -> modal operator: the timer drains finished jobs into
@@ -456,6 +456,17 @@ class _InfillBase(_ServerOperator):
     def bones(self, arm: Any) -> list[str]:
         return [pb.name for pb in arm.pose.bones]
 
+    def model_name(self, context: bpy.types.Context) -> str | None:
+        return self.model
+
+    def manipulated(self, context: bpy.types.Context, arm: Any) -> Any:
+        """The object the hand manipulates (hands: the panel's Object field), None for none."""
+        return None
+
+    def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
+        """Hands: "l" or "r", the rig's hand (mirrored onto a model of the other); None for a body."""
+        return None
+
     def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
         arm = _armature(context)
         action, slot = fcurves.assigned_action(arm)
@@ -468,21 +479,30 @@ class _InfillBase(_ServerOperator):
         if rng is None:
             raise ValueError("key the selected bones on at least two frames inside the frame range")
         segs = infill_segments(arm, rig, rng, _scene_fps(context))
-        opts = (self.model, _preset(context), int(self.variations), float(self.temperature), str(self.order),
-                int(self.seed), _scene_fps(context))
+        held = self.manipulated(context, arm)
+        sent = ["rotations", "known", "root"]
+        if held is not None:   # the object's pose over each window's frames, as Blender evaluates it
+            for g in segs:
+                g["object_rotations"], g["object_positions"] = object_track(arm, held, rig, g["frames"],
+                                                                            scene(context))
+            sent += ["object_rotations", "object_positions"]
+        opts = (self.model_name(context), _preset(context), int(self.variations), float(self.temperature),
+                str(self.order), int(self.seed), _scene_fps(context), None if held is None else held.name,
+                self.side(context, arm, rig["bones"]))
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
         key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
                                                     for g in segs], *[g["frames"] for g in segs],
-                          sorted(bone_map(arm).items()), *opts)
-        self._state.update(armature=arm.name, rig=rig, segments=segs, key=key)
+                          *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts)
+        self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
         if key in _REPLIES:
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_segments_job(
-            [{k: g[k] for k in ("rotations", "known", "root")} for g in segs], rig["bones"], rig["heads"],
-            rig["parents"], self.model or None, _preset(context), fps=opts[6], temperature=opts[3],
+            [{k: g[k] for k in sent} for g in segs], rig["bones"], rig["heads"],
+            rig["parents"], opts[0] or None, _preset(context), fps=opts[6], temperature=opts[3],
             samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
-            root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1)
+            root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1,
+            object_name=opts[7], root_bone=rig["root"], side=opts[8])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
@@ -520,7 +540,11 @@ class _InfillBase(_ServerOperator):
         root = "; the root" if "root" in bones_written else ""
         more = f" ({', '.join(settings_used)})" if settings_used else ""
         n_b = len(bones_written - {"root"})
-        return f"filled {written} keys on {n_b} bones{root} in {gaps} gap(s) (your keys kept){more}"
+        held = (content.get("segments") or [{}])[0].get("object")
+        with_obj = f" with the object {self._state['held']!r}" if held and self._state.get("held") else ""
+        if (content.get("segments") or [{}])[0].get("mirror"):
+            with_obj += f" ({'left' if self._state.get('side') == 'l' else 'right'} hand, mirrored onto the model's)"
+        return f"filled {written} keys on {n_b} bones{root} in {gaps} gap(s){with_obj} (your keys kept){more}"
 
 
 class MOTIONCORE_OT_infill(_InfillBase):
@@ -538,6 +562,23 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     bl_label = "In-fill Hands"
     label = "Hands in-fill"
     model = "anyorder-hands"
+
+    def model_name(self, context: bpy.types.Context) -> str | None:
+        """The panel's Hands Model; empty: anyorder-hands, or with an object the first model trained with one."""
+        s = settings(context)
+        return str(s.hands_model) or (None if s.hands_object is not None else self.model)
+
+    def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
+        pick = str(settings(context).hands_side)
+        if pick != "AUTO":
+            return "l" if pick == "LEFT" else "r"
+        return rigmap.hand_side([arm.name, arm.data.name, *bones]) or "r"
+
+    def manipulated(self, context: bpy.types.Context, arm: Any) -> Any:
+        held = settings(context).hands_object
+        if held is not None and held == arm:
+            raise ValueError(f"the Object is the hand's own armature {arm.name!r}: pick the object the hand holds")
+        return held
 
     def bones(self, arm: Any) -> list[str]:
         finger_roles = {r for p in rigmap.PRESETS.values() for r in p if r.split("_")[0] in

@@ -40,7 +40,11 @@ class MOTIONCORE_PT_main(bpy.types.Panel):
         box = layout.box()
         box.label(text="Fill and retarget")
         box.operator("motioncore.infill", icon="KEYFRAME")
-        box.operator("motioncore.hands_infill", icon="VIEW_PAN")
+        col = box.column(align=True)
+        col.operator("motioncore.hands_infill", icon="VIEW_PAN")
+        col.prop(s, "hands_object")
+        col.prop(s, "hands_side")
+        col.prop(s, "hands_model")
         box.operator("motioncore.retarget", icon="ARMATURE_DATA")
 
 

@@ -78,6 +78,19 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
                ("mann.rollout", "Walk (dog)", "The MANN dog's joints"),
                ("style.adapt", "Style", "The style model's joints")])
     style_action: PointerProperty(name="Style Example", type=bpy.types.Action)  # type: ignore[valid-type]
+    hands_object: PointerProperty(  # type: ignore[valid-type]
+        name="Object", type=bpy.types.Object,
+        description="The object the hand manipulates (In-fill Hands): its evaluated pose relative to the hand on "
+                    "every frame guides the fingers; needs a hands model trained with an object. Its local axes "
+                    "are read Z-up, as Blender's importers convert Y-up data. Empty: fill without an object")
+    hands_side: EnumProperty(  # type: ignore[valid-type]
+        name="Hand", default="AUTO",
+        items=[("AUTO", "Auto", "From the armature's and bones' names (leftHand, hand.L ...); right when they do not say"),
+               ("RIGHT", "Right", "A right hand"),
+               ("LEFT", "Left", "A left hand: mirrored onto a right-hand model (and back), the object too")])
+    hands_model: StringProperty(  # type: ignore[valid-type]
+        name="Hands Model", default="",
+        description="In-fill Hands' model (empty: anyorder-hands, or with an Object the first model trained with one)")
     style_model: StringProperty(name="Style Model", default="", description="Style model (empty: the server's default)")  # type: ignore[valid-type]
     status: StringProperty(name="Status", default="Not connected")  # type: ignore[valid-type]
     progress: StringProperty(name="Progress", default="")  # type: ignore[valid-type]

@@ -50,14 +50,53 @@ def call(client: Any, type: str, content: dict[str, Any], arrays: dict[str, np.n
     return plain(client.result(rid, progress=ctl.set_progress, cancel_when=ctl.cancelled.is_set))
 
 
-def find_model(client: Any, task: str, name: str | None) -> dict[str, Any]:
-    """The ``models`` entry serving ``task`` (named ``name``, else the first); raises ValueError."""
+def find_model(client: Any, task: str, name: str | None, object_cond: bool = False) -> dict[str, Any]:
+    """The ``models`` entry serving ``task`` (named ``name``, else the first; with ``object_cond`` and no
+    name, the first trained with the hand's object); raises ValueError."""
     served = [m for m in client.models() if task in m.get("tasks", ()) and m.get("available", True)]
-    pick = next((m for m in served if name is None or m["name"] == name), None)
+    pick = next((m for m in served if (name is None and (not object_cond or m.get("object_cond")))
+                 or m["name"] == name), None)
+    if pick is None and name is None and object_cond:
+        have = ", ".join(m["name"] for m in served) or "none"
+        raise ValueError(f"the server serves no hands model trained with an object (object_cond; serving {task}: "
+                         f"{have}): clear the Object field to fill without it, or serve one (motioncore serve "
+                         "--model PATH of a checkpoint trained with --object-cond)")
     if pick is None:
         have = ", ".join(m["name"] for m in served) or "none"
         raise ValueError(f"the server has no model {name or ''} for {task} (serving it: {have})".replace("  ", " "))
     return pick
+
+
+def model_side(info: dict[str, Any]) -> str:
+    """The hand a hands model was trained on, from its ``training_data``: "l" for manipnet-left, else "r"."""
+    return "l" if "left" in str(info.get("training_data") or "").lower() else "r"
+
+
+def object_to_model(rotations: np.ndarray, positions: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """An object's pose as `rigio.object_track` reads it ((T, 4) WXYZ rotations and (T, 3) positions in
+    the frame of the root's translation, Blender's Z-up armature axes and units) -> the model's Y-up axes and
+    units: positions (x, y, z) = (X, Z, -Y) * ``scale``, rotations A^-1 R A with A the Y-up -> Z-up turn,
+    so the object's own axes convert like the world's (its local +Z up in Blender is +Y up in the model, as
+    Blender's BVH and FBX importers convert Y-up data)."""
+    a = rigmap.Y_UP_TO_Z_UP
+    q = rigmap.quat_mul(rigmap.quat_mul(rigmap.quat_conj(a), np.asarray(rotations, np.float64)), a)
+    return q, z_up_to_y_up(positions) * float(scale)
+
+
+def check_object_model(info: dict[str, Any], names: Sequence[str], bones: Sequence[str], root_bone: str | None,
+                       object_name: str) -> None:
+    """Refuse (ValueError, one line) an object for a model trained without one, or on a rig whose root
+    translation is not the model's root joint (the wrist): the object is read relative to that bone."""
+    if not info.get("object_cond"):
+        raise ValueError(f"model {info.get('name')!r} was trained without an object and cannot use "
+                         f"{object_name!r}: clear the Object field, or pick a hands model trained with "
+                         "--object-cond (object_cond in the server's models)")
+    wrist = (info.get("skeleton") or {}).get("names", ["?"])[0]
+    got = names[list(bones).index(root_bone)] if root_bone is not None and root_bone in bones else None
+    if got != wrist:
+        raise ValueError(f"the object is read relative to the hand's root bone, and this rig's ({root_bone!r}) "
+                         f"plays {got or 'no joint'!r}, not the model's {wrist!r}: use a hand rig whose root bone "
+                         "is the wrist (as a ManipNet BVH import), or clear the Object field")
 
 
 def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: str | None,
@@ -111,15 +150,23 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         parents: Sequence[int], model: str | None, rig_preset: str | None = None, *,
                         fps: float | None = None, temperature: float = 0.0, samples: int = 1,
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
-                        up: Sequence[int] | None = None, root_parent: int = -1) -> Job:
+                        up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
+                        root_bone: str | None = None, side: str | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
-    in armature units and axes (`rigclip.root_in_parent`). ``heads`` (B, 3) rest heads and ``parents`` give
-    the rig's units (`rig_units`) and rest pose; ``up`` (B,) each bone's nearest keyed ancestor (default
-    ``parents``), ``root_parent`` the root bone's. The pose goes to the model's skeleton by world-space rest
-    alignment (`rigrest`) and the answer comes back the same way. ``fps``: the scene's rate (the server
-    resamples to the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
+    in armature units and axes (`rigclip.root_in_parent`), and with ``object_name`` (hands)
+    ``object_rotations`` (T, 4) / ``object_positions`` (T, 3), the object in the same frame
+    (`rigio.object_track`), sent in the model's axes and units (`object_to_model`) and in the frame the root
+    translation is sent in, to a model trained with the object (``model`` None: the first such one), else
+    refused (`check_object_model`; ``root_bone``: the bone whose translation is ``root``). ``heads`` (B, 3)
+    rest heads and ``parents`` give the rig's units (`rig_units`) and rest pose; ``up`` (B,) each bone's
+    nearest keyed ancestor (default ``parents``), ``root_parent`` the root bone's. The pose goes to the
+    model's skeleton by world-space rest alignment (`rigrest`) and the answer comes back the same way.
+    ``side`` ("l" / "r", hands): the rig's hand; a model trained on the other (`model_side`) gets the clip
+    mirrored (the request's ``mirror``): the rig is aligned to the mirror image of the model's skeleton,
+    which the server mirrors onto the model's and back. ``fps``: the scene's rate (the server resamples to
+    the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
     from . import rigrest
@@ -127,16 +174,18 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     ups = list(parents if up is None else up)
 
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        info = find_model(c, "infill", model)
+        info = find_model(c, "infill", model, object_cond=object_name is not None)
         sk = info["skeleton"]
         mnames = list(sk["names"])
         names = joint_names(bones, mnames, rig_preset, overrides)
+        if object_name is not None:
+            check_object_model(info, names, bones, root_bone, object_name)
+        mirror = side is not None and side != model_side(info)
         scale = rig_units(info, names, heads, parents)
         col = {n: b for b, n in enumerate(names)}
         cols = [col.get(n, -1) for n in mnames]
         sample = [np.asarray(g["rotations"], np.float64)[np.asarray(g["known"], bool).all(1)] for g in segments]
-        mdl = {"names": mnames, "parents": sk["parents"], "offsets": sk.get("offsets") or np.zeros((len(mnames), 3)),
-               "convention": info.get("convention")}
+        mdl = mirrored_skeleton(mnames, sk["parents"], sk.get("offsets"), info.get("convention"), mirror)
         al = rigrest.alignment(mdl, cols, z_up_to_y_up(heads), ups, np.concatenate(sample) if sample else None)
         paths = _joint_paths(al, ups)
         rj = int(info.get("root_joint") or 0)
@@ -145,6 +194,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                                    "samples": int(samples), "order": order, "seed": int(seed)}
         if fps:
             content["fps"] = float(fps)
+        if mirror:
+            content["mirror"] = True
         unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
@@ -158,6 +209,15 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 rel = rigrest.quat_apply(d[:, root_parent], rel)
             if mp >= 0:
                 rel = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), rel)
+            obj = None
+            if object_name is not None:   # the object in the frame the root goes in: the same turns, the same units
+                oq, op = object_to_model(seg["object_rotations"], seg["object_positions"], 1.0)
+                if root_parent >= 0:
+                    oq, op = rigmap.quat_mul(d[:, root_parent], oq), rigrest.quat_apply(d[:, root_parent], op)
+                if mp >= 0:
+                    oq = rigmap.quat_mul(rigmap.quat_conj(g[:, mp]), oq)
+                    op = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), op)
+                obj = (oq / np.linalg.norm(oq, axis=-1, keepdims=True), op * scale)
             known = np.asarray(seg["known"], bool)
             rc: dict[str, Any] = {}
             for attempt in (0, 1):
@@ -173,9 +233,11 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 km[:, -1] = known[:, -1]
                 if whole:   # whole frames: joints the rig lacks are filled with the frame (held at rest elsewhere)
                     km[:, [j for j in range(len(mnames)) if j not in paths]] = km.all(axis=1, keepdims=True)
+                send = {"rotations": q.astype(np.float32), "root": (rel * scale).astype(np.float32), "known": km}
+                if obj is not None:
+                    send.update(object_rotations=obj[0].astype(np.float32), object_positions=obj[1].astype(np.float32))
                 try:
-                    rc, ra = call(c, "infill", content, {"rotations": q.astype(np.float32),
-                                                         "root": (rel * scale).astype(np.float32), "known": km})
+                    rc, ra = call(c, "infill", content, send)
                     break
                 except Exception as e:   # a whole-frames model (the listing may not say so): whole frames
                     if whole or attempt or "group_frames" not in str(getattr(e, "message", None) or e):
@@ -201,6 +263,21 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
             arrays[f"root.{i}"] = np.stack(roots)
         return {"segments": replies, "scale": scale, "model": info["name"], "rest_same": al["rest_same"]}, arrays
     return job
+
+
+def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,
+                      mirror: bool) -> dict[str, Any]:
+    """The model skeleton `rigrest.alignment` aligns a rig to: the listing's names, parents, offsets (zeros
+    when not listed) and ``convention``; with ``mirror`` its mirror image across x (offsets x -> -x, rotations
+    (w, x, y, z) -> (w, x, -y, -z), as ``motioncore.tasks.infill.mirror_x``), the skeleton a left hand is
+    posed on before the server mirrors it onto a right-hand model."""
+    off = np.zeros((len(names), 3)) if offsets is None or not len(offsets) else \
+        np.asarray(offsets, np.float64).reshape(len(names), 3)
+    conv = None if convention is None else np.asarray(convention, np.float64)
+    if mirror:
+        off = off * np.array([-1.0, 1.0, 1.0])
+        conv = None if conv is None else conv * np.array([1.0, 1.0, -1.0, -1.0])
+    return {"names": list(names), "parents": list(parents), "offsets": off, "convention": conv}
 
 
 def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:

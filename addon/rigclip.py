@@ -203,6 +203,47 @@ def root_location(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats
     return np.einsum("tij,tj->ti", inv[:, :3, :3], head) + inv[:, :3, 3]
 
 
+def matrix_to_quat(m: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) -> (..., 4) unit WXYZ of the nearest rotation (polar decomposition: a scaled or sheared
+    matrix, such as an object's world matrix, gives its rotation), w >= 0."""
+    u, _, vt = np.linalg.svd(np.asarray(m, np.float64))
+    r = u @ vt
+    r = np.where((np.linalg.det(r) < 0)[..., None, None], -r, r)   # a mirrored object: its rotation part
+    t = np.trace(r, axis1=-2, axis2=-1)
+    cand = np.stack([1 + t, 1 + 2 * r[..., 0, 0] - t, 1 + 2 * r[..., 1, 1] - t, 1 + 2 * r[..., 2, 2] - t], -1)
+    i = np.argmax(cand, axis=-1)   # the numerically safe pivot
+    q = np.zeros(r.shape[:-2] + (4,))
+    s = np.sqrt(np.maximum(np.take_along_axis(cand, i[..., None], -1)[..., 0], 1e-300)) * 2   # 4 |q_i|
+    w = [r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]]
+    pairs = [r[..., 0, 1] + r[..., 1, 0], r[..., 0, 2] + r[..., 2, 0], r[..., 1, 2] + r[..., 2, 1]]
+    piv = [np.stack([s / 4, w[0] / s, w[1] / s, w[2] / s], -1),
+           np.stack([w[0] / s, s / 4, pairs[0] / s, pairs[1] / s], -1),
+           np.stack([w[1] / s, pairs[0] / s, s / 4, pairs[2] / s], -1),
+           np.stack([w[2] / s, pairs[1] / s, pairs[2] / s, s / 4], -1)]
+    for k in range(4):
+        q = np.where((i == k)[..., None], piv[k], q)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., :1] < 0, -q, q)
+
+
+def object_in_parent(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray],
+                     mats: np.ndarray, object_offset: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Another object's pose in the frame :func:`root_in_parent` gives the root in: ``mats`` (T, 4, 4) its
+    matrices in armature space -> ((T, 3, 3) rotations, (T, 3) positions) relative to the root bone's
+    parent's head in its posed rotation frame (armature axes at rest), the rig object's animated location
+    ``object_offset`` added as for the root; no parent: armature space plus that offset. The rotations are
+    the matrices' nearest rotations (scale removed)."""
+    m = np.asarray(mats, np.float64)
+    u, _, vt = np.linalg.svd(m[:, :3, :3])
+    rot = u @ vt
+    pos = m[:, :3, 3] + (0.0 if object_offset is None else object_offset)
+    if len(rests) == 1:
+        return rot, pos
+    ms = chain_pose(rests, locs, quats)
+    rp = ms[-2][:, :3, :3] @ np.asarray(rests[-2], np.float64)[:3, :3].T
+    return np.einsum("tji,tjk->tik", rp, rot), np.einsum("tji,tj->ti", rp, pos - ms[-2][:, :3, 3])
+
+
 def units_scale(model_lengths: np.ndarray, rig_lengths: np.ndarray) -> float:
     """Model units per rig unit: the power of ten nearest the ratio of the mapped bones' summed lengths
     (a rig in metres -> 100 for a model in cm; a BVH imported at scale 1 -> 1, exactly)."""

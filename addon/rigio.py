@@ -152,6 +152,33 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
     return segs
 
 
+def object_track(arm: Any, obj: Any, rig: dict[str, Any], frames: np.ndarray, scene: Any
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Another object's pose at ``frames`` (scene frames) as Blender evaluates it (parents, constraints,
+    drivers: the scene is stepped to each frame and put back), in the frame :func:`infill_segments` sends
+    the root in (`rigclip.object_in_parent`): ((T, 4) WXYZ rotations, scale removed; (T, 3) positions in
+    armature units), Z-up. The armature's own world matrix is read at each frame too, so an armature moved
+    by its object keeps the object where it is relative to the hand."""
+    frames = np.asarray(frames, np.float64)
+    mats = np.zeros((frames.size, 4, 4))
+    f0, sub0 = scene.frame_current, scene.frame_subframe
+    try:
+        for i, f in enumerate(frames):
+            scene.frame_set(int(f))
+            try:
+                mats[i] = np.linalg.inv(_mat(arm.matrix_world)) @ _mat(obj.matrix_world)
+            except np.linalg.LinAlgError:
+                raise ValueError(f"the armature {arm.name!r} has a degenerate transform (zero scale?) on frame "
+                                 f"{int(f)}") from None
+    finally:
+        scene.frame_set(f0, subframe=sub0)
+    if not np.isfinite(mats).all():
+        raise ValueError(f"the object {obj.name!r} has a degenerate transform (zero scale?) on some frame")
+    locs, cq, off = _chain_channels(arm, rig, frames)
+    rot, pos = rigclip.object_in_parent(rig["rests"], locs, cq, mats, off)
+    return rigclip.matrix_to_quat(rot), pos
+
+
 def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndarray, root: np.ndarray,
                   unmapped: set[str]) -> tuple[int, set[str]]:
     """Write one window's answer: (T, B, 4) model rotations for the unknown elements of each bone (in the

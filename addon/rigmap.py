@@ -227,3 +227,16 @@ def to_rig(q: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
 def to_model(p: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
     """The bone's pose rotations (..., 4) -> model local rotations (the inverse of :func:`to_rig`)."""
     return np.asarray(p, np.float64) if offset is None else correct_rest(p, quat_conj(offset))
+
+
+_LEFT = re.compile(r"(^|[^a-z])(left|l)([^a-z]|$)|left", re.IGNORECASE)
+_RIGHT = re.compile(r"(^|[^a-z])(right|r)([^a-z]|$)|right", re.IGNORECASE)
+
+
+def hand_side(names: Sequence[str]) -> str | None:
+    """"l" or "r" when the names (the armature object's and data's, the hand's bones) say which hand it is
+    ("leftHand" as Blender names a ManipNet leftHand.bvh import, "hand.L", "Left_wrist"), None when they
+    do not or disagree."""
+    left = any(_LEFT.search(n) for n in names)
+    right = any(_RIGHT.search(n) for n in names)
+    return "l" if left and not right else "r" if right and not left else None

@@ -232,7 +232,7 @@ def twists(g: np.ndarray, parents: Sequence[int], offsets: np.ndarray, ref: np.n
 
 def _rig_path(top: int, b: int, up: Sequence[int]) -> list[int] | None:
     """Rig bones from below ``top`` down to ``b`` (inclusive, top first); None if ``top`` is not above b."""
-    out = []
+    out: list[int] = []
     while b >= 0 and b != top:
         out.insert(0, b)
         b = up[b]

@@ -313,7 +313,8 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
     check_field(c, "order", str, default="bisection", choices=INFILL_ORDERS)
     check_field(c, "samples", int, default=1, lo=1, hi=MAX_SAMPLES)
     check_field(c, "fps", (int, float), default=None, lo=1.0, hi=1000.0)
-    _only(req.arrays, {"rotations", "root", "known", "fill"})
+    check_field(c, "mirror", bool, default=False)
+    _only(req.arrays, {"rotations", "root", "known", "fill", *OBJECT_ARRAYS})
     rot, root = _check_rotations(req.arrays, c)
     T, J = rot.shape[:2]
     known = check_array(req.arrays, "known", shape=None, dtypes=("bool",))
@@ -329,8 +330,28 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
         if (fill & known).any():
             raise InvalidRequest("array 'fill' marks known elements; fill only unknown ones")
         inputs["fill"] = fill
+    inputs.update(_check_object(req.arrays, T))
     model = _model(req, ctx)
     return _run(model, req, inputs, ctx)
+
+
+OBJECT_ARRAYS = ("object_rotations", "object_positions")
+
+
+def _check_object(arrays: Mapping[str, np.ndarray], T: int) -> dict[str, np.ndarray]:
+    """The optional object track of a hands in-fill: ``object_rotations`` (T, 4) unit WXYZ and
+    ``object_positions`` (T, 3) in the root translation's space and units, both or neither."""
+    have = [k for k in OBJECT_ARRAYS if k in arrays]
+    if not have:
+        return {}
+    if len(have) == 1:
+        raise InvalidRequest(f"array {have[0]!r} needs {[k for k in OBJECT_ARRAYS if k not in have][0]!r}: send the "
+                             "object's rotations and positions together, or neither")
+    oq = check_array(arrays, "object_rotations", shape=(T, 4), dtypes=FLOATS)
+    op = check_array(arrays, "object_positions", shape=(T, 3), dtypes=FLOATS)
+    if np.abs(np.linalg.norm(np.asarray(oq, np.float64), axis=-1) - 1.0).max() > 1e-3:
+        raise InvalidRequest("array 'object_rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
+    return {"object_rotations": np.asarray(oq, np.float64), "object_positions": np.asarray(op, np.float64)}
 
 
 def style_adapt(req: Message, ctx: Context) -> Result:

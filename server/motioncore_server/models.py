@@ -32,7 +32,7 @@ from motioncore.tasks.paths import Path as RootPath
 from motioncore.wire.protocol import InvalidRequest
 
 from .handlers import MAX_ROLLOUT_FRAMES
-from .registry import CONTROLLER_KINDS, ServedModel, register_loader
+from .registry import CONTROLLER_KINDS, ServedModel, has_object_cond, register_loader
 
 log = logging.getLogger("motioncore_server")
 
@@ -132,6 +132,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
     J = model.cfg.num_channels - 1
 
     model_names = list(meta["skeleton"]["names"])
+    object_cond = has_object_cond(meta)
 
     def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
         if "rotations" not in inputs:
@@ -169,6 +170,13 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                 fm[:, :J][:, ~mapped] = ~full[:, None]
             rest = [n for n, m in zip(model_names, mapped, strict=True) if not m]
 
+        track = None
+        if "object_rotations" in inputs:
+            if not object_cond:
+                raise InvalidRequest(f"model {content.get('model') or name!r} was trained without an object and cannot use one: leave the "
+                                     "object out, or pick a model with object_cond in `models`")
+            track = (inputs["object_rotations"], inputs["object_positions"])
+
         q = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, J, 1))
         q[:, mapped] = rot[:, src[mapped]]
         S = int(content.get("samples") or 1)
@@ -184,7 +192,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             out = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
                             order=str(content.get("order") or "bisection"),
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
-                            seed=int(content.get("seed") or 0), check=check)
+                            seed=int(content.get("seed") or 0), check=check, object_track=track,
+                            mirror=bool(content.get("mirror")))
         except MotioncoreError as e:  # ShapeError and the key-layout errors name what was wrong
             raise InvalidRequest(str(e)) from None
         ctx.progress(S, S)
@@ -194,13 +203,14 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],
                  "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m and n not in rest],
-                 "rest_joints": rest},
+                 "rest_joints": rest, "object": track is not None,
+                 "mirror": bool(content.get("mirror"))},
                 {"rotations": rot_out, "root": out.root.astype(np.float32)})
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
     info.update({"device": str(device), "root_joint": meta.get("root_joint"),
-                 "group_frames": bool(model.cfg.group_frames),
+                 "group_frames": bool(model.cfg.group_frames), "object_cond": object_cond,
                  "convention": None if conv is None else np.asarray(conv, np.float64).round(9).tolist()})
     return ServedModel(name, "anyorder", ("infill",), info, step=None, run=run)
 

@@ -35,6 +35,28 @@ CONTROLLER_KINDS = ("pfnn", "phase-mlp", "mann")
 INFO_FIELDS = ("skeleton", "fps", "inputs", "outputs", "training_data", "licence")
 
 
+def has_object_cond(meta: dict[str, Any]) -> bool:
+    """True for an any-order checkpoint trained with the hand's object (``--object-cond``: ``cond_dim`` in its
+    config and the conditions' normalisation in ``cond``) on a skeleton whose root joint is joint 0 (the
+    wrist): ``fill_clip`` then uses an ``object_track`` (`models` lists it as ``object_cond``)."""
+    return (bool((meta.get("config") or {}).get("cond_dim")) and "cond" in meta
+            and int(meta.get("root_joint") or 0) == 0)
+
+
+def listed_convention(meta: dict[str, Any]) -> list[list[float]] | None:
+    """The checkpoint's ``convention`` (the training data's mean local rotations, (J, 4) WXYZ) as `models`
+    lists it for the add-on's rest alignment: from a checkpoint's JSON (``{"mean_local_rotations": ...}``)
+    or a served model's info (the list itself); None when it has none."""
+    conv = meta.get("convention")
+    if isinstance(conv, dict):
+        conv = conv.get("mean_local_rotations")
+    try:   # a malformed one is left out rather than breaking the whole listing
+        q = None if conv is None else np.asarray(conv, np.float64)
+    except (TypeError, ValueError):
+        return None
+    return None if q is None or q.ndim != 2 or q.shape[1] != 4 else q.round(9).tolist()
+
+
 @dataclass
 class ServedModel:
     """What a loader returns: a model wrapped for serving. Arrays in, arrays out; numpy at the boundary.
@@ -133,7 +155,10 @@ class Registry:
         for name in self.names():
             e = self._entries[name]
             d = {"name": name, "kind": e.kind, "tasks": list(self.tasks_of(e)),
-                 **{k: e.meta.get(k) for k in INFO_FIELDS}, "loaded": e.model is not None,
+                 **{k: e.meta.get(k) for k in INFO_FIELDS},
+                 "object_cond": bool(e.meta.get("object_cond")) or has_object_cond(e.meta),
+                 "convention": listed_convention(e.meta),
+                 "loaded": e.model is not None,
                  "available": e.error is None and bool(self.tasks_of(e))}
             if e.error or not self.tasks_of(e):
                 d["reason"] = e.error or f"no loader registered for kind {e.kind!r}"

@@ -35,7 +35,8 @@ import numpy as np
 from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from ..errors import MotioncoreError, ShapeError
 
-__all__ = ["fill_clip", "fill_clip_at", "fill_joints", "Filled", "interp_channels", "mask_runs", "resample_frames"]
+__all__ = ["fill_clip", "fill_clip_at", "fill_joints", "Filled", "interp_channels", "mask_runs", "mirror_x",
+           "resample_frames"]
 
 
 def _bracket(known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -148,14 +149,34 @@ def resample_frames(n_frames: int, fps_from: float, fps_to: float) -> tuple[np.n
     return i0, np.minimum(i0 + 1, n_frames - 1), w
 
 
+def mirror_x(rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mirror image across the YZ plane (x -> -x) of local rotations (..., 4) WXYZ and translations
+    (..., 3), joints unchanged (``kinematics.mirror`` without the left/right swap): a ManipNet left hand is the
+    exact mirror image of the right one (same joint names, offsets with x negated). Its own inverse, exactly
+    (sign flips only)."""
+    return (np.asarray(rotations, np.float64) * np.array([1.0, 1.0, -1.0, -1.0]),
+            np.asarray(positions, np.float64) * np.array([-1.0, 1.0, 1.0]))
+
+
 def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-                 fps: float | None, fill: np.ndarray | None = None, **kw) -> Filled:
+                 fps: float | None, fill: np.ndarray | None = None, mirror: bool = False, **kw) -> Filled:
     """:func:`fill_clip` for a clip at ``fps`` frames per second (None: the checkpoint's rate). The clip goes
     to the checkpoint's rate (``meta["fps"]``) and back: a model frame is known where the clip's frames
     around its time are both known (its value interpolated between them: slerp, lerp for the root), the
     model fills the rest, and each clip element to fill is interpolated between the model frames around its
     time. Elements not filled come back bit-identical, so the motion is the same in seconds whatever the
-    scene's rate."""
+    scene's rate.
+
+    ``mirror``: the clip is the mirror image of the checkpoint's skeleton (a left hand for the right-hand
+    ``anyorder-hands``): it is mirrored (:func:`mirror_x`, the ``object_track`` too) before the model and the
+    result mirrored back, so the keys still come back bit-identical."""
+    if mirror:
+        q_m, r_m = mirror_x(rotations, root)
+        if kw.get("object_track") is not None:
+            kw["object_track"] = mirror_x(*kw["object_track"])
+        out = fill_clip_at(model, meta, q_m, r_m, known, fps, fill=fill, **kw)
+        fq, fr = mirror_x(out.rotations, out.root)
+        return Filled(fq, fr, out.known, out.filled)
     q_in = np.asarray(rotations, np.float64)
     mfps = float(meta.get("fps") or 0.0)
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:

@@ -385,13 +385,19 @@ class Client:
 
     def infill_rotations(self, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, model: str | None = None,
                          seed: int | None = None, temperature: float | None = None, order: str | None = None,
-                         samples: int | None = None, **kw: Any) -> P.Message:
+                         samples: int | None = None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
+                         **kw: Any) -> P.Message:
         """The rotation form of ``infill`` (any-order checkpoints): rotations (T, J, 4) WXYZ, root (T, 3),
-        known (T,) or (T, J + 1) bool -> buffers rotations (S, T, J, 4), root (S, T, 3)."""
+        known (T,) or (T, J + 1) bool -> buffers rotations (S, T, J, 4), root (S, T, 3). ``object_track``
+        (hands, a checkpoint with ``object_cond``): the object's (T, 4) WXYZ rotations and (T, 3) positions in
+        the root's space."""
+        arrays = {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
+                  "known": np.asarray(known, bool)}
+        if object_track is not None:
+            arrays.update(object_rotations=np.asarray(object_track[0], np.float32),
+                          object_positions=np.asarray(object_track[1], np.float32))
         return self.call("infill", _drop_none({"model": model, "seed": seed, "temperature": temperature,
-                                                "order": order, "samples": samples}),
-                         {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
-                          "known": np.asarray(known, bool)}, **kw)
+                                                "order": order, "samples": samples}), arrays, **kw)
 
     def style_adapt(self, points: np.ndarray, *, rotations: np.ndarray | None = None, root: np.ndarray | None = None,
                     joints: list[str] | None = None, fps: float | None = None, root_space: str | None = None,
