@@ -198,9 +198,33 @@ def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones:
     q = rot[idx][:, [joints.index(j) for j in js]].astype(np.float64)
     for n, j in enumerate(js):
         q[:, n] = rigmap.to_rig(q[:, n], (offsets or {}).get(rmap.mapping[j]))
-    r = root[idx].astype(np.float64) / float(content.get("units_per_metre") or 100.0)
+    upm = float(content.get("units_per_metre") or 100.0)
+    r = root[idx].astype(np.float64) / upm
+    loc = np.stack([r[:, 0], -r[:, 2], r[:, 1]], axis=1)
+    lift = body_root_lift(arrays, content["skeleton"].get("parents"))
+    if lift is not None:   # the hips' rise and fall over the root (the rig's hips bone keeps its rest head)
+        loc[:, 2] += lift[idx] / upm
     return WalkPlan([rmap.mapping[j] for j in js], start + np.arange(idx.size, dtype=np.float64),
-                    quat_continuity(q), np.stack([r[:, 0], -r[:, 2], r[:, 1]], axis=1), rmap.unmapped)
+                    quat_continuity(q), loc, rmap.unmapped)
+
+
+def body_root_lift(arrays: Mapping[str, np.ndarray], parents: Sequence[int] | None) -> np.ndarray | None:
+    """(F,) height of the body root (the joint that carries the root motion: Bandai's Hips under its
+    static joint_Root) above its rest height, model units, from a rollout reply's ``translations``
+    (F, J, 3) and ``offsets`` (J, 3); None when the reply lacks them. The joints above it are static
+    (identity rotations), so its height is the sum of the chain's translations."""
+    tr, off = arrays.get("translations"), arrays.get("offsets")
+    if tr is None or off is None or parents is None:
+        return None
+    tr, off = np.asarray(tr, np.float64), np.asarray(off, np.float64)
+    if tr.ndim != 3 or tr.shape[1:] != off.shape or len(parents) != off.shape[0]:
+        return None
+    k = int(np.argmax(np.abs(tr - off[None]).max(axis=(0, 2))))
+    chain = []
+    while k >= 0:
+        chain.append(k)
+        k = int(parents[k])
+    return tr[:, chain, 1].sum(axis=1) - off[chain, 1].sum()
 
 
 def to_model_joints(rotations: np.ndarray, bones: Sequence[str], joints: Sequence[str], rig_preset: str | None = None,
