@@ -195,7 +195,8 @@ def format_style(res: dict) -> str:
         lines.append(f"| {name} | " + " | ".join(f"{nf[c]:.2f}" for c in CONDITIONS) + " | "
                      + " | ".join(f"{hit[c]:.2f}" for c in CONDITIONS) + " |")
     lines += ["", f"Training styles (test split, {t['test_rows']} rows): next-frame base {t['next_frame_cm']['base']:.2f} cm, "
-              f"learnet {t['next_frame_cm']['learnet']:.2f} cm.",
+              f"learnet {t['next_frame_cm']['learnet']:.2f} cm; the judge names the code's style in "
+              f"{t['classifier_hits']['learnet']:.2f} of the learnet's walks ({t['classifier_hits']['base']:.2f} of the base's).",
               "Targets: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in res["targets"].items())]
     return "\n".join(lines)
 

@@ -94,6 +94,15 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
     mean = lambda key: {c: float(np.mean([r[key][c] for r in allr])) for c in CONDITIONS}  # noqa: E731
     with torch.no_grad():
         z_ref = ExemplarSampler(prep, cfg).fixed_codes(learnet.eval(), prep.style[torch.from_numpy(prep.test_idx)])  # type: ignore[arg-type]
+    # can the pipeline show a style at all? each training style's fixed exemplar code, the same paths
+    base_named = [jd.name(m, SETTLE_S) for m in walks(base_ctl, WALK_SPEED_MPS)]
+    train_named = {"base": base_named}
+    for s_id in sorted(prep.bank):
+        z = ad.code(prep.clips[prep.style_exemplar[s_id]].motion)
+        train_named[prep.styles[s_id]] = [jd.name(m, SETTLE_S) for m in walks(ad.controller(z), WALK_SPEED_MPS)]
+    train_hits = {"base": float(np.mean([[n == prep.styles[s] for n in base_named] for s in sorted(prep.bank)])),
+                  "learnet": float(np.mean([[n == prep.styles[s] for n in train_named[prep.styles[s]]]
+                                            for s in sorted(prep.bank)]))}
     train_nf = {"base": prediction_errors(base_net, prep, prep.test_idx)["joint_cm"],
                 "learnet": prediction_errors(learnet, prep, prep.test_idx, z_ref)["joint_cm"]}
     res = {"held_out": {"styles": list(cfg.holdouts), "next_frame_cm": mean("next_frame_cm"), "classifier_hits": mean("hits"),
@@ -102,6 +111,7 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
                                           "classifier_hits": {c: float(np.mean([r["hits"][c] for r in v])) for c in CONDITIONS},
                                           "exemplars": v} for h, v in held.items()}},
            "training_styles": {"styles": [prep.styles[s] for s in sorted(prep.bank)], "next_frame_cm": train_nf,
+                               "classifier_hits": train_hits, "judge_named": train_named,
                                "test_rows": int(len(prep.test_idx))},
            "classifier_test_accuracy": jd.meta["test_accuracy"], "classifier_test_clips": jd.meta["test_clips"],
            "models": {"style": model, "base": base, "judge": judge}, "walks_per_condition": len(allr) * 3,
