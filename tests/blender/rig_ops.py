@@ -10,7 +10,8 @@ Blender's own BVH importer at its defaults (issue 12 items 9, 10, 13). Used by t
 3. Hands: a ManipNet hand BVH import (120 fps, Euler); Map For "In-fill (hands)" maps the hands model;
    keys deleted inside one gap, Hands In-fill: the bones it reports equal the bones that got keys.
 4. Retarget from the Euler import (root motion on the hips bone) onto a second import: world joint positions.
-5. Walk and Style from example on an Euler import along an S-shaped Bezier curve: modes kept, hips on the curve.
+5. Walk along a Bezier, a NURBS and a poly spline (each curve object moved, turned and scaled) and Style from
+   example along the Bezier, on an Euler import: modes kept, hips on the curve Blender draws (world space).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 
 import bpy
@@ -50,6 +52,149 @@ def import_bvh(path: str):
     bpy.context.view_layer.objects.active = obj
     obj.select_set(True)
     return obj
+
+# the curves walked (cm, the BVH import's units): local control points; each curve object is moved, turned
+# and scaled unevenly, so a path read in local space or from the control polygon is off by metres
+PATHS = {
+    "BEZIER": [(0, 0, 0), (300, 200, 0), (600, 0, 0)],                                   # an S, auto handles
+    "NURBS": [(0, 0, 0), (150, 0, 0), (300, 260, 0), (450, -160, 0), (600, 80, 0), (750, 80, 0)],
+    "POLY": [(0, 0, 0), (120, 25, 0), (240, 75, 0), (360, 95, 0), (480, 75, 0), (600, 25, 0), (720, 0, 0)],
+}
+CURVE_TRANSFORM = {"location": (50.0, -30.0, 0.0), "rotation_euler": (0.0, 0.0, 0.6), "scale": (1.2, 0.8, 1.0)}
+
+
+def make_curve(kind: str):
+    """A curve object with one spline of ``kind`` through PATHS[kind], transformed by CURVE_TRANSFORM. The
+    NURBS is order 4, not clamped to its end points (Blender's default for a new spline), with one point
+    weighted 3: the curve Blender draws starts and ends well inside the control polygon."""
+    cd = bpy.data.curves.new(f"Path{kind}", "CURVE")
+    cd.dimensions = "3D"
+    sp = cd.splines.new(kind)
+    pts = PATHS[kind]
+    if kind == "BEZIER":
+        sp.bezier_points.add(len(pts) - 1)
+        for bp, co in zip(sp.bezier_points, pts):
+            bp.co = co
+            bp.handle_left_type = bp.handle_right_type = "AUTO"
+    else:
+        sp.points.add(len(pts) - 1)
+        for i, (pt, co) in enumerate(zip(sp.points, pts)):
+            pt.co = (*co, 3.0 if kind == "NURBS" and i == 2 else 1.0)
+        if kind == "NURBS":
+            sp.order_u, sp.use_endpoint_u = 4, False
+    obj = bpy.data.objects.new(f"Path{kind}", cd)
+    bpy.context.scene.collection.objects.link(obj)
+    for k, v in CURVE_TRANSFORM.items():
+        setattr(obj, k, v)
+    return obj
+
+
+def drawn_polyline(obj) -> np.ndarray:
+    """(N, 2) the curve as Blender draws it: the evaluated curve's mesh (edges chained in order), in world
+    space, horizontal (x, y)."""
+    bpy.context.view_layer.update()
+    ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    me = ev.to_mesh()
+    try:
+        co = np.array([tuple(obj.matrix_world @ v.co) for v in me.vertices])[:, :2]
+        nbr: dict[int, list[int]] = {}
+        for e in me.edges:
+            a, b = e.vertices
+            nbr.setdefault(a, []).append(b)
+            nbr.setdefault(b, []).append(a)
+    finally:
+        ev.to_mesh_clear()
+    cur = min(k for k, v in nbr.items() if len(v) == 1)
+    order = [cur]
+    while True:
+        nxt = [w for w in nbr[cur] if w not in order[-2:]]
+        if not nxt:
+            break
+        cur = nxt[0]
+        order.append(cur)
+    return co[order]
+
+
+def to_polyline(poly: np.ndarray, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distance, arc length along ``poly`` of the nearest point) of each of ``pts`` (M, 2)."""
+    a, b = poly[:-1], poly[1:]
+    ab = b - a
+    t = np.clip(np.einsum("mkj,kj->mk", pts[:, None] - a[None], ab) / np.maximum((ab ** 2).sum(1), 1e-12), 0, 1)
+    near = a[None] + t[..., None] * ab[None]
+    dist = np.linalg.norm(pts[:, None] - near, axis=2)
+    k = dist.argmin(1)
+    cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(ab, axis=1))])
+    i = np.arange(len(pts))
+    return dist[i, k], cum[k] + t[i, k] * np.linalg.norm(ab[k], axis=1)
+
+
+def dense(poly: np.ndarray, step: float = 5.0) -> np.ndarray:
+    """``poly`` resampled every ``step`` along its length."""
+    cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(poly, axis=0), axis=1))])
+    at = np.linspace(0.0, cum[-1], max(2, int(cum[-1] / step) + 1))
+    return np.stack([np.interp(at, cum, poly[:, i]) for i in range(poly.shape[1])], axis=1)
+
+
+def walk_and_style(body: str, res: dict) -> None:
+    """Walk along a Bezier, a NURBS and a poly spline, each curve object moved, turned and scaled, and Style
+    from example along the Bezier, on an Euler BVH import: bones keyed in their own mode, the hips measured
+    against the curve Blender draws (world space): mean horizontal distance and the share of the curve's
+    length walked. The Bezier's figures also go under the unsuffixed keys (walk_*)."""
+    sc, s = bpy.context.scene, bpy.context.scene.motioncore
+    ex = import_bvh(body)
+    example = ex.animation_data.action
+    example.use_fake_user = True
+    bpy.ops.import_anim.bvh(filepath=body)
+    walker = bpy.context.active_object
+    walker.animation_data_clear()
+    bpy.data.objects.remove(ex)
+    curves = {k: make_curve(k) for k in PATHS}
+    res["curve_transform"] = CURVE_TRANSFORM
+    runs = [("walk", bpy.ops.motioncore.walk_path, k) for k in PATHS] + [("style", bpy.ops.motioncore.style_adapt, "BEZIER")]
+    for label, op, kind in runs:
+        curve = curves[kind]
+        key = label if label == "style" else f"walk_{kind.lower()}"
+        walker.animation_data_clear()
+        for pb in walker.pose.bones:
+            pb.location, pb.rotation_euler = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        s.style_action = example
+        sc.frame_current = 1
+        for o in bpy.data.objects:
+            o.select_set(o in (walker, curve))
+        bpy.context.view_layer.objects.active = walker
+        t = time.perf_counter()
+        res[key] = run(op)
+        res[f"{key}_s"] = time.perf_counter() - t
+        res[f"{key}_modes"] = sorted({pb.rotation_mode for pb in walker.pose.bones})
+        if walker.animation_data is None or walker.animation_data.action is None:
+            continue
+        fcs = fcurves_of(walker)
+        res[f"{key}_rot_bones"] = len({fc.data_path.split('"')[1] for fc in fcs
+                                       if fc.data_path.endswith("rotation_euler") and len(fc.keyframe_points)})
+        res[f"{key}_quat_curves"] = sum(fc.data_path.endswith("rotation_quaternion") for fc in fcs)
+        lo_w, hi_w = (int(v) for v in walker.animation_data.action.frame_range)
+        hp = []
+        for f in range(lo_w, hi_w + 1, 5):
+            sc.frame_set(f)
+            hp.append(tuple(walker.matrix_world @ walker.pose.bones["Hips"].head))
+        hp = np.array(hp)[:, :2]
+        poly = drawn_polyline(curve)
+        dist, along = to_polyline(poly, hp)
+        length = float(np.linalg.norm(np.diff(poly, axis=0), axis=1).sum())
+        res[f"{key}_hips_to_curve"] = float(dist.mean())
+        res[f"{key}_hips_to_curve_max"] = float(dist.max())
+        res[f"{key}_hips_travel"] = float(np.linalg.norm(hp[-1] - hp[0]))
+        res[f"{key}_covered"] = float((along.max() - along[0]) / length)   # share of the drawn length walked
+        res[f"{key}_curve_length"] = length
+        res[f"{key}_hips_to_curve_frames"] = [round(float(v), 1) for v in dist]
+        # the test's power: how far the curve Blender draws is from a path read from the control polygon
+        # (world space), and from the control points with the object's transform ignored
+        ctrl = np.array([p[:3] for p in PATHS[kind]], np.float64)
+        mw = np.array(curve.matrix_world)
+        res[f"{key}_polygon_off"] = float(to_polyline(poly, dense((ctrl @ mw[:3, :3].T + mw[:3, 3])[:, :2]))[0].mean())
+        res[f"{key}_local_off"] = float(to_polyline(poly, dense(ctrl[:, :2]))[0].mean())
+        if kind == "BEZIER" and label == "walk":
+            res.update({k.replace("walk_bezier", "walk"): v for k, v in list(res.items()) if k.startswith("walk_bezier")})
 
 
 def main() -> None:
@@ -149,56 +294,8 @@ def main() -> None:
             o.select_set(o in (still, tgt))
         bpy.context.view_layer.objects.active = still
         res["retarget_rest"] = run(bpy.ops.motioncore.retarget)
-        # items 4 and 6: Walk and Style on an Euler BVH import (cm, hips far from the origin at rest) along
-        # an S-shaped Bezier curve: bones keyed in their own mode, the hips on the curve Blender draws
-        ex = import_bvh(body)
-        example = ex.animation_data.action
-        example.use_fake_user = True
-        bpy.ops.import_anim.bvh(filepath=body)
-        walker = bpy.context.active_object
-        walker.animation_data_clear()
-        for pb in walker.pose.bones:
-            pb.location, pb.rotation_euler = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
-        bpy.data.objects.remove(ex)
-        cd = bpy.data.curves.new("Path", "CURVE")
-        cd.dimensions = "3D"
-        sp = cd.splines.new("BEZIER")
-        sp.bezier_points.add(2)
-        for bp, co in zip(sp.bezier_points, [(0, 0, 0), (300, 200, 0), (600, 0, 0)]):
-            bp.co = co
-            bp.handle_left_type = bp.handle_right_type = "AUTO"
-        curve = bpy.data.objects.new("Path", cd)
-        sc.collection.objects.link(curve)
-        curve.location = (50.0, -30.0, 0.0)
-        dense = np.array([tuple(curve.matrix_world @ v.co) for v in curve.evaluated_get(
-            bpy.context.evaluated_depsgraph_get()).to_mesh().vertices])[:, :2]
-        res["curve_control_span"] = 600.0
-        for label, op in (("walk", bpy.ops.motioncore.walk_path), ("style", bpy.ops.motioncore.style_adapt)):
-            walker.animation_data_clear()
-            for pb in walker.pose.bones:
-                pb.location, pb.rotation_euler = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
-            s.style_action = example
-            sc.frame_current = 1
-            for o in bpy.data.objects:
-                o.select_set(o in (walker, curve))
-            bpy.context.view_layer.objects.active = walker
-            res[label] = run(op)
-            res[f"{label}_modes"] = sorted({pb.rotation_mode for pb in walker.pose.bones})
-            if walker.animation_data is None or walker.animation_data.action is None:
-                continue
-            fcs = fcurves_of(walker)
-            res[f"{label}_rot_bones"] = len({fc.data_path.split('"')[1] for fc in fcs
-                                             if fc.data_path.endswith("rotation_euler") and len(fc.keyframe_points)})
-            res[f"{label}_quat_curves"] = sum(fc.data_path.endswith("rotation_quaternion") for fc in fcs)
-            lo_w, hi_w = (int(v) for v in walker.animation_data.action.frame_range)
-            d, hp = [], []
-            for f in range(lo_w, hi_w + 1, 5):
-                sc.frame_set(f)
-                h = np.array(tuple(walker.matrix_world @ walker.pose.bones["Hips"].head))[:2]
-                d.append(float(np.min(np.linalg.norm(dense - h, axis=1))))
-                hp.append(h)
-            res[f"{label}_hips_to_curve"] = float(np.mean(d))
-            res[f"{label}_hips_travel"] = float(np.linalg.norm(hp[-1] - hp[0]))
+        # items 4 and 6: Walk and Style on an Euler BVH import (cm, hips far from the origin at rest)
+        walk_and_style(body, res)
     except Exception:
         res["error"] = traceback.format_exc()
     with open(out, "w") as f:
