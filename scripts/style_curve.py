@@ -11,8 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from motioncore.eval.style import write_json
 from motioncore.experiments.style_eval import evaluate_style
+from motioncore.io.atomic import atomic_write, atomic_write_text
 from motioncore.models.checkpoint import load_tensors, read_meta, save_tensors
 
 
@@ -45,22 +45,17 @@ def plot(points: list[dict], path: Path) -> None:
     fig = Figure(figsize=(10, 3.8))
     FigureCanvasAgg(fig)
     t = [p["wall_s"] / 60 for p in points]
-    ax = fig.add_subplot(1, 2, 1)
-    for c, st in (("base", "--"), ("learnet", "-o"), ("wrong_code", ":x")):
-        ax.plot(t, [p["held_out"]["next_frame_cm"][c] for p in points], st, label=c)
-    ax.set_xlabel("learnet training wall time (min, 1 CPU thread)")
-    ax.set_ylabel("held-out next-frame error (cm)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax = fig.add_subplot(1, 2, 2)
-    for c, st in (("base", "--"), ("learnet", "-o"), ("wrong_code", ":x")):
-        ax.plot(t, [p["held_out"]["classifier_hits"][c] for p in points], st, label=c)
-    ax.set_xlabel("learnet training wall time (min)")
-    ax.set_ylabel("judge names the held-out style (fraction)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    for k, (key, label) in enumerate((("next_frame_cm", "held-out next-frame error (cm)"),
+                                      ("classifier_hits", "judge names the held-out style (fraction)"))):
+        ax = fig.add_subplot(1, 2, k + 1)
+        for c, st in (("base", "--"), ("learnet", "-o"), ("wrong_code", ":x")):
+            ax.plot(t, [p["held_out"][key][c] for p in points], st, label=c)
+        ax.set_xlabel("learnet training wall time (min, 1 CPU thread)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
 
 
 def main() -> None:
@@ -74,7 +69,7 @@ def main() -> None:
     ck.parent.mkdir(exist_ok=True)
     last = snapshot(run, state, ck)
     res = evaluate_style(str(ck), str(run / "base"), "style-judge", progress=False)
-    write_json(res, run / "curve" / f"eval_e{last['epoch']}.json")
+    atomic_write_text(run / "curve" / f"eval_e{last['epoch']}.json", json.dumps(res, indent=1))
     pts_path = run / "curve.json"
     pts = json.loads(pts_path.read_text()) if pts_path.is_file() else []
     pts = [p for p in pts if p["epoch"] != last["epoch"]] + [{"epoch": last["epoch"], "wall_s": last["wall_s"],

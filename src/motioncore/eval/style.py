@@ -20,7 +20,6 @@ Legend: T frames, D judge features, S styles, W windows.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -36,6 +35,7 @@ from ..data import Clip
 from ..errors import MotioncoreError
 from ..features.common import Normaliser, clip_features, ground_joints
 from ..features.pfnn import locomotion_clips
+from ..io.atomic import atomic_write
 from ..models.style_judge import StyleJudge, StyleJudgeConfig
 
 CONDITIONS = ("base", "learnet", "wrong_code")
@@ -221,14 +221,5 @@ def plot_style(res: dict, path: str | os.PathLike) -> Path:
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=90)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
     return path
-
-
-def write_json(res: dict, path: str | os.PathLike) -> None:
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp")
-    tmp.write_text(json.dumps(res, indent=1))
-    os.replace(tmp, p)
