@@ -228,6 +228,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    if args.model == "infill-body":
+        from ..train.infill_body import train_infill_body_from_args
+
+        return train_infill_body_from_args(args)
     if args.model == "anyorder":
         from ..train.anyorder import train_anyorder_from_args
 
@@ -358,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_eval_retarget)
 
     t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
-    t.add_argument("model", choices=["pfnn", "mann", "anyorder"], help="what to train")
+    t.add_argument("model", choices=["pfnn", "mann", "anyorder", "infill-body"], help="what to train")
     t.add_argument("--baseline", action="store_true", help="train the comparison network instead (PFNN: an MLP "
                    "taking phase as an input; MANN: a single expert)")
     t.add_argument("--config", help="JSON file of TrainConfig fields (flags override it)")
@@ -377,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ..train.anyorder import add_anyorder_arguments
 
     add_anyorder_arguments(t)  # --d-model --n-layers --n-heads --d-ff --num-mixtures --window --max-windows
+    from ..train.infill_body import add_infill_body_arguments
+
+    add_infill_body_arguments(t)  # --body-data --minutes --export
     t.set_defaults(func=_cmd_train)
 
     from ..wire.client import add_subcommands as add_server_commands

@@ -113,6 +113,8 @@ def _build_cache(spec: DatasetSpec, dest: Path, progress: bool) -> None:
     start = 0
     for i, path in enumerate(tqdm(files, desc=f"parse {spec.name}", unit="clip", disable=not progress)):
         m = read_bvh(path)
+        if spec.convert is not None:
+            m = spec.convert(m, root)
         k = next((j for j, s in enumerate(skeletons) if _same(s, m.skeleton)), None)
         if k is None:
             skeletons.append(m.skeleton)
@@ -125,7 +127,7 @@ def _build_cache(spec: DatasetSpec, dest: Path, progress: bool) -> None:
             extras[f"{i}/object_positions"] = obj.positions[:n, 0]
         rots.append(m.rotations)
         poss.append(m.positions)
-        entries.append({"name": path.stem if spec.name.startswith("bandai") or spec.name in ("dog", "cmu")
+        entries.append({"name": path.stem if spec.name.startswith(("bandai", "cmu")) or spec.name == "dog"
                         else f"{path.parent.name}/{path.stem}", "split": spec.split(path), "labels": labels,
                         "start": start, "stop": start + m.num_frames, "fps": m.fps, "skeleton": k})
         start += m.num_frames
