@@ -553,6 +553,11 @@ class MOTIONCORE_OT_infill(_InfillBase):
     bl_idname = "motioncore.infill"
     bl_label = "In-fill Between Keys"
     label = "In-fill"
+    model = "infill-body"
+
+    def model_name(self, context: bpy.types.Context) -> str | None:
+        """The deterministic infill-body for the single best answer; anyorder-body to draw variations."""
+        return "anyorder-body" if float(self.temperature) > 0.0 else "infill-body"
 
 
 class MOTIONCORE_OT_hands_infill(_InfillBase):
@@ -612,7 +617,7 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"
-MAP_FOR = {"infill": ("infill", "anyorder-body"), "infill.hands": ("infill", "anyorder-hands")}
+MAP_FOR = {"infill": ("infill", "infill-body"), "infill.hands": ("infill", "anyorder-hands")}
 
 
 class MOTIONCORE_OT_map_bones(_ServerOperator):

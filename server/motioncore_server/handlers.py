@@ -164,8 +164,8 @@ def _f32(**arrays: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, np.float32) for k, v in arrays.items()}
 
 
-def _model(req: Message, ctx: Context) -> ServedModel:
-    name = check_field(req.content, "model", str, default=None)
+def _model(req: Message, ctx: Context, default: str | None = None) -> ServedModel:
+    name = check_field(req.content, "model", str, default=None) or default
     if name is None:   # feature vectors: path controllers cannot serve them, so pick among the others
         served = [m for m in ctx.server.registry.describe() if m["available"] and req.type in m["tasks"]]
         name = next((m["name"] for m in served if m["kind"] not in CONTROLLER_KINDS), None)
@@ -331,7 +331,9 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
             raise InvalidRequest("array 'fill' marks known elements; fill only unknown ones")
         inputs["fill"] = fill
     inputs.update(_check_object(req.arrays, T))
-    model = _model(req, ctx)
+    # no model named: the deterministic body model for the single best answer, the any-order one for variations
+    best = "infill-body" if "infill-body" in ctx.server.registry.names() else None
+    model = _model(req, ctx, best if float(c.get("temperature") or 0.0) == 0.0 else None)
     return _run(model, req, inputs, ctx)
 
 

@@ -121,15 +121,19 @@ for _kind, _tasks in CONTROLLER_TASKS.items():
 
 
 def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
-    """Registry loader for any-order in-filling checkpoints (kind ``anyorder``): the rotation form of
-    ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the server's device."""
+    """Registry loader for in-filling checkpoints (kinds ``anyorder`` and the deterministic ``infill-body``): the
+    rotation form of ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the server's
+    device."""
     from motioncore.tasks.infill import fill_clip_at
 
-    model = build("anyorder", dict(meta.get("config") or {}))
-    name = str(meta.get("name") or meta.get("bundled_name") or "anyorder")
+    kind = str(meta.get("kind") or "anyorder")
+    model = build(kind, dict(meta.get("config") or {}))
+    name = str(meta.get("name") or meta.get("bundled_name") or kind)
     load_state_into(model, tensors, name)
     model = model.to(device).eval()
-    J = model.cfg.num_channels - 1
+    J = len(meta["skeleton"]["names"])
+    whole_frames = bool(getattr(model.cfg, "group_frames", False))
+    deterministic = kind == "infill-body"  # one answer: temperature and samples repeat it
 
     model_names = list(meta["skeleton"]["names"])
     object_cond = has_object_cond(meta)
@@ -161,7 +165,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         km = to_model(known, False)  # joints the request lacks are unknown ...
         fm = None if fill is None else to_model(fill, True)  # ... and filled
         rest: list[str] = []
-        if model.cfg.group_frames and not mapped.all():
+        if (whole_frames or deterministic) and not mapped.all():
             # a whole-frame checkpoint needs every joint on a keyed frame: joints the rig lacks are held
             # at the rest pose (identity) on the frames where every joint it has is keyed
             full = km[:, :J][:, mapped].all(axis=1) & km[:, J]
@@ -209,13 +213,14 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
-    info.update({"device": str(device), "root_joint": meta.get("root_joint"),
-                 "group_frames": bool(model.cfg.group_frames), "object_cond": object_cond,
+    info.update({"device": str(device), "root_joint": meta.get("root_joint"), "deterministic": deterministic,
+                 "group_frames": whole_frames, "object_cond": object_cond,
                  "convention": None if conv is None else np.asarray(conv, np.float64).round(9).tolist()})
-    return ServedModel(name, "anyorder", ("infill",), info, step=None, run=run)
+    return ServedModel(name, kind, ("infill",), info, step=None, run=run)
 
 
 register_loader("anyorder", ("infill",), load_anyorder)
+register_loader("infill-body", ("infill",), load_anyorder)  # the deterministic body in-fill: same request form
 
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:

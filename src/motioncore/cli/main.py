@@ -106,8 +106,15 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     models = args.model or ["zerovel", "interp"]
     plot = _plot_path(args, f"eval_infill_{_safe_stem(args.data)}")
     _check_models(models)
-    results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet)
-    print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
+    if args.keys_every:
+        from ..eval.run import run_keys_eval
+
+        results, n = run_keys_eval(args.data, models, tuple(args.keys_every), progress=not args.quiet)
+        print(f"Sparse keys on {args.data} (a key pose every {args.keys_every} frames; {n} test windows; "
+              "L2Q/L2P between the keys; lower is better)")
+    else:
+        results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet)
+        print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
     print(format_table(results))
     plot_results(results, plot)
     print(f"plot: {plot}")
@@ -312,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
     e.add_argument("--lengths", type=positive_int, nargs="+", default=[5, 15, 30, 45],
                    help="transition lengths in frames (default 5 15 30 45)")
+    e.add_argument("--keys-every", type=positive_int, action="append", metavar="N",
+                   help="sparse keys instead of LaFAN1 gaps: key one pose every N frames and nothing else "
+                        "(repeatable, e.g. --keys-every 8 --keys-every 16); the JSON is keyed by N")
     e.add_argument("--json", help="write the results as JSON here (the plot goes beside it, same stem)")
     e.add_argument("--plot", help="write the plot here (.png)")
     e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "

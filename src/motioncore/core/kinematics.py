@@ -135,16 +135,100 @@ def foot_contacts(global_positions: np.ndarray, feet: tuple[int, ...], fps: floa
     return (h < height) & (vel < speed)
 
 
-def mirror(motion: Motion, pairs: np.ndarray | None = None) -> Motion:
-    """Mirror across the YZ plane (x -> -x) and swap left/right joints by ``pairs`` (default: by
-    name). Exact when the skeleton is symmetric or every joint carries position channels."""
-    pairs = mirror_map(motion.skeleton) if pairs is None else np.asarray(pairs)
-    q = motion.rotations[:, pairs] * np.array([1.0, 1.0, -1.0, -1.0])  # M R M for M = diag(-1,1,1)
-    p = motion.positions[:, pairs] * np.array([-1.0, 1.0, 1.0])
+def _signed_reflections() -> np.ndarray:
+    """The 24 signed permutation matrices with determinant -1, diag(-1, 1, 1) first."""
+    import itertools
+
+    out = [np.diag([-1.0, 1.0, 1.0])]
+    for perm in itertools.permutations(range(3)):
+        for signs in itertools.product((1.0, -1.0), repeat=3):
+            m = np.zeros((3, 3))
+            m[range(3), perm] = signs
+            if np.linalg.det(m) < 0 and not any(np.array_equal(m, o) for o in out):
+                out.append(m)
+    return np.array(out)
+
+
+_REFLECTIONS = _signed_reflections()
+
+
+def mirror_frames(skeleton: Skeleton, pairs: np.ndarray | None = None, rotations: np.ndarray | None = None
+                  ) -> np.ndarray:
+    """(J, 3, 3) per joint the reflection X_j that carries its partner's rest geometry onto its own: the
+    signed axis permutation of determinant -1 that best maps the partner's children's rest offsets (and end
+    sites) onto its own children's. For a skeleton whose rest pose is symmetric about x = 0 every X_j is
+    diag(-1, 1, 1); BVH conversions whose joint frames are not world-aligned at rest (Bandai's legs and arms)
+    need others. A root joint takes diag(-1, 1, 1): the world is mirrored across x = 0.
+
+    Offsets fix a bone's direction, not its twist: where several reflections fit the offsets equally (a bone
+    along an axis), ``rotations`` (T, J, 4), frames of the data to mirror, break the tie: the one that carries
+    the partner's mean local rotation closest to the joint's own (parents first)."""
+    from .rotations import matrix_to_quat, quat_angle, quat_to_matrix
+    pairs = mirror_map(skeleton) if pairs is None else np.asarray(pairs)
+    J = skeleton.num_joints
+    kids: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(J)]  # (child or -1, offset) per joint
+    for c in range(J):
+        if skeleton.parents[c] >= 0:
+            kids[int(skeleton.parents[c])].append((c, skeleton.offsets[c]))
+    ends: list[list[np.ndarray]] = [[] for _ in range(J)]
+    for j, o in skeleton.end_sites:
+        ends[j].append(np.asarray(o, np.float64))
+    X = np.empty((J, 3, 3))
+    for j in range(J):
+        k = int(pairs[j])
+        if skeleton.parents[j] < 0:
+            X[j] = _REFLECTIONS[0]
+            continue
+        src = [(pairs[c], o) for c, o in kids[j]]  # my child c <- the partner's child pairs[c]
+        theirs = {c: o for c, o in kids[k]}
+        vec = [(theirs[int(pc)], o) for pc, o in src if int(pc) in theirs]
+        vec += list(zip(ends[k], ends[j], strict=False))
+        vec = [(a, b) for a, b in vec if np.linalg.norm(b) > 1e-9]
+        if not vec:
+            X[j] = X[int(skeleton.parents[j])]
+            continue
+        A = np.stack([a for a, _ in vec])
+        B = np.stack([b for _, b in vec])
+        err = np.array([np.abs(A @ R.T - B).sum() for R in _REFLECTIONS])
+        fits = np.flatnonzero(err <= err.min() + 0.1 * max(1e-9, np.abs(B).sum()))  # left and right differ a little
+        if rotations is not None and fits.size > 1:
+            mk, mj = (quat_to_matrix(_mean_rotation(rotations[:, i])) for i in (k, j))
+            Xp = X[int(skeleton.parents[j])]
+            ang = np.array([float(quat_angle(matrix_to_quat(Xp @ mk @ _REFLECTIONS[i]), matrix_to_quat(mj)))
+                            for i in fits])
+            best = int(np.argmin(ang))
+            if fits[0] == 0 and ang[0] <= ang[best] + np.radians(30.0):
+                best = 0  # the plain x-mirror unless the data clearly says otherwise
+            fits = fits[[best]]
+        X[j] = _REFLECTIONS[int(fits[0])]
+    return X
+
+
+def _mean_rotation(q: np.ndarray) -> np.ndarray:
+    """Eigen-average of unit quaternions (N, 4), sign-invariant."""
+    q = np.asarray(q, np.float64)
+    return np.linalg.eigh(q.T @ q)[1][:, -1]
+
+
+def mirror(motion: Motion, pairs: np.ndarray | None = None, frames: np.ndarray | None = None) -> Motion:
+    """Mirror across the YZ plane (x -> -x) and swap left/right joints by ``pairs`` (default: by name).
+    The world-space motion is reflected: joint j takes its partner k's motion, with local rotations
+    ``X_parent(j) L_k X_j`` and translations ``X_parent(j) t_k`` (``mirror_frames``), which is ``M L M`` for
+    a skeleton whose rest pose is symmetric about x = 0 and stays right where the joint frames are not
+    world-aligned at rest (Bandai). Exact when the rest pose is symmetric under those reflections. ``frames``:
+    ``mirror_frames`` computed once for a dataset (default: from this clip's own rotations)."""
+    from .rotations import matrix_to_quat, quat_continuity, quat_to_matrix
+
     sk = motion.skeleton
+    pairs = mirror_map(sk) if pairs is None else np.asarray(pairs)
+    X = mirror_frames(sk, pairs, motion.rotations) if frames is None else np.asarray(frames)
+    Xp = np.stack([X[int(p)] if p >= 0 else np.diag([-1.0, 1.0, 1.0]) for p in sk.parents])  # (J, 3, 3)
+    R = quat_to_matrix(motion.rotations[:, pairs])  # (T, J, 3, 3)
+    q = matrix_to_quat(Xp[None] @ R @ X[None])
+    p = np.einsum("jab,tjb->tja", Xp, motion.positions[:, pairs])
     fixed = [j for j in range(sk.num_joints) if not sk.has_position(j)]
     p[:, fixed] = sk.offsets[fixed]  # joints without channels keep their own rest offsets
-    return Motion(sk, q, p, motion.fps, motion.name + "_mirror" if motion.name else "")
+    return Motion(sk, quat_continuity(q, axis=0), p, motion.fps, motion.name + "_mirror" if motion.name else "")
 
 
 def resample(motion: Motion, fps: float) -> Motion:

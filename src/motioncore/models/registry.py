@@ -19,6 +19,7 @@ BUNDLED = Path(__file__).resolve().parents[1] / "checkpoints"
 def _kinds() -> dict[str, tuple[type, type]]:
     from .anyorder import AnyOrderConfig, AnyOrderTransformer
     from .baselines import PhaseMLP, PhaseMLPConfig
+    from .infill_body import InfillBody, InfillBodyConfig
     from .learnet_pfnn import LearnetPFNN, LearnetPFNNConfig
     from .mann import MANN, MANNConfig
     from .pfnn import PFNN, PFNNConfig
@@ -28,7 +29,8 @@ def _kinds() -> dict[str, tuple[type, type]]:
                                            "phase-mlp": (PhaseMLPConfig, PhaseMLP),
                                            "anyorder": (AnyOrderConfig, AnyOrderTransformer),
                                            "learnet-pfnn": (LearnetPFNNConfig, LearnetPFNN),
-                                           "style-judge": (StyleJudgeConfig, StyleJudge)}
+                                           "style-judge": (StyleJudgeConfig, StyleJudge),
+                                           "infill-body": (InfillBodyConfig, InfillBody)}
     return kinds
 
 
@@ -50,7 +52,7 @@ def resolve(name_or_path: str | Path) -> Path:
     raise CheckpointError(f"no bundled model or checkpoint {str(name_or_path)!r}; bundled: {bundled_names()}")
 
 
-TASK_KINDS = {"infill": ("anyorder",), "controller": ("pfnn", "phase-mlp", "mann")}  # what each command can run
+TASK_KINDS = {"infill": ("anyorder", "infill-body"), "controller": ("pfnn", "phase-mlp", "mann")}  # what each command can run
 
 
 def check_model(name_or_path: str | Path, task: str, arg: str = "--model") -> dict[str, Any]:

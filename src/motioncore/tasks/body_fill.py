@@ -35,7 +35,11 @@ from ..core.rotations import (
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError, ShapeError
 
-__all__ = ["BodyLayout", "bezier_fill", "bezier_quats", "prepare", "finish", "reference_frame", "POS_SCALE"]
+__all__ = ["BodyLayout", "bezier_fill", "bezier_quats", "prepare", "finish", "reference_frame", "POS_SCALE",
+           "run_model", "fill_body", "MAX_GAP", "ONE_PASS", "safety_limits", "confidence"]
+
+MAX_GAP = 60  # the longest gap trained and measured (frames at 30 fps)
+ONE_PASS = 100  # gaps up to this many frames go through the network in one pass; longer ones stay the Bezier
 
 POS_SCALE = 0.01  # cm -> m for the network's root input and the position loss
 
@@ -255,3 +259,111 @@ def finish(layout: BodyLayout, prep: Prepared, rot: np.ndarray, root: np.ndarray
     pk = known[..., J:, None]  # (B, T, 1, 1) against (B, T, A+1, 3)
     p[:, :, chain] = np.where(pk, np.asarray(positions)[:, :, chain], p[:, :, chain])
     return q, p
+
+
+# --- safety off the training data -----------------------------------------------------------------------------
+# The network is trusted as far as the keys look like its training data. Two measured limits, stored in the
+# checkpoint (``meta["safety"]``): per joint the 99.9th percentile of the angle between its local rotation and
+# its mean over the training frames, and the 99.9th percentile of the root's ground speed (cm per frame at 30
+# fps). A window's novelty is how far its keys go past them (0 inside; 0.5 = half as far again as the training
+# extreme), and the network's residual is scaled by ``confidence = 1 - novelty / FADE`` clipped to [0, 1]:
+# unlike anything trained on, the answer slides to Blender's Bezier of the same keys.
+FADE = 0.5
+
+
+def safety_limits(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, bounds: np.ndarray,
+                  mean: np.ndarray) -> dict:
+    """The limits from training frames (N, J, 4) / (N, J, 3) with clip ``bounds`` (C, 2) and mean local rotations."""
+    from ..core.rotations import quat_angle
+
+    joints = list(layout.joints[1:])
+    sub = np.asarray(rotations[::7, joints], np.float64)
+    ang = quat_angle(sub, np.asarray(mean, np.float64)[joints][None])
+    limits = np.percentile(ang, 99.9, axis=0)
+    root = np.asarray(positions[:, layout.body.root], np.float64)
+    v = np.linalg.norm(np.diff(root[:, [0, 2]], axis=0), axis=-1)
+    inside = np.ones(len(v), bool)
+    inside[np.asarray(bounds)[:, 1][:-1] - 1] = False  # steps across clip boundaries
+    return {"joints": [layout.skeleton.names[j] for j in joints], "angle_limits": limits.round(6).tolist(),
+            "mean": np.asarray(mean, np.float64)[joints].round(9).tolist(),
+            "speed_limit": float(np.percentile(v[inside], 99.9)), "fade": FADE,
+            "note": "99.9th percentiles over the training frames: angle (rad) from the mean local rotation per "
+                    "joint, root ground speed (cm per frame at 30 fps)"}
+
+
+def confidence(layout: BodyLayout, safety: dict, rotations: np.ndarray, positions: np.ndarray,
+               known: np.ndarray) -> np.ndarray:
+    """(B,) the network's weight for windows (see ``safety_limits``): 1 inside the training range, down to 0."""
+    from ..core.rotations import quat_angle
+
+    sk = layout.skeleton
+    idx = [sk.index(n) for n in safety["joints"]]
+    lim = np.maximum(np.asarray(safety["angle_limits"]), 1e-3)
+    ang = quat_angle(np.asarray(rotations, np.float64)[:, :, idx], np.asarray(safety["mean"])[None, None])
+    over = np.where(known[:, :, idx], ang / lim - 1.0, 0.0).max(axis=(1, 2))
+    _, x = _fold(layout, np.asarray(rotations, np.float64), np.asarray(positions, np.float64))
+    J = sk.num_joints
+    speed = np.zeros(len(x))
+    for b in range(len(x)):
+        f = np.flatnonzero(known[b, :, J])
+        if f.size > 1:
+            d = np.linalg.norm(np.diff(x[b, f][:, [0, 2]], axis=0), axis=-1) / np.diff(f)
+            speed[b] = d.max()
+    over = np.maximum(over, speed / max(float(safety["speed_limit"]), 1e-6) - 1.0)
+    return np.clip(1.0 - np.maximum(over, 0.0) / float(safety.get("fade", FADE)), 0.0, 1.0)
+
+
+def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, known: np.ndarray,
+              batch: int = 64, confidence: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The network on windows (B, T, J, 4) / (B, T, J, 3) with ``known`` (B, T, J + 1): filled locals, keys
+    exact. ``confidence`` (B,) in [0, 1] scales the network's residual (0: Blender's Bezier exactly)."""
+    import torch
+
+    from ..models.infill_body import assemble
+
+    qs, ps = [], []
+    for s in range(0, len(rotations), batch):
+        r, p, k = rotations[s:s + batch], positions[s:s + batch], known[s:s + batch]
+        prep = prepare(layout, r, p, k)
+        dev = next(model.parameters()).device
+        with torch.no_grad():
+            feats = torch.from_numpy(prep.features).to(dev)
+            res = model(feats)
+            if confidence is not None:
+                res = res * torch.as_tensor(confidence[s:s + batch], dtype=res.dtype, device=dev)[:, None, None]
+            _, quats, root = assemble(feats, res, torch.from_numpy(prep.known).to(dev))
+        q, pp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, r, p, k)
+        qs.append(q)
+        ps.append(pp)
+    return np.concatenate(qs), np.concatenate(ps)
+
+
+def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
+              fill: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One window on the checkpoint's skeleton, as ``tasks.infill.fill_clip`` hands it: ``rotations`` (T, J, 4),
+    ``root`` (T, 3) the local translation of ``meta["root_joint"]``, ``known`` (T, J + 1) bool. Returns the
+    filled (T, J, 4), (T, 3); elements not in ``fill`` (default: every unknown one) come back as given.
+    A gap longer than ``ONE_PASS`` frames is left to the Bezier (the network is not run on it)."""
+    from ..core.skeleton import Skeleton
+
+    sk = Skeleton.from_dict(meta["skeleton"])
+    layout = BodyLayout.of(sk)
+    J, rj = sk.num_joints, int(meta.get("root_joint", layout.body.root))
+    T = rotations.shape[0]
+    pos = np.broadcast_to(sk.offsets, (T, J, 3)).copy()
+    pos[:, rj] = root
+    k = known.astype(bool)
+    from .infill import mask_runs
+
+    longest = max((e - s for s, e in mask_runs(~k.all(1))), default=0)
+    conf = np.array([0.0 if longest > ONE_PASS else 1.0])
+    if meta.get("safety"):
+        conf = conf * confidence(layout, meta["safety"], np.asarray(rotations, np.float64)[None], pos[None], k[None])
+    q, p = run_model(model, layout, np.asarray(rotations, np.float64)[None], pos[None], k[None], confidence=conf)
+    q, r = q[0], p[0, :, rj]
+    if fill is not None:
+        keep = ~fill.astype(bool)
+        q = np.where(keep[:, :J, None], rotations, q)
+        r = np.where(keep[:, J:], root, r)
+    return q, r
+

@@ -108,6 +108,8 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     metres away from its training windows' (None: one window, whatever the length)."""
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
+    if meta.get("kind") == "infill-body" and window is not None:
+        window = min(window, 2 * CONTEXT + 1)  # the deterministic model: every gap in its own window
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track)
@@ -247,6 +249,8 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
                  temperature: float, n_samples: int, seed: int, k: int | None, check: Callable[[], None] | None,
                  fill: np.ndarray | None, object_track: tuple[np.ndarray, np.ndarray] | None = None) -> Filled:
     """fill_clip on one window (the whole clip as given)."""
+    if meta.get("kind") == "infill-body":  # deterministic: one answer, repeated for every sample asked
+        return _fill_body_window(model, meta, rotations, root, known, n_samples, fill)
     import torch
 
     from ..core.kinematics import facing_directions, yaw_quat
@@ -354,3 +358,34 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     fr = np.where(keep[None, :, J:], r[None], fr)
     return Filled(fq, fr, keys, todo)
 
+
+
+def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
+                      fill: np.ndarray | None) -> Filled:
+    """``_fill_window`` for the deterministic ``infill-body`` (``tasks.body_fill``), with the same checks."""
+    from ..core.skeleton import Skeleton
+    from .body_fill import fill_body
+
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r = np.asarray(rotations, np.float64), np.asarray(root, np.float64)
+    if q.ndim != 3 or q.shape[1:] != (J, 4):
+        raise ShapeError(f"rotations: expected (T, {J}, 4) for this checkpoint's {J}-joint skeleton, got {q.shape}")
+    T = q.shape[0]
+    if r.shape != (T, 3):
+        raise ShapeError(f"root: expected ({T}, 3), got {r.shape}")
+    if not (np.isfinite(q).all() and np.isfinite(r).all()):
+        raise ShapeError("rotations and root must be finite (unknown values too)")
+    keys = _known_mask(known, T, J)
+    if not keys.any():
+        raise MotioncoreError("known: no key given")
+    if keys.all():
+        raise MotioncoreError("known: every element is keyed; nothing to fill")
+    todo = ~keys if fill is None else _known_mask(fill, T, J)
+    if (todo & keys).any():
+        raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
+    if not keys.all(1).any():
+        raise MotioncoreError("known: in-fill needs at least one fully keyed frame (every joint and the root)")
+    fq, fr = fill_body(model, meta, q, r, keys, todo)
+    fq = np.where(~todo[:, :J, None], q, fq)
+    fr = np.where(~todo[:, J:], r, fr)
+    return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)

@@ -95,12 +95,12 @@ def onto_bandai(motion, skeleton, convention):
     return retarget(motion, skeleton, auto_map(motion.skeleton, skeleton), convention=convention)
 
 
-def _augment(motion) -> list:
+def _augment(motion, frames) -> list:
     from ..core.kinematics import mirror, resample
     from ..core.motion import Motion
 
     out = []
-    for m in (motion, mirror(motion)):
+    for m in (motion, mirror(motion, frames=frames)):
         for s in SPEEDS:
             out.append(m if s == 1.0 else resample(Motion(m.skeleton, m.rotations, m.positions, FPS * s, m.name), FPS))
     return out
@@ -127,11 +127,14 @@ def build_data(data: str, cache: Path, progress: bool = True) -> dict[str, Any]:
     conv = body_convention(bandai)
     cmu = [onto_bandai(c.motion, sk, conv) for c in load("cmu", "train", fps=FPS, progress=progress)]
     groups = ([("bandai", [c.motion for c in bandai])] if data == "bandai+cmu" else []) + [("cmu", cmu)]
+    from ..core.kinematics import mirror_frames
+
     rots, poss, bounds, source = [], [], [], []
     start = 0
+    frames = mirror_frames(sk, rotations=np.concatenate([m.rotations[::10] for _, ms in groups for m in ms]))
     for name, motions in groups:
         for m in motions:
-            for a in _augment(m):
+            for a in _augment(m, frames):
                 if a.num_frames < 16:
                     continue
                 rots.append(a.rotations.astype(np.float32))
@@ -298,36 +301,17 @@ def batch_loss(model, net: Net, rotations, positions, known, gap: int):
     return loss * min(max(gap / 10.0, 0.1), 6.0), loss
 
 
-def fill_windows(model, net: Net, rotations, positions, known, batch: int = 64):
-    """Run the model on windows (numpy in, numpy out; keys exact)."""
-    import torch
-
-    from ..models.infill_body import assemble
-    from ..tasks.body_fill import POS_SCALE, finish, prepare
-
-    qs, ps = [], []
-    for s in range(0, len(rotations), batch):
-        r, p, k = rotations[s:s + batch], positions[s:s + batch], known[s:s + batch]
-        prep = prepare(net.layout, r, p, k)
-        with torch.no_grad():
-            feats = torch.from_numpy(prep.features)
-            _, quats, root = assemble(feats, model(feats), torch.from_numpy(prep.known))
-        q, pp = finish(net.layout, prep, quats.double().numpy(), root.double().numpy() / POS_SCALE, r, p, k)
-        qs.append(q)
-        ps.append(pp)
-    return np.concatenate(qs), np.concatenate(ps)
-
-
 def validate(model, net: Net, val: dict, lengths=(5, 15, 30, 45)) -> dict[str, dict[str, float]]:
     """L2Q of the model over Interp's, per validation set and length."""
     from ..eval.baselines import interp
     from ..eval.infill import evaluate_infill
+    from ..tasks.body_fill import run_model
 
     def fill(skeleton, q, p, n_past, n_trans):
         T, J = q.shape[1], q.shape[2]
         known = np.ones((len(q), T, J + 1), bool)
         known[:, n_past:n_past + n_trans] = False
-        return fill_windows(model, net, np.nan_to_num(q), np.nan_to_num(p), known)
+        return run_model(model, net.layout, np.nan_to_num(q), np.nan_to_num(p), known)
 
     out = {}
     for name, (q, p) in val["sets"].items():
@@ -347,10 +331,10 @@ def _lr(recipe: BodyRecipe, step: int, wall: float) -> float:
 
 
 def _save_state(run: Path, model, ema, opt, state: dict) -> None:
+    from safetensors.torch import save_file
+
     from ..io.atomic import atomic_write, atomic_write_text
     from .loop import _opt_state_tensors
-
-    from safetensors.torch import save_file
 
     tensors = {f"model/{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
     tensors.update({f"ema/{k}": v.detach().contiguous() for k, v in ema.state_dict().items()})
@@ -499,7 +483,7 @@ def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None
     licence = CMU_LICENCE if recipe.data == "cmu" else f"{BANDAI_LICENCE} (Bandai Namco data); CMU data: {CMU_LICENCE}"
     meta = {
         "kind": "infill-body", "task": "infill", "config": state["config"], "recipe": state["recipe"],
-        "skeleton": data["skeleton"].to_dict(), "fps": FPS,
+        "skeleton": data["skeleton"].to_dict(), "fps": FPS, "root_joint": Net(data["skeleton"]).layout.body.root,
         "convention": {"mean_local_rotations": np.asarray(data["convention"]).tolist()},
         "training_data": data["describe"], "licence": licence,
         "citation": ("" if recipe.data == "cmu" else "Kobayashi et al. 2023, arXiv:2306.08861 (Bandai Namco); ")
@@ -509,6 +493,10 @@ def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None
         "validation": state["history"][-1].get("val") if state["history"] else None,
         "bundled_name": name, "torch": torch.__version__,
     }
+    from ..tasks.body_fill import safety_limits
+
+    meta["safety"] = safety_limits(Net(data["skeleton"]).layout, data["rotations"], data["positions"], data["bounds"],
+                                   data["convention"])
     if metrics:
         meta["metrics"] = metrics
     return save_tensors(out, tensors, meta, half=True)
