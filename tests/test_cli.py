@@ -40,22 +40,22 @@ def test_eval_infill_on_a_folder_of_bvh(tmp_path):
 
 
 @needs_data
-def test_eval_infill_retargets_other_skeletons_onto_the_models(tmp_path, capsys):
-    """CMU clips scored with anyorder-body: retargeted onto its Bandai skeleton first, and the baseline
-    scored on the same retargeted clips (its figures differ from the CMU-skeleton run)."""
+def test_eval_infill_baseline_rows_do_not_depend_on_the_models(tmp_path):
+    """CMU clips scored with anyorder-body (a Bandai-skeleton model): the model fills through a retarget and back
+    (eval.keyed.on_skeleton), the data is scored on its own skeleton, so Interp's row is the same whichever
+    models are asked for."""
     from motioncore.data import load
 
     for c in load("cmu", "test", progress=False)[:2]:
-        write_bvh(tmp_path / f"{c.name}.bvh", c.motion)
+        write_bvh(tmp_path / f"{c.name}.bvh", c.motion.slice(0, 400))
     out, raw = tmp_path / "moved.json", tmp_path / "raw.json"
     assert main(["eval", "infill", "--data", str(tmp_path), "--model", "interp", "--model", "anyorder-body",
                  "--json", str(out), "--out", str(tmp_path), "--quiet", "--lengths", "5"]) == 0
-    assert "retargeted 2 of 2 clips onto the model's 22-joint skeleton" in capsys.readouterr().err
     assert main(["eval", "infill", "--data", str(tmp_path), "--model", "interp", "--json", str(raw), "--out",
                  str(tmp_path), "--quiet", "--lengths", "5"]) == 0
     moved, base = json.loads(out.read_text()), json.loads(raw.read_text())
-    assert set(moved) == {"interp", "anyorder-body"} and moved["interp"]["L2Q"]["5"] != base["interp"]["L2Q"]["5"]
-    assert moved["anyorder-body"]["L2Q"]["5"] < 2.0   # twists matched to the training data (4.17 on 8 CMU clips without)
+    assert set(moved) == {"interp", "anyorder-body"} and moved["interp"] == base["interp"]
+    assert moved["anyorder-body"]["L2Q"]["5"] < 1.0   # 0.72 (Interp 0.17): the likelihood model is poor at 5 frames
 
 
 def _tiny_motion() -> Motion:
@@ -90,7 +90,7 @@ def test_models_json_and_unknown_model(capsys):
 def test_data_list_json(capsys):
     assert main(["data", "list", "cmu", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
-    assert (row["clips"], row["fps"], row["joints"]) == (28, 120.0, 31)
+    assert (row["clips"], row["train"], row["test"], row["fps"], row["joints"]) == (98, 66, 32, 120.0, 31)
     assert "CMU" in row["licence"]
 
 

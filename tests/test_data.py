@@ -17,7 +17,7 @@ from motioncore.errors import DataError
 # Frame counts from ../shared/mocap/README.md and each SOURCE.md.
 EXPECTED = {"bandai1": (174, 31914, 30, 22), "bandai2": (962, 149239, 30, 22), "dog": (46, 96221, 60, 21),
             "manipnet-left": (8, 35372, 120, 17), "manipnet-right": (8, 35372, 120, 17),
-            "cmu": (28, 77754, 120, 31)}
+            "cmu01-03": (28, 77754, 120, 31), "cmu05-09": (70, 43598, 120, 31), "cmu": (98, 121352, 120, 31)}
 
 
 @needs_data
@@ -31,7 +31,38 @@ def test_counts_and_disjoint_splits(name):
     assert {c.motion.skeleton.num_joints for c in clips} == {joints}
     train = {c.name for c in clips if c.split == "train"}
     test = {c.name for c in clips if c.split == "test"}
-    assert train and test and not (train & test) and len(train) + len(test) == n
+    assert not (train & test) and len(train) + len(test) == n
+    assert train and (test or name == "cmu01-03")  # CMU holds out whole subjects, none of 01-03
+
+
+@needs_data
+def test_cmu_holds_out_whole_subjects_on_one_skeleton():
+    """Subjects 05 (dance) and 07 (walks) are test, every other subject train; the cmu05-09 conversion (other
+    names, ASF units, other rest pose) comes onto the cmu01-03 skeleton with every bone's direction kept."""
+    from motioncore.data.registry import ASF_UNIT_CM, HAHNE_TO_ASF, cmu_hahne_to_asf
+    from motioncore.data.cache import data_root
+    from motioncore.io.bvh import read_bvh
+
+    clips = load("cmu", progress=False)
+    subjects = {s: {c.split for c in clips if c.labels["subject"] == s} for s in {c.labels["subject"] for c in clips}}
+    assert subjects == {"01": {"train"}, "02": {"train"}, "03": {"train"}, "05": {"test"}, "06": {"train"},
+                        "07": {"test"}, "08": {"train"}, "09": {"train"}}
+    names = {c.motion.skeleton.names for c in clips}
+    assert len(names) == 1 and set(HAHNE_TO_ASF.values()) == set(next(iter(names)))
+    raw = read_bvh(unpack(data_root() / "cmu_05-09/cmu_bvh_hahne_subjects_05-09.tar.xz", progress=False)
+                   / "cmu_bvh_hahne" / "07_01.bvh")
+    conv = cmu_hahne_to_asf(raw, data_root())
+    g0 = raw.global_transforms()[1] * ASF_UNIT_CM
+    g1 = conv.global_transforms()[1]
+    sk = conv.skeleton
+    worst = 0.0
+    for j in range(1, sk.num_joints):
+        a, b = g0[:, j] - g0[:, sk.parents[j]], g1[:, j] - g1[:, sk.parents[j]]
+        ok = (np.linalg.norm(a, axis=-1) > 1e-3) & (np.linalg.norm(b, axis=-1) > 1e-3)
+        if ok.any():
+            c = np.sum(a[ok] * b[ok], -1) / np.linalg.norm(a[ok], axis=-1) / np.linalg.norm(b[ok], axis=-1)
+            worst = max(worst, float(np.degrees(np.arccos(np.clip(c, -1, 1))).max()))
+    assert worst < 0.01, worst
 
 
 @needs_data
