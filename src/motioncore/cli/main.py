@@ -396,9 +396,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``motioncore models | head -1``): point stdout at /dev/null so the
+    flush at exit is quiet, and exit 141 (128 + SIGPIPE) as a shell tool would."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done, 1 some work failed (per-file failures, an unexpected error),
-    2 bad input (before any work), 130 Ctrl-C, 143 SIGTERM. Errors are one line on stderr; ``--debug``
+    2 bad input (before any work), 130 Ctrl-C, 141 stdout closed (``| head``), 143 SIGTERM. Errors are one line on stderr; ``--debug``
     shows the traceback of an unexpected one."""
     from ..errors import MotioncoreError
     from .args import Terminated
@@ -406,7 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with sigterm_raises():
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            sys.stdout.flush()  # a closed pipe (``| head``) shows here, not at exit
+            return code
+    except BrokenPipeError:
+        return _broken_pipe()
     except Terminated:
         print("motioncore: terminated", file=sys.stderr)
         return 143
