@@ -39,3 +39,31 @@ def test_closed_stdout_is_quiet():
         os.close(w)
     assert p.returncode in (0, 141), p.stderr
     assert p.stderr == ""
+
+
+# ---------------------------------------------------------------------------------------------- item 4
+def _tiny_motion(frames: int = 4, fps: float = 30.0):
+    import numpy as np
+
+    from motioncore.core.motion import Motion
+    from motioncore.core.skeleton import Skeleton
+
+    sk = Skeleton(("root", "a"), np.array([-1, 0]), np.array([[0, 0, 0], [0, 10, 0]], float))
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(frames, 2, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return Motion(sk, q, np.broadcast_to(sk.offsets, (frames, 2, 3)).copy(), fps)
+
+
+def test_folder_inputs_match_bvh_in_any_case(tmp_path, capsys):
+    from motioncore.batch.run import discover
+    from motioncore.eval.run import _clips_from_files
+    from motioncore.io.bvh import write_bvh
+
+    for name in ("walk.BVH", "run.bvh", "sub/jump.Bvh"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        write_bvh(tmp_path / name, _tiny_motion())
+    assert [f.name for f in discover(tmp_path)] == ["run.bvh", "jump.Bvh", "walk.BVH"]
+    assert len(_clips_from_files(str(tmp_path), progress=False)) == 3    # eval infill --data FOLDER
+    assert main(["bvh", "roundtrip", str(tmp_path)]) == 0
+    assert "3 files, 0 failed" in capsys.readouterr().out

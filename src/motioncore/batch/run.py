@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import MotioncoreError
 from ..io.atomic import atomic_write_text, check_output_dir
+from ..io.files import files_with_suffix
 
 __all__ = ["BatchError", "ReportError", "check_output_dir", "clean_stale", "finish_report", "start_report", "discover", "output_path", "parse_scale", "process_file", "run_batch",
            "run_chunk", "run_files", "run_job", "write_report", "STAGES", "REPORT_NAME"]
@@ -51,12 +52,12 @@ class ReportError(BatchError):
 # planning
 # ----------------------------------------------------------------------------------------------
 def discover(src: str | os.PathLike[str], exclude: Path | None = None, suffix: str = ".bvh") -> list[Path]:
-    """Input files, sorted: a folder is searched recursively for ``*<suffix>`` (BVH by default); anything
+    """Input files, sorted: a folder is searched recursively for ``*<suffix>`` in any case (BVH by default); anything
     else is a glob (``**`` recursive) or a single file. Files under ``exclude`` (the output folder) are
     left out."""
     p = Path(src)
     if p.is_dir():
-        files = [f for f in p.rglob(f"*{suffix}") if f.is_file()]
+        files = files_with_suffix(p, suffix)
     elif p.is_file():
         files = [p]
     else:

@@ -52,11 +52,12 @@ def _cmd_data_unpack(args: argparse.Namespace) -> int:
 
 def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
     from ..io.bvh import roundtrip_main
+    from ..io.files import files_with_suffix
 
     files: list[str] = []
     for f in args.files:
         p = Path(f)
-        files += sorted(str(x) for x in p.rglob("*.bvh")) if p.is_dir() else [f]
+        files += [str(x) for x in files_with_suffix(p, ".bvh")] if p.is_dir() else [f]
     return roundtrip_main(files, tol=args.tol)
 
 
