@@ -67,3 +67,26 @@ def test_folder_inputs_match_bvh_in_any_case(tmp_path, capsys):
     assert len(_clips_from_files(str(tmp_path), progress=False)) == 3    # eval infill --data FOLDER
     assert main(["bvh", "roundtrip", str(tmp_path)]) == 0
     assert "3 files, 0 failed" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------- item 3
+@pytest.mark.parametrize("argv, accepted", [
+    (["retarget", "{d}/walk.bvh", "--target", "{d}/rig.json", "--out", "{d}/o"], "--target {d}/rig.json: expected "
+     "a .bvh, .fbx or .blend file, got '.json'"),
+    (["retarget", "{d}/walk", "--target", "{d}/walk.bvh", "--out", "{d}/o"], "SRC {d}/walk: expected a .bvh, .fbx "
+     "or .blend file, got no extension"),
+    (["batch", "infill", "{d}/walk.txt", "--frozen", "3", "--out", "{d}/o"], "SRC {d}/walk.txt: expected a .bvh, "
+     ".fbx or .blend file, got '.txt'"),
+    (["eval", "infill", "--data", "{d}/walk.txt", "--out", "{d}/o"], "--data {d}/walk.txt: expected a .bvh file, "
+     "got '.txt'"),
+])
+def test_bad_input_extension_says_what_is_accepted(tmp_path, capsys, argv, accepted):
+    from motioncore.io.bvh import write_bvh
+
+    write_bvh(tmp_path / "walk.bvh", _tiny_motion())
+    for name in ("rig.json", "walk", "walk.txt"):
+        (tmp_path / name).write_text((tmp_path / "walk.bvh").read_text())
+    assert main([a.format(d=tmp_path) for a in argv] + ["--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"motioncore: error: {accepted.format(d=tmp_path)}\n"
+    assert not (tmp_path / "o").exists()

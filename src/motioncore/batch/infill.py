@@ -141,7 +141,7 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     gaps: dict[str, Any] = {}
     if gaps_file:
         gaps = _read_gaps(gaps_file)
-    files = sorted({f for sfx in CLIP_SUFFIXES for f in discover(src, exclude=out, suffix=sfx)})
+    files = discover(src, exclude=out, suffix=CLIP_SUFFIXES)
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files under {src!r}")
     gaps = _match_gaps(gaps, files, gaps_file)

@@ -27,9 +27,9 @@ import numpy as np
 
 from ..errors import MotioncoreError
 from ..io.atomic import atomic_write_text, check_output_dir
-from ..io.files import files_with_suffix
+from ..io.files import check_suffix, files_with_suffix
 
-__all__ = ["BatchError", "ReportError", "check_output_dir", "clean_stale", "finish_report", "start_report", "discover", "output_path", "parse_scale", "process_file", "run_batch",
+__all__ = ["BatchError", "ReportError", "check_output_dir", "check_suffix", "clean_stale", "finish_report", "start_report", "discover", "output_path", "parse_scale", "process_file", "run_batch",
            "run_chunk", "run_files", "run_job", "write_report", "STAGES", "REPORT_NAME"]
 
 REPORT_NAME = "report.json"
@@ -51,17 +51,21 @@ class ReportError(BatchError):
 # ----------------------------------------------------------------------------------------------
 # planning
 # ----------------------------------------------------------------------------------------------
-def discover(src: str | os.PathLike[str], exclude: Path | None = None, suffix: str = ".bvh") -> list[Path]:
-    """Input files, sorted: a folder is searched recursively for ``*<suffix>`` in any case (BVH by default); anything
-    else is a glob (``**`` recursive) or a single file. Files under ``exclude`` (the output folder) are
-    left out."""
+def discover(src: str | os.PathLike[str], exclude: Path | None = None,
+             suffix: str | Sequence[str] = ".bvh", arg: str = "SRC") -> list[Path]:
+    """Input files, sorted: a folder is searched recursively for ``*<suffix>`` in any case (BVH by default;
+    several suffixes may be given); a glob (``**`` recursive) keeps the matches with such a suffix; a single
+    file must have one (`check_suffix`, else `UsageError` naming ``arg``). Files under ``exclude`` (the output
+    folder) are left out."""
+    suffixes = (suffix,) if isinstance(suffix, str) else tuple(suffix)
     p = Path(src)
     if p.is_dir():
-        files = files_with_suffix(p, suffix)
+        files = [f for s in suffixes for f in files_with_suffix(p, s)]
     elif p.is_file():
-        files = [p]
+        files = [check_suffix(p, suffixes, arg)]
     else:
-        files = [Path(f) for f in glob.glob(str(src), recursive=True) if Path(f).is_file()]
+        files = [Path(f) for f in glob.glob(str(src), recursive=True)
+                 if Path(f).is_file() and Path(f).suffix.lower() in suffixes]
     files = [f for f in files if not f.name.startswith(".")]  # temporaries of an interrupted write
     if exclude is not None:
         ex = exclude.resolve()
@@ -423,8 +427,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     mode = "ray" if (use_ray or ray_address) else "in-process"
     if mode == "ray":
         _import_ray()  # fail before any work, with the install hint
-    files = [f for sfx in CLIP_SUFFIXES for f in discover(src, exclude=out, suffix=sfx)]
-    files = sorted(set(files))
+    check_suffix(target, CLIP_SUFFIXES, "--target")
+    files = discover(src, exclude=out, suffix=CLIP_SUFFIXES)
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files found at {src}")
     needs_bpy = fmt != "bvh" or any(f.suffix.lower() != ".bvh" for f in files) or Path(target).suffix.lower() != ".bvh"

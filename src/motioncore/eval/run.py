@@ -24,7 +24,7 @@ from ..data.registry import REGISTRY
 from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
 from ..io.bvh import read_bvh
-from ..io.files import files_with_suffix
+from ..io.files import check_suffix, files_with_suffix
 from .anyorder_fill import is_anyorder_checkpoint, load_fill
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
@@ -66,7 +66,11 @@ def model_skeleton(names: list[str]) -> tuple[Skeleton, np.ndarray | None] | Non
 def _clips_from_files(pattern: str, progress: bool, onto: tuple[Skeleton, np.ndarray | None] | None = None
                       ) -> list[Clip]:
     p = Path(pattern)
-    files = files_with_suffix(p, ".bvh") if p.is_dir() else sorted(Path(f) for f in glob.glob(pattern))
+    if p.is_file():
+        files = [check_suffix(p, (".bvh",), "--data")]
+    else:
+        files = files_with_suffix(p, ".bvh") if p.is_dir() else sorted(
+            Path(f) for f in glob.glob(pattern) if Path(f).suffix.lower() == ".bvh")
     if not files:
         raise DataError(f"--data {pattern!r}: not a registered dataset ({sorted(REGISTRY)}) and no BVH files "
                         f"matched")
