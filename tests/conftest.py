@@ -15,6 +15,21 @@ HAVE_DATA = data_root().is_dir()
 needs_data = pytest.mark.skipif(not HAVE_DATA, reason=f"mocap folder {data_root()} absent (set MOTIONCORE_DATA)")
 
 
+@pytest.fixture(scope="session")
+def raw():
+    """``raw("mann_dog/mann_dog_bvh_46clips.tar.xz")``: that archive of the data root unpacked into the data
+    cache (``motioncore.data.cache.cache_root()``) on demand, at run time; skips only when it is absent."""
+    from motioncore.data.cache import unpack
+
+    def get(rel: str) -> Path:
+        archive = data_root() / rel
+        if not archive.is_file():
+            pytest.skip(f"{archive} absent (set MOTIONCORE_DATA)")
+        return unpack(archive, progress=False)
+
+    return get
+
+
 @pytest.fixture
 def one_thread():
     """Tiny models: one intra-op thread (on a busy 2-core machine two threads ran ~10x slower)."""

@@ -90,3 +90,107 @@ def test_bad_input_extension_says_what_is_accepted(tmp_path, capsys, argv, accep
     err = capsys.readouterr().err
     assert err == f"motioncore: error: {accepted.format(d=tmp_path)}\n"
     assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------------------------------------- item 1
+BODY = ROOT / "src" / "motioncore" / "checkpoints" / "anyorder-body.json"
+DOG = "mann_dog/mann_dog_bvh_46clips.tar.xz"
+
+
+def _body_clip(names: list[str] | None = None, frames: int = 20):
+    """A small walk on the bundled body model's 22-joint skeleton, its joints renamed to ``names``."""
+    import json
+
+    import numpy as np
+
+    from motioncore.core.motion import Motion
+    from motioncore.core.rotations import axis_angle_to_quat
+    from motioncore.core.skeleton import Skeleton
+
+    d = json.loads(BODY.read_text())["skeleton"]
+    if names is not None:
+        d = {**d, "names": names}
+    sk = Skeleton.from_dict(d)
+    rng = np.random.default_rng(0)
+    pos = np.repeat(sk.offsets[None], frames, 0)
+    pos[:, 1, 2] += np.linspace(0, 50, frames)
+    return Motion(sk, axis_angle_to_quat(np.cumsum(rng.normal(0, 0.01, (frames, sk.num_joints, 3)), 0)), pos, 30.0)
+
+
+def test_retarget_refuses_a_dog_for_a_biped_target(tmp_path, capsys, raw):
+    import json
+    import shutil
+
+    from motioncore.io.bvh import write_bvh
+
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(sorted(raw(DOG).rglob("*.bvh"))[0], src / "dog.bvh")
+    write_bvh(src / "walk.bvh", _body_clip())
+    write_bvh(tmp_path / "target.bvh", _body_clip())
+    out = tmp_path / "out"
+    assert main(["retarget", str(src), "--target", str(tmp_path / "target.bvh"), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["counts"]["ok"] == 1 and rep["counts"]["failed"] == 1
+    [e] = rep["errors"]
+    assert e["stage"] == "map" and e["file"].endswith("dog.bvh") and "\n" not in e["error"]
+    assert "unmapped: joint_Root, Chest, Toes_L, Toes_R" in e["error"] and "--map" in e["error"]
+    assert e["error"] in err
+    assert (out / "walk.bvh").is_file() and not (out / "dog.bvh").exists()
+
+
+def test_retarget_refuses_unknown_names_until_a_bone_map_is_given_and_reuses_it(tmp_path, capsys):
+    import json
+
+    from motioncore.io.bvh import read_bvh, write_bvh
+
+    target = _body_clip()
+    names = [f"bone_{i:02d}" for i in range(target.skeleton.num_joints)]
+    src = tmp_path / "src"
+    src.mkdir()
+    write_bvh(src / "renamed.bvh", _body_clip(names))
+    write_bvh(tmp_path / "target.bvh", target)
+    out = tmp_path / "out"
+    argv = ["retarget", str(src), "--target", str(tmp_path / "target.bvh"), "--out", str(out), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "only 0 of 22 target joints found; unmapped: joint_Root, Hips," in err
+    assert not (out / "renamed.bvh").exists()
+    bone_map = tmp_path / "map.json"   # the add-on's form: {target joint: source joint}
+    bone_map.write_text(json.dumps(dict(zip(target.skeleton.names, names, strict=True))))
+    assert main(argv + ["--map", str(bone_map)]) == 0
+    moved = read_bvh(out / "renamed.bvh")
+    assert list(moved.skeleton.names) == list(target.skeleton.names)
+    write_bvh(src / "renamed2.bvh", _body_clip(names))   # a later run into the same folder, without --map
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "using the bone map saved by an earlier run" in capsys.readouterr().err
+    assert (out / "renamed2.bvh").is_file()
+
+
+def test_eval_infill_refuses_a_dog_for_a_biped_model(tmp_path, capsys, raw):
+    import shutil
+
+    shutil.copy(sorted(raw(DOG).rglob("*.bvh"))[0], tmp_path / "dog.bvh")
+    assert main(["eval", "infill", "--model", "anyorder-body", "--data", str(tmp_path), "--out", str(tmp_path / "o"),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "dog" in err[0] and "unmapped: joint_Root, Chest, Toes_L, Toes_R" in err[0], err
+
+
+def test_batch_infill_refuses_clips_on_another_skeleton_before_any_work(tmp_path, capsys):
+    import json
+
+    from motioncore.io.bvh import write_bvh
+
+    src = tmp_path / "src"
+    src.mkdir()
+    write_bvh(src / "walk.bvh", _body_clip())
+    write_bvh(src / "renamed.bvh", _body_clip(["bone_00", *_body_clip().skeleton.names[1:]]))
+    out = tmp_path / "out"
+    assert main(["batch", "infill", str(src), "--out", str(out), "--frozen", "3", "--quiet"]) == 2
+    [e] = json.loads((out / "report.json").read_text())["errors"]
+    assert e["stage"] == "map" and e["file"].endswith("renamed.bvh")
+    assert "unmapped: joint_Root;" in e["error"] and e["error"] in capsys.readouterr().err
+    assert (out / "walk.bvh").is_file() and not (out / "renamed.bvh").exists()

@@ -145,6 +145,7 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files under {src!r}")
     gaps = _match_gaps(gaps, files, gaps_file)
+    refused = _check_joints(files, model)
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
                             "frozen": frozen, "temperature": temperature, "seed": seed,
                             "started": datetime.now(UTC).isoformat(),
@@ -152,8 +153,33 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     return run_job(fill_file, files, out, fmt, {"model_name": model, "gaps": gaps, "frozen": frozen,
                                                 "temperature": temperature, "seed": seed, "fmt": fmt}, meta,
                    desc="infill", unit="clip", progress=progress, use_ray=use_ray, ray_address=ray_address,
-                   workers=workers, chunk=chunk,
+                   workers=workers, chunk=chunk, refused=refused,
                    totals=lambda rs: {"frames_filled": sum(r.get("frames_filled", 0) for r in rs if r["status"] == "ok")})
+
+
+def _check_joints(files: Sequence[Path], model: str) -> dict[Path, str]:
+    """Before any work: {file: one line} for the BVH inputs whose joints are not the model's (only the
+    hierarchy is read; each distinct skeleton once; unreadable files are left to the per-file job)."""
+    from ..errors import MotioncoreError
+    from ..io.bvh import read_bvh_header
+    from ..models.checkpoint import read_meta
+    from ..models.registry import resolve
+
+    names = list(read_meta(resolve(model))["skeleton"]["names"])
+    refused: dict[Path, str] = {}
+    for f in files:
+        if f.suffix.lower() != ".bvh":
+            continue
+        try:
+            have = list(read_bvh_header(f)[0].names)
+        except (MotioncoreError, OSError):
+            continue
+        if have != names:
+            unmapped = [n for n in names if n not in have]
+            refused[f] = (f"{f.name}: its joints are not the model's {len(names)}; unmapped: "
+                          f"{', '.join(unmapped) or 'none (another order)'}; retarget it onto the model's skeleton "
+                          "first (motioncore retarget, --map FILE for a bone map)")
+    return refused
 
 
 def _read_gaps(gaps_file: str) -> dict[str, Any]:

@@ -24,11 +24,14 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
 
 
 def _print_errors(report: dict) -> int:
-    """The first ten failures on stderr; the exit code (1 when any file failed)."""
+    """The first ten failures on stderr; the exit code: 2 when any file was refused for its skeleton (stage
+    map), else 1 when any file failed."""
     for e in report["errors"][:10]:
         print(f"  failed [{e['stage']}] {e['file']}: {e['error']}", file=sys.stderr)
     if len(report["errors"]) > 10:
         print(f"  ... and {len(report['errors']) - 10} more (see report.json)", file=sys.stderr)
+    if any(e["stage"] == "map" for e in report["errors"]):
+        return 2
     return 1 if report["counts"]["failed"] else 0
 
 
@@ -75,12 +78,16 @@ def add_subcommands(sub: Any) -> None:
     r = sub.add_parser("retarget", help="retarget many BVH files onto one skeleton (resumable; optional Ray)",
                        description="Retarget every BVH under SRC onto the skeleton of --target, writing "
                                    "OUT/<base name>.bvh and OUT/report.json. Existing outputs are skipped, so a "
-                                   "re-run resumes. Exit 1 when any file failed.")
+                                   "re-run resumes. Every input's skeleton is checked against the target first: "
+                                   "one that cannot be mapped is refused (one line naming the unmapped joints, in "
+                                   "the report). Exit 2 when any file was refused, 1 when any other failed.")
     r.add_argument("src", help="folder (searched recursively for *.bvh, *.fbx, *.blend) or glob ('**' recursive, "
                               "quote it); .fbx and .blend need the blender extra (bpy)")
     r.add_argument("--target", required=True, help="clip (.bvh, .fbx or .blend) whose skeleton the clips are moved onto")
     r.add_argument("--out", required=True, help="output folder")
-    r.add_argument("--map", help="override file (.toml or .json) applied on top of the automatic joint map")
+    r.add_argument("--map", help="bone map applied on top of the automatic joint map: the add-on's JSON "
+                                 "{target joint: source joint} or a .toml/.json override file; saved in --out and "
+                                 "reused by the next run without --map")
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
     r.add_argument("--contacts", action="store_true",
                    help="pin the feet where the source's are planted (two-bone leg IK): no foot sliding")
@@ -98,7 +105,9 @@ def add_subcommands(sub: Any) -> None:
     i = b.add_parser("infill", help="fill dropped or marked frames of many BVH clips (resumable)",
                      description="Fill the frames listed in --gaps and/or frozen runs (--frozen N) of every BVH "
                                  "under SRC with an any-order checkpoint; writes OUT/<base name>.bvh and "
-                                 "OUT/report.json. Existing outputs are skipped. Exit 1 when any file failed.")
+                                 "OUT/report.json. Existing outputs are skipped. Clips whose joints are not the "
+                                 "model's are refused before any work (in the report). Exit 2 when any clip was "
+                                 "refused, 1 when any other failed.")
     i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
     i.add_argument("--out", required=True, help="output folder")
     i.add_argument("--model", default="anyorder-body", help="any-order checkpoint (default anyorder-body)")

@@ -107,7 +107,8 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     models = args.model or ["zerovel", "interp"]
     plot = _plot_path(args, f"eval_infill_{_safe_stem(args.data)}")
     _check_models(models)
-    results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet)
+    results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet,
+                                 overrides=args.map)
     print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
     print(format_table(results))
     plot_results(results, plot)
@@ -307,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
                                                     "(repeatable; default: zerovel and interp)")
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
+    e.add_argument("--map", help="bone map for clips on another skeleton than the model's: the add-on's JSON "
+                                 "{model joint: clip joint} (clips that cannot be mapped are refused)")
     e.add_argument("--lengths", type=positive_int, nargs="+", default=[5, 15, 30, 45],
                    help="transition lengths in frames (default 5 15 30 45)")
     e.add_argument("--json", help="write the results as JSON here (the plot goes beside it, same stem)")

@@ -63,8 +63,8 @@ def model_skeleton(names: list[str]) -> tuple[Skeleton, np.ndarray | None] | Non
     return None
 
 
-def _clips_from_files(pattern: str, progress: bool, onto: tuple[Skeleton, np.ndarray | None] | None = None
-                      ) -> list[Clip]:
+def _clips_from_files(pattern: str, progress: bool, onto: tuple[Skeleton, np.ndarray | None] | None = None,
+                      overrides: str | None = None) -> list[Clip]:
     p = Path(pattern)
     if p.is_file():
         files = [check_suffix(p, (".bvh",), "--data")]
@@ -74,21 +74,27 @@ def _clips_from_files(pattern: str, progress: bool, onto: tuple[Skeleton, np.nda
     if not files:
         raise DataError(f"--data {pattern!r}: not a registered dataset ({sorted(REGISTRY)}) and no BVH files "
                         f"matched")
-    return _onto([Clip(resample(read_bvh(f), FPS), "test") for f in files], pattern, onto)
+    return _onto([Clip(resample(read_bvh(f), FPS), "test") for f in files], pattern, onto, overrides)
 
 
-def _onto(clips: list[Clip], what: str, onto: tuple[Skeleton, np.ndarray | None] | None) -> list[Clip]:
-    """``clips`` retargeted onto the evaluated checkpoint's skeleton where theirs differs (in place)."""
+def _onto(clips: list[Clip], what: str, onto: tuple[Skeleton, np.ndarray | None] | None,
+          overrides: str | None = None) -> list[Clip]:
+    """``clips`` retargeted onto the evaluated checkpoint's skeleton where theirs differs (in place). Every
+    joint map is checked first (`retarget.check_map`): a clip that cannot be mapped (a dog for a biped
+    model) stops the run with one line naming the unmapped joints; ``overrides`` is a ``--map`` file."""
     if onto is None:
         return clips
-    from ..retarget import auto_map, retarget
+    from ..retarget import auto_map, check_map, load_overrides, retarget
 
     sk, conv = onto
+    ov = load_overrides(overrides) if overrides is not None else None
+    other = [c for c in clips if not (c.motion.skeleton.same_topology(sk) and list(c.motion.skeleton.names) == list(sk.names))]
+    maps = [check_map(auto_map(c.motion.skeleton, sk, overrides=ov), c.motion.skeleton, sk,
+                      f"{what}: {c.motion.name or 'clip'}") for c in other]
     moved = 0
-    for c in clips:
-        if not (c.motion.skeleton.same_topology(sk) and list(c.motion.skeleton.names) == list(sk.names)):
-            c.motion = retarget(c.motion, sk, auto_map(c.motion.skeleton, sk), convention=conv)
-            moved += 1
+    for c, jm in zip(other, maps, strict=True):
+        c.motion = retarget(c.motion, sk, jm, convention=conv)
+        moved += 1
     if moved:
         how = ", twists matched to its training data's convention" if conv is not None else ""
         print(f"{what}: retargeted {moved} of {len(clips)} clips onto the model's {sk.num_joints}-joint "
@@ -96,14 +102,15 @@ def _onto(clips: list[Clip], what: str, onto: tuple[Skeleton, np.ndarray | None]
     return clips
 
 
-def load_eval_sets(data: str, progress: bool = True, onto: tuple[Skeleton, np.ndarray | None] | None = None):
+def load_eval_sets(data: str, progress: bool = True, onto: tuple[Skeleton, np.ndarray | None] | None = None,
+                   overrides: str | None = None):
     """(test windows 65/40, training position mean, std) for ``data``; clips on another skeleton than
-    ``onto`` (a registered set's or BVH files') are retargeted onto it first."""
+    ``onto`` (a registered set's or BVH files') are retargeted onto it first (``overrides``: a bone map)."""
     if data in REGISTRY:  # a set on another skeleton (CMU for a Bandai model) is retargeted, both splits
-        test = _onto(load(data, "test", fps=FPS, progress=progress), f"{data} test", onto)
-        train = _onto(load(data, "train", fps=FPS, progress=progress), f"{data} train", onto)
+        test = _onto(load(data, "test", fps=FPS, progress=progress), f"{data} test", onto, overrides)
+        train = _onto(load(data, "train", fps=FPS, progress=progress), f"{data} train", onto, overrides)
     else:
-        test = train = _clips_from_files(data, progress, onto)
+        test = train = _clips_from_files(data, progress, onto, overrides)
     from ..train.anyorder import body_joints
 
     test_w = lafan1_windows(test, *TEST, body=body_joints(test[0].motion.skeleton))
@@ -114,10 +121,10 @@ def load_eval_sets(data: str, progress: bool = True, onto: tuple[Skeleton, np.nd
 
 
 def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] = (5, 15, 30, 45),
-                    progress: bool = True) -> tuple[Results, int]:
-    """Results dict and the number of test windows."""
+                    progress: bool = True, overrides: str | None = None) -> tuple[Results, int]:
+    """Results dict and the number of test windows; ``overrides``: a bone map for clips on another skeleton."""
     models = resolve_models(model_names)
-    test_w, mean, std = load_eval_sets(data, progress, model_skeleton(model_names))
+    test_w, mean, std = load_eval_sets(data, progress, model_skeleton(model_names), overrides)
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps", file=sys.stderr)
     res = evaluate_infill(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std,
                           lengths=lengths, progress=progress)
