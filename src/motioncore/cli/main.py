@@ -61,6 +61,32 @@ def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
     return roundtrip_main(files, tol=args.tol)
 
 
+def _cmd_bvh_resample(args: argparse.Namespace) -> int:
+    from ..core.kinematics import resample
+    from ..errors import UsageError
+    from ..io.atomic import check_output_dir, check_output_file
+    from ..io.bvh import read_bvh, write_bvh
+    from ..io.files import check_suffix, files_with_suffix
+
+    src = Path(args.src)
+    if src.is_dir():
+        out = check_output_dir(args.out, "OUT", (src,))
+        pairs = [(f, out / f.relative_to(src).with_suffix(".bvh")) for f in files_with_suffix(src, ".bvh")]
+        if not pairs:
+            raise UsageError(f"IN {src}: no .bvh files in the folder")
+    elif src.is_file():
+        pairs = [(check_suffix(src, (".bvh",), "IN"), check_output_file(args.out, "OUT", (src,), suffixes=(".bvh",)))]
+    else:
+        raise UsageError(f"IN {src}: no such file or folder (expected a .bvh file or a folder of them)")
+    for f, o in pairs:
+        m = read_bvh(f)
+        r = resample(m, args.fps)
+        o.parent.mkdir(parents=True, exist_ok=True)
+        write_bvh(o, r)
+        print(f"{o}: {m.num_frames} frames at {m.fps:g} fps -> {r.num_frames} at {args.fps:g}")
+    return 0
+
+
 def _plot_path(args: argparse.Namespace, default: str) -> Path:
     """Where an eval command's plot goes: ``--plot``, else beside ``--json`` with its stem, else
     ``--out/<default>.png``; checked (with ``--json``) before any work."""
@@ -302,6 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("files", nargs="+", help="BVH files or folders (searched recursively)")
     b.add_argument("--tol", type=nonneg_float, default=1e-4, help="max rotation error (deg) and position error")
     b.set_defaults(func=_cmd_bvh_roundtrip)
+    b = bvh.add_parser("resample", help="resample BVH clips to another frame rate (slerp for rotations)")
+    b.add_argument("src", metavar="IN", help="a .bvh file or a folder of them (searched recursively)")
+    b.add_argument("out", metavar="OUT", help="the .bvh to write, or (IN a folder) the folder mirroring IN")
+    b.add_argument("--fps", type=positive_float, required=True, help="the new frame rate (e.g. 30)")
+    b.set_defaults(func=_cmd_bvh_resample)
 
     ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
     e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)")
