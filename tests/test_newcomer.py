@@ -246,3 +246,42 @@ def test_bvh_resample_bad_inputs(tmp_path, capsys):
     (tmp_path / "a.txt").write_text("x")
     assert main(["bvh", "resample", str(tmp_path / "a.txt"), str(tmp_path / "b.bvh"), "--fps", "30"]) == 2
     assert capsys.readouterr().err.strip().endswith("expected a .bvh file, got '.txt'")
+
+
+def test_batch_infill_resamples_other_rates_and_says_so(tmp_path, capsys):
+    """A 60 fps clip with a gap given in its own frames: filled at the model's 30 fps, the keys kept."""
+    import json
+
+    import numpy as np
+
+    from motioncore.core.kinematics import resample
+    from motioncore.core.motion import Motion
+    from motioncore.io.bvh import read_bvh, write_bvh
+
+    c = _body_clip(frames=81)
+    src = tmp_path / "src"
+    src.mkdir()
+    write_bvh(src / "walk.bvh", Motion(c.skeleton, c.rotations, c.positions, 60.0, "walk"))
+    (tmp_path / "gaps.json").write_text(json.dumps({"walk": [[30, 50]]}))
+    out = tmp_path / "out"
+    assert main(["batch", "infill", str(src), "--out", str(out), "--gaps", str(tmp_path / "gaps.json"), "--quiet"]) == 0
+    assert "1 clip(s) at 60 fps resampled to the model's rate first" in capsys.readouterr().err
+    got, want = read_bvh(out / "walk.bvh"), resample(read_bvh(src / "walk.bvh"), 30.0)
+    assert got.fps == 30 and got.num_frames == 41
+    [r] = json.loads((out / "report.json").read_text())["files"]
+    assert r["gaps"] == [[15, 25]] and r["resampled_from"] == 60
+    keys = np.r_[0:15, 25:41]
+    assert _quat_angle_deg(got.rotations[keys], want.rotations[keys]).max() < 1e-3
+
+
+def test_eval_infill_says_it_resamples(tmp_path, capsys):
+    from motioncore.core.motion import Motion
+    from motioncore.eval.run import _clips_from_files
+    from motioncore.io.bvh import write_bvh
+
+    c = _body_clip(frames=41)
+    write_bvh(tmp_path / "a.bvh", Motion(c.skeleton, c.rotations, c.positions, 60.0, "a"))
+    write_bvh(tmp_path / "b.bvh", c)
+    clips = _clips_from_files(str(tmp_path), progress=False)
+    assert [k.motion.fps for k in clips] == [30.0, 30.0] and clips[0].motion.num_frames == 21
+    assert capsys.readouterr().err == f"{tmp_path}: resampled 1 of 2 clips from 60 fps to 30 fps first\n"

@@ -13,7 +13,8 @@ Frames to fill, per clip (both may be used together):
   root, bit for bit; a capture that froze) are refilled, the frame before the run kept as the key.
 
 Clips must be on the checkpoint's skeleton (joints matched by name; ``motioncore retarget`` first
-otherwise) and at its frame rate (30 fps for the bundled models). See docs/batch.md.
+otherwise). Clips at another frame rate than the checkpoint's (30 fps for the bundled models) are resampled
+to it first (slerp; the gaps follow in time) and written at it; the command says so. See docs/batch.md.
 """
 from __future__ import annotations
 
@@ -74,14 +75,15 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
             raise ValueError(f"the clip's joints differ from the model's ({len(m.skeleton.names)} vs {len(names)}; "
                              f"missing e.g. {missing}): retarget it onto the model's skeleton first")
         fps = float(meta.get("fps") or m.fps)
-        if abs(m.fps - fps) > 1e-3:
-            raise ValueError(f"the clip is at {m.fps:g} fps, the model at {fps:g}: resample it first")
         stage = "gaps"
         rj = int(meta["root_joint"])
         todo = gap_mask(m.num_frames, gaps.get(Path(path).stem, []))
         runs = frozen_runs(m.rotations, m.positions[:, rj], frozen) if frozen else []
         for s, e in runs:
             todo[s:e] = True
+        if abs(m.fps - fps) > 1e-3:   # to the model's rate; the output is at the model's rate too
+            res["resampled_from"] = m.fps
+            m, todo = _resample(m, todo, fps)
         res["gaps"] = [[a, b] for a, b in mask_runs(todo)]
         res["frames_filled"] = int(todo.sum())
         if not todo.any():
@@ -104,6 +106,18 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         res.update(error=f"{type(e).__name__}: {e}", stage=stage)
     res["seconds"] = time.perf_counter() - t0
     return res
+
+
+def _resample(m: Any, todo: np.ndarray, fps: float) -> tuple[Any, np.ndarray]:
+    """``m`` at ``fps`` (slerp) and the frames to fill on the new timeline: those with a frame to fill
+    among the two source frames around them."""
+    from ..core.kinematics import resample
+
+    r = resample(m, fps)
+    t = np.arange(r.num_frames) * (m.fps / fps)   # source frame coordinates
+    i0 = np.clip(np.floor(t).astype(np.int64), 0, m.num_frames - 1)
+    i1 = np.clip(np.ceil(t - 1e-9).astype(np.int64), 0, m.num_frames - 1)
+    return r, todo[i0] | todo[i1]
 
 
 _MODELS: dict[str, Any] = {}

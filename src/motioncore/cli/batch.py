@@ -43,6 +43,11 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                               fmt=args.format)
     c = report["counts"]
+    moved = [r for r in report["files"] if r.get("resampled_from")]
+    if moved:
+        rates = ", ".join(sorted({f"{r['resampled_from']:g}" for r in moved}))
+        print(f"batch infill: {len(moved)} clip(s) at {rates} fps resampled to the model's rate first (the outputs "
+              "are at the model's rate)", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")

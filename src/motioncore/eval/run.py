@@ -74,7 +74,18 @@ def _clips_from_files(pattern: str, progress: bool, onto: tuple[Skeleton, np.nda
     if not files:
         raise DataError(f"--data {pattern!r}: not a registered dataset ({sorted(REGISTRY)}) and no BVH files "
                         f"matched")
-    return _onto([Clip(resample(read_bvh(f), FPS), "test") for f in files], pattern, onto, overrides)
+    motions = [read_bvh(f) for f in files]
+    _say_resampled(pattern, [m.fps for m in motions])
+    return _onto([Clip(resample(m, FPS), "test") for m in motions], pattern, onto, overrides)
+
+
+def _say_resampled(what: str, rates: list[float]) -> None:
+    """One stderr line when clips at other rates than 30 fps are resampled (slerp) before the benchmark."""
+    other = sorted({f"{r:g}" for r in rates if abs(r - FPS) > 1e-3})
+    if other:
+        n = sum(abs(r - FPS) > 1e-3 for r in rates)
+        print(f"{what}: resampled {n} of {len(rates)} clips from {', '.join(other)} fps to {FPS:g} fps first",
+              file=sys.stderr)
 
 
 def _onto(clips: list[Clip], what: str, onto: tuple[Skeleton, np.ndarray | None] | None,
@@ -107,6 +118,7 @@ def load_eval_sets(data: str, progress: bool = True, onto: tuple[Skeleton, np.nd
     """(test windows 65/40, training position mean, std) for ``data``; clips on another skeleton than
     ``onto`` (a registered set's or BVH files') are retargeted onto it first (``overrides``: a bone map)."""
     if data in REGISTRY:  # a set on another skeleton (CMU for a Bandai model) is retargeted, both splits
+        _say_resampled(data, [REGISTRY[data].fps])
         test = _onto(load(data, "test", fps=FPS, progress=progress), f"{data} test", onto, overrides)
         train = _onto(load(data, "train", fps=FPS, progress=progress), f"{data} train", onto, overrides)
     else:
