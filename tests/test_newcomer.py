@@ -285,3 +285,15 @@ def test_eval_infill_says_it_resamples(tmp_path, capsys):
     clips = _clips_from_files(str(tmp_path), progress=False)
     assert [k.motion.fps for k in clips] == [30.0, 30.0] and clips[0].motion.num_frames == 21
     assert capsys.readouterr().err == f"{tmp_path}: resampled 1 of 2 clips from 60 fps to 30 fps first\n"
+
+
+# ---------------------------------------------------------------------------------------------- item 7
+def test_generate_refuses_a_path_over_the_cap_instead_of_cutting_it(tmp_path, capsys):
+    import json
+
+    (tmp_path / "long.json").write_text(json.dumps({"points": [[0, 0], [0, 150]]}))   # 150 m: minutes of walking
+    assert main(["generate", "pfnn-biped", "--path", str(tmp_path / "long.json"), "--out", str(tmp_path / "w.bvh"),
+                 "--threads", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "over the 60 s a default length may have; give its length (--frames" in err[0], err
+    assert not (tmp_path / "w.bvh").exists()
