@@ -175,8 +175,9 @@ def test_eval_infill_refuses_a_dog_for_a_biped_model(tmp_path, capsys, raw):
     shutil.copy(sorted(raw(DOG).rglob("*.bvh"))[0], tmp_path / "dog.bvh")
     assert main(["eval", "infill", "--model", "anyorder-body", "--data", str(tmp_path), "--out", str(tmp_path / "o"),
                  "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "dog" in err[0] and "unmapped: joint_Root, Chest, Toes_L, Toes_R" in err[0], err
+    err = capsys.readouterr().err.strip().splitlines()   # a note on the resampling, then the refusal
+    assert len(err) == 2 and err[1].startswith("motioncore: error: ") and "dog" in err[1], err
+    assert "unmapped: joint_Root, Chest, Toes_L, Toes_R" in err[1] and not (tmp_path / "o").exists()
 
 
 def test_batch_infill_refuses_clips_on_another_skeleton_before_any_work(tmp_path, capsys):
@@ -297,3 +298,41 @@ def test_generate_refuses_a_path_over_the_cap_instead_of_cutting_it(tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "over the 60 s a default length may have; give its length (--frames" in err[0], err
     assert not (tmp_path / "w.bvh").exists()
+
+
+# ---------------------------------------------------------------------------------------------- item 5
+def test_cache_follows_motioncore_cache_then_xdg(monkeypatch, tmp_path):
+    from motioncore.data.cache import cache_root
+
+    monkeypatch.setenv("MOTIONCORE_CACHE", str(tmp_path / "mc"))
+    assert cache_root() == tmp_path / "mc"
+    monkeypatch.delenv("MOTIONCORE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "motioncore"
+
+
+def test_no_test_hard_codes_the_data_cache():
+    """Tests find the unpacked mocap through the `raw` fixtures (cache_root(), unpacked on demand)."""
+    hits = [f"{f.name}:{i}" for f in sorted((ROOT / "tests").rglob("*.py")) if f.name != "test_newcomer.py"
+            for i, line in enumerate(f.read_text().splitlines(), 1)
+            if "motioncore/raw" in line or '"motioncore" / "raw"' in line]
+    assert hits == []
+
+
+@pytest.mark.parametrize("reason, status", [("MOTIONCORE_SKIP_BLENDER=1", 0),
+                                            ("the archive is not unpacked in the data cache", 1)])
+def test_with_the_mocap_present_only_blender_or_gpu_skips_pass(tmp_path, reason, status):
+    """The session check of tests/conftest.py, run on a one-test suite beside a copy of it."""
+    import shutil
+
+    from motioncore.data import data_root
+
+    if not data_root().is_dir():
+        pytest.skip(f"mocap folder {data_root()} absent (set MOTIONCORE_DATA)")
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_one.py").write_text(f"import pytest\n\n\ndef test_one():\n    pytest.skip({reason!r})\n")
+    env = {**_env(), "MOTIONCORE_DATA": str(data_root())}
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == status, p.stdout[-2000:] + p.stderr[-2000:]
+    assert ("skipped although the mocap is present" in p.stderr) == bool(status)
