@@ -336,3 +336,53 @@ def test_with_the_mocap_present_only_blender_or_gpu_skips_pass(tmp_path, reason,
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == status, p.stdout[-2000:] + p.stderr[-2000:]
     assert ("skipped although the mocap is present" in p.stderr) == bool(status)
+
+
+# ---------------------------------------------------------------------------------------------- item 2
+THREADED = (["eval", "infill"], ["eval", "hands"], ["eval", "controllers"], ["train", "pfnn"],
+             ["retarget", "s", "--target", "t.bvh", "--out", "o"], ["batch", "infill", "s", "--out", "o"],
+             ["batch", "generate", "s", "--out", "o"])
+
+
+@pytest.mark.parametrize("argv", THREADED, ids=lambda a: " ".join(a[:2]))
+def test_heavy_commands_take_threads(argv):
+    from motioncore.cli.main import build_parser
+
+    p = build_parser()
+    assert p.parse_args(argv + ["--threads", "3"]).threads == 3
+    assert p.parse_args(argv).threads in (None, 1, 2)   # train: None = its config's 2
+
+
+def _walk_help(parser):
+    import argparse
+
+    yield parser.format_help()
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sub in a.choices.values():
+                yield from _walk_help(sub)
+
+
+def test_help_texts_give_no_unmeasured_time_estimates():
+    import re
+
+    from motioncore.cli.main import build_parser
+
+    for text in _walk_help(build_parser()):
+        for m in re.finditer(r"~\s*\d+(\.\d+)?\s*(min|minutes|s|h)\b", text):
+            assert "measured on" in text[m.start():m.start() + 200], text[max(0, m.start() - 200):m.end()]
+
+
+def test_eval_infill_threads_and_eta(tmp_path, capsys):
+    import re
+
+    import torch
+
+    from motioncore.io.bvh import write_bvh
+
+    for i in range(2):
+        write_bvh(tmp_path / f"walk{i}.bvh", _body_clip(frames=140))
+    assert main(["eval", "infill", "--data", str(tmp_path), "--model", "interp", "--lengths", "5", "--threads", "2",
+                 "--out", str(tmp_path / "o")]) == 0
+    assert torch.get_num_threads() == 2
+    assert re.search(r"\d\d:\d\d<\d\d:\d\d", capsys.readouterr().err)   # tqdm's elapsed<remaining: the ETA

@@ -6,12 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from .args import nonneg_float, nonneg_int, positive_int
+from .args import add_threads, nonneg_float, nonneg_int, positive_int, set_threads
 
 
 def _cmd_retarget(args: argparse.Namespace) -> int:
     from ..batch.run import run_batch
 
+    set_threads(args.threads)
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                        progress=not args.quiet, contacts=args.contacts, missing=args.missing,
@@ -38,6 +39,7 @@ def _print_errors(report: dict) -> int:
 def _cmd_batch_infill(args: argparse.Namespace) -> int:
     from ..batch.infill import run_batch_infill
 
+    set_threads(args.threads)
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
@@ -57,6 +59,7 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
 def _cmd_batch_generate(args: argparse.Namespace) -> int:
     from ..batch.generate import run_batch_generate
 
+    set_threads(args.threads)
     report = run_batch_generate(args.src, args.out, model=args.model, mode=args.mode, frames=args.frames,
                                 progress=not args.quiet, use_ray=args.ray, ray_address=args.ray_address,
                                 workers=args.workers, chunk=args.chunk, fmt=args.format)
@@ -74,6 +77,7 @@ def _ray_args(p: Any) -> None:
     g.add_argument("--ray-address", metavar="ADDR", help="run on an existing Ray cluster (e.g. auto, ray://host:10001)")
     p.add_argument("--workers", type=positive_int, help="CPUs for the local Ray cluster (default: all cores)")
     p.add_argument("--chunk", type=positive_int, help="files per Ray task (default: about 4 tasks per worker, 4-64)")
+    add_threads(p, " in this process (each Ray worker uses 1)")
 
 
 def add_subcommands(sub: Any) -> None:

@@ -11,7 +11,17 @@ import json
 import sys
 from pathlib import Path
 
-from .args import PREFIX, Parser, nonneg_float, nonneg_int, positive_float, positive_int, sigterm_raises
+from .args import (
+    PREFIX,
+    Parser,
+    add_threads,
+    nonneg_float,
+    nonneg_int,
+    positive_float,
+    positive_int,
+    set_threads,
+    sigterm_raises,
+)
 
 
 def _cmd_data_list(args: argparse.Namespace) -> int:
@@ -133,6 +143,7 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     models = args.model or ["zerovel", "interp"]
     plot = _plot_path(args, f"eval_infill_{_safe_stem(args.data)}")
     _check_models(models)
+    set_threads(args.threads)
     results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet,
                                  overrides=args.map)
     print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
@@ -153,6 +164,7 @@ def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
     from ..models.registry import check_model
 
     check_model(args.model, "infill")
+    set_threads(args.threads)
     tasks = list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task))
     res = evaluate_tasks(args.model, tasks, use_object=not args.no_object, n_samples=args.samples,
                          temperature=args.temperature, order=args.order, k=args.k or 0,
@@ -184,6 +196,7 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
     suffix = f"every{task.every}{'_tips' if task.fingertips else ''}"
     plot = _plot_path(args, f"eval_hands_{suffix}")
     check_model(args.model, "infill")
+    set_threads(args.threads)
     res = evaluate_hands(args.model, task, n_samples=args.samples, temperature=args.temperature, order=args.order,
                          k=args.k or 1, max_windows=args.max_windows, progress=not args.quiet)
     print(format_hands(res))
@@ -347,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--plot", help="write the plot here (.png)")
     e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
                                                 "(default ./out: eval_infill_<data>.png)")
+    add_threads(e)
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_infill)
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)")
@@ -366,11 +380,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--k", type=positive_int, help="elements committed per step (default 1; with --task one "
                                                   "frame's filled elements)")
     e.add_argument("--max-windows", type=nonneg_int, default=12,
-                   help="evaluate N windows evenly spread over the test takes (default 12 of 96, ~5 min; 0: all, ~40 min)")
+                   help="evaluate N windows evenly spread over the test takes (default 12 of 96; 0: all)")
     e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
     e.add_argument("--plot", help="write the plot here (.png)")
     e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
                                                 "(default ./out: eval_hands_every<N>.png)")
+    add_threads(e)
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_hands)
     e = ev.add_parser("style", help="one-shot style on the held-out styles: next-frame error and a style judge's "
