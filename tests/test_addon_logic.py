@@ -807,19 +807,11 @@ def _bvh_rig(path, frame=0):
     return list(mo.skeleton.names), requests.y_up_to_z_up(np.asarray(pos)[0])
 
 
-@needs_data
-def test_map_bones_reports_a_skeleton_of_another_kind():
+def test_map_bones_reports_a_skeleton_of_another_kind(raw_file, bandai_walk):
     """Item 10: the dog model on a human rig (and the body model on the dog) is a skeleton of another
     kind, not a partial match; the body model on a human rig (Bandai, CMU) is not flagged."""
-    import glob
-
     from motioncore.models.registry import load_model
-    raw = Path.home() / ".cache" / "motioncore" / "raw"
-    human = sorted(glob.glob(str(raw / "dataset-2*" / "dataset-2_walk_active_005.bvh")))
-    cmu = sorted(glob.glob(str(raw / "cmu*" / "cmu_bvh" / "01_05.bvh")))
-    dog = sorted(glob.glob(str(raw / "mann_dog*" / "**" / "*.bvh"), recursive=True))
-    if not (human and cmu and dog):
-        pytest.skip("the Bandai, CMU and dog archives are not unpacked in the data cache")
+    human, cmu, dog = [str(bandai_walk)], [str(raw_file("cmu", "cmu_bvh/01_05.bvh"))], [str(raw_file("dog", "**/*.bvh"))]
     infos = {n: {"name": n, "skeleton": load_model(n)[1]["skeleton"], "tasks": t}
              for n, t in (("mann-dog", ["mann.rollout"]), ("anyorder-body", ["infill"]))}
 

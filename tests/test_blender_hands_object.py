@@ -21,15 +21,19 @@ import pytest
 from test_blender_real import bpy_python
 
 ROOT = Path(__file__).resolve().parents[1]
-RAW = Path.home() / ".cache/motioncore/raw"
-HAND = sorted(glob.glob(str(RAW / "manipnet*/mug3/rightHand.bvh")))
-HANDS = {"right": HAND[0] if HAND else "", "left": str(Path(HAND[0]).parent / "leftHand.bvh") if HAND else ""}
+HANDS: dict[str, str] = {}   # "right" / "left" -> the mug3 take's BVH (filled by `_hands`, at run time)
 A = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])   # model Y-up -> Blender Z-up
 FPS, GAP, CONTEXT = 120.0, (1201, 1236), 40          # 36 frames at 120 fps; 40 = rigclip.context_frames(120)
 MODEL = "hands-obj-smoke"
 
-pytestmark = [pytest.mark.timeout(900), pytest.mark.blender,
-              pytest.mark.skipif(not HAND, reason="the ManipNet archive is not unpacked in the data cache")]
+pytestmark = [pytest.mark.timeout(900), pytest.mark.blender]
+
+
+@pytest.fixture(autouse=True)
+def _hands(raw_file):
+    """The ManipNet mug3 hands, the archive unpacked on demand (at run time, not at collection)."""
+    right = raw_file("hands", "mug3/rightHand.bvh")
+    HANDS.update(right=str(right), left=str(right.parent / "leftHand.bvh"))
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ bone) and with rotate_mode='QUATERNION', keys deleted inside two gaps, each gap 
 Bezier interpolation of the remaining keys, and for parity with ``fill_clip`` run in-process."""
 from __future__ import annotations
 
-import glob
 import os
 import sys
 from pathlib import Path
@@ -15,10 +14,17 @@ import pytest
 from test_blender_real import bpy_python
 
 ROOT = Path(__file__).resolve().parents[1]
-CLIP = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/dataset-2*/dataset-2_walk_active_005.bvh")))
+pytestmark = [pytest.mark.timeout(900), pytest.mark.blender]
 
-pytestmark = [pytest.mark.timeout(900), pytest.mark.blender,
-              pytest.mark.skipif(not CLIP, reason="the Bandai dataset 2 archive is not unpacked in the data cache")]
+
+@pytest.fixture
+def CLIP(bandai_walk) -> list[str]:   # the data cache is unpacked on demand, at run time
+    return [str(bandai_walk)]
+
+
+@pytest.fixture
+def HAND(raw_file) -> list[str]:
+    return [str(raw_file("hands", "mug3/rightHand.bvh"))]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +38,7 @@ def bench():
 
 
 @pytest.mark.parametrize("version", ["5.0.1"])
-def test_infill_on_a_bvh_imported_rig_is_exact_and_beats_bezier(version, bench, tmp_path):
+def test_infill_on_a_bvh_imported_rig_is_exact_and_beats_bezier(version, bench, tmp_path, CLIP):
     bpy_python(version)
     gaps = [[21, 35], [57, 86]]
     spec = {"clips": [{"name": n, "path": CLIP[0], "rotate_mode": m, "fps": 30.0, "gaps": gaps}
@@ -81,12 +87,8 @@ def test_infill_of_a_gap_in_a_long_action_reads_and_writes_only_its_window(versi
           f"server warm; CPU {info['op_cpu_warm'][0]:.3f} s in Blender + {info['op_cpu_warm'][1]:.3f} s in the server")
 
 
-HAND = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/manipnet*/mug3/rightHand.bvh")))
-
-
 @pytest.mark.parametrize("version", ["5.0.1", "4.2"])
-@pytest.mark.skipif(not HAND, reason="the ManipNet archive is not unpacked in the data cache")
-def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path):
+def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path, CLIP, HAND):
     """Items 9, 10, 13, Retarget (5), Walk (4) and Style (6) in real Blender on BVH imports at the importer's
     defaults (rig_ops.py)."""
     import json

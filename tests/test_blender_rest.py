@@ -7,7 +7,6 @@ frame to <= 1 degree; the carry there and back is exact. Then the in-fill itself
 live server, against the deleted truth (the full figures: bench/blender_infill.py --only cmu)."""
 from __future__ import annotations
 
-import glob
 import json
 import subprocess
 from pathlib import Path
@@ -17,9 +16,6 @@ import pytest
 from test_blender_real import bpy_python
 
 ROOT = Path(__file__).resolve().parents[1]
-RAW = Path.home() / ".cache/motioncore/raw"
-CMU = sorted(glob.glob(str(RAW / "cmu*" / "cmu_bvh" / "01_05.bvh")))
-BANDAI = sorted(glob.glob(str(RAW / "dataset-2*" / "dataset-2_walk_active_005.bvh")))
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.blender]
 
@@ -36,10 +32,8 @@ def _model(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("clip,rerest,version", [("cmu", "", "5.0.1"), ("cmu", "", "4.2"), ("bandai", "A", "5.0.1")])
-def test_rest_alignment_points_every_bone_like_the_rig(clip, rerest, version, tmp_path):
-    paths = CMU if clip == "cmu" else BANDAI
-    if not paths:
-        pytest.skip(f"the {clip} clips are not unpacked in the data cache")
+def test_rest_alignment_points_every_bone_like_the_rig(clip, rerest, version, tmp_path, raw_file, bandai_walk):
+    paths = [str(raw_file("cmu", "cmu_bvh/01_05.bvh") if clip == "cmu" else bandai_walk)]
     out = tmp_path / "out.json"
     r = subprocess.run([str(bpy_python(version)), str(ROOT / "tests" / "blender" / "rest_align.py"), str(ROOT / "addon"),
                         paths[0], str(_model(tmp_path)), str(out), rerest], capture_output=True, text=True, timeout=500)
@@ -54,13 +48,12 @@ def test_rest_alignment_points_every_bone_like_the_rig(clip, rerest, version, tm
     assert d["round_trip_deg"] <= 1e-6
 
 
-def test_infill_on_a_cmu_import_against_the_truth(tmp_path):
+def test_infill_on_a_cmu_import_against_the_truth(tmp_path, raw_file):
     """A CMU trial (120 fps, a rest pose and skeleton unlike the model's) imported at the BVH importer's
     defaults, keys deleted in two 30-frame gaps, each filled by the operator through a live server. Before
     the rest alignment the add-on's in-fill was 10.3 cm / 5.0 deg here (bench --quick, main 9fe56f4); Blender's
     Bezier is 1.2 cm / 1.3 deg (the model itself is only level with interpolation on CMU; see the README)."""
-    if not CMU:
-        pytest.skip("the CMU clips are not unpacked in the data cache")
+    CMU = [str(raw_file("cmu", "cmu_bvh/01_05.bvh"))]
     import sys
     sys.path.insert(0, str(ROOT / "bench"))
     try:

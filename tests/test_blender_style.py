@@ -18,7 +18,6 @@ Whether the verdict is the example's style (a hit) is printed, not asserted: tha
 (``motioncore eval style``)."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 import subprocess
@@ -30,7 +29,8 @@ import pytest
 from test_blender_real import bpy_python
 
 ROOT = Path(__file__).resolve().parents[1]
-RAW = Path.home() / ".cache" / "motioncore" / "raw"
+BANDAI = {"dataset-2": "bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz",
+          "dataset-1": "bandai_namco/dataset-1_all.tar.xz"}
 MODEL = "learnet-biped"
 # Tolerances. Measured (bpy 5.0.1, dataset-2_walk_elderly_001 as the example): the written pose against the
 # server's reply 8.6e-5 deg (every joint, every frame) and 6.8e-5 cm (hips, world); the in-process walk from
@@ -47,8 +47,8 @@ ROT_DEG, HIPS_CM, CODE_REL = 0.005, 0.005, 1e-4
 pytestmark = [pytest.mark.timeout(300), pytest.mark.blender]
 
 
-def held_out_clip() -> tuple[str, Path | None]:
-    """(a held-out style, a Bandai walk BVH of it in the data cache or None)."""
+def held_out_clip(raw) -> tuple[str, Path | None]:
+    """(a held-out style, a Bandai walk BVH of it in the data cache, unpacked on demand by ``raw``, or None)."""
     from motioncore.experiments.style_oneshot import HELD_OUT
     from motioncore.models.registry import load_model
 
@@ -56,7 +56,7 @@ def held_out_clip() -> tuple[str, Path | None]:
     styles = list((meta.get("experiment") or {}).get("holdouts") or HELD_OUT)
     for style in styles:
         for ds in ("dataset-2", "dataset-1"):
-            hits = sorted(glob.glob(str(RAW / f"{ds}*" / "**" / f"{ds}_walk_{style}_001.bvh"), recursive=True))
+            hits = sorted(raw(BANDAI[ds]).rglob(f"{ds}_walk_{style}_001.bvh"))
             if hits:
                 return style, Path(hits[0])
     return styles[0], None
@@ -97,8 +97,8 @@ def blender_walk(d: dict, info: dict, skeleton):
 
 
 @pytest.mark.parametrize("version", ["5.0.1"])
-def test_style_from_example_in_blender_matches_the_library_and_its_verdict(version, tmp_path):
-    style, clip = held_out_clip()
+def test_style_from_example_in_blender_matches_the_library_and_its_verdict(version, tmp_path, raw):
+    style, clip = held_out_clip(raw)
     if clip is None:
         pytest.skip(f"no Bandai walk of the held-out style {style!r} unpacked in the data cache")
     import torch

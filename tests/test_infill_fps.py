@@ -22,18 +22,12 @@ def test_resample_frames_hits_clip_frames_and_ends_on_the_last():
 
 
 @needs_data
-def test_same_motion_in_seconds_at_24_30_60_120_fps():
-    import glob
-    from pathlib import Path
-
+def test_same_motion_in_seconds_at_24_30_60_120_fps(bandai_walk):
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
 
-    files = sorted(glob.glob(str(Path.home() / ".cache/motioncore/raw/dataset-2*/dataset-2_walk_active_005.bvh")))
-    if not files:
-        pytest.skip("the Bandai dataset 2 archive is not unpacked in the data cache")
     model, meta = load_model("anyorder-body")
-    m = read_bvh(files[0])
+    m = read_bvh(bandai_walk)
     m = Motion(m.skeleton, m.rotations[:61], m.positions[:61], m.fps)   # 2 s at 30 fps
     rj = int(meta["root_joint"])
     out = {}

@@ -13,7 +13,8 @@ Frames to fill, per clip (both may be used together):
   root, bit for bit; a capture that froze) are refilled, the frame before the run kept as the key.
 
 Clips must be on the checkpoint's skeleton (joints matched by name; ``motioncore retarget`` first
-otherwise) and at its frame rate (30 fps for the bundled models). See docs/batch.md.
+otherwise). Clips at another frame rate than the checkpoint's (30 fps for the bundled models) are resampled
+to it first (slerp; the gaps follow in time) and written at it; the command says so. See docs/batch.md.
 """
 from __future__ import annotations
 
@@ -74,14 +75,15 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
             raise ValueError(f"the clip's joints differ from the model's ({len(m.skeleton.names)} vs {len(names)}; "
                              f"missing e.g. {missing}): retarget it onto the model's skeleton first")
         fps = float(meta.get("fps") or m.fps)
-        if abs(m.fps - fps) > 1e-3:
-            raise ValueError(f"the clip is at {m.fps:g} fps, the model at {fps:g}: resample it first")
         stage = "gaps"
         rj = int(meta["root_joint"])
         todo = gap_mask(m.num_frames, gaps.get(Path(path).stem, []))
         runs = frozen_runs(m.rotations, m.positions[:, rj], frozen) if frozen else []
         for s, e in runs:
             todo[s:e] = True
+        if abs(m.fps - fps) > 1e-3:   # to the model's rate; the output is at the model's rate too
+            res["resampled_from"] = m.fps
+            m, todo = _resample(m, todo, fps)
         res["gaps"] = [[a, b] for a, b in mask_runs(todo)]
         res["frames_filled"] = int(todo.sum())
         if not todo.any():
@@ -104,6 +106,18 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         res.update(error=f"{type(e).__name__}: {e}", stage=stage)
     res["seconds"] = time.perf_counter() - t0
     return res
+
+
+def _resample(m: Any, todo: np.ndarray, fps: float) -> tuple[Any, np.ndarray]:
+    """``m`` at ``fps`` (slerp) and the frames to fill on the new timeline: those with a frame to fill
+    among the two source frames around them."""
+    from ..core.kinematics import resample
+
+    r = resample(m, fps)
+    t = np.arange(r.num_frames) * (m.fps / fps)   # source frame coordinates
+    i0 = np.clip(np.floor(t).astype(np.int64), 0, m.num_frames - 1)
+    i1 = np.clip(np.ceil(t - 1e-9).astype(np.int64), 0, m.num_frames - 1)
+    return r, todo[i0] | todo[i1]
 
 
 _MODELS: dict[str, Any] = {}
@@ -141,10 +155,11 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     gaps: dict[str, Any] = {}
     if gaps_file:
         gaps = _read_gaps(gaps_file)
-    files = sorted({f for sfx in CLIP_SUFFIXES for f in discover(src, exclude=out, suffix=sfx)})
+    files = discover(src, exclude=out, suffix=CLIP_SUFFIXES)
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files under {src!r}")
     gaps = _match_gaps(gaps, files, gaps_file)
+    refused = _check_joints(files, model)
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
                             "frozen": frozen, "temperature": temperature, "seed": seed,
                             "started": datetime.now(UTC).isoformat(),
@@ -152,8 +167,33 @@ def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_
     return run_job(fill_file, files, out, fmt, {"model_name": model, "gaps": gaps, "frozen": frozen,
                                                 "temperature": temperature, "seed": seed, "fmt": fmt}, meta,
                    desc="infill", unit="clip", progress=progress, use_ray=use_ray, ray_address=ray_address,
-                   workers=workers, chunk=chunk,
+                   workers=workers, chunk=chunk, refused=refused,
                    totals=lambda rs: {"frames_filled": sum(r.get("frames_filled", 0) for r in rs if r["status"] == "ok")})
+
+
+def _check_joints(files: Sequence[Path], model: str) -> dict[Path, str]:
+    """Before any work: {file: one line} for the BVH inputs whose joints are not the model's (only the
+    hierarchy is read; each distinct skeleton once; unreadable files are left to the per-file job)."""
+    from ..errors import MotioncoreError
+    from ..io.bvh import read_bvh_header
+    from ..models.checkpoint import read_meta
+    from ..models.registry import resolve
+
+    names = list(read_meta(resolve(model))["skeleton"]["names"])
+    refused: dict[Path, str] = {}
+    for f in files:
+        if f.suffix.lower() != ".bvh":
+            continue
+        try:
+            have = list(read_bvh_header(f)[0].names)
+        except (MotioncoreError, OSError):
+            continue
+        if have != names:
+            unmapped = [n for n in names if n not in have]
+            refused[f] = (f"{f.name}: its joints are not the model's {len(names)}; unmapped: "
+                          f"{', '.join(unmapped) or 'none (another order)'}; retarget it onto the model's skeleton "
+                          "first (motioncore retarget, --map FILE for a bone map)")
+    return refused
 
 
 def _read_gaps(gaps_file: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -27,11 +28,13 @@ import numpy as np
 
 from ..errors import MotioncoreError
 from ..io.atomic import atomic_write_text, check_output_dir
+from ..io.files import check_suffix, files_with_suffix
 
-__all__ = ["BatchError", "ReportError", "check_output_dir", "clean_stale", "finish_report", "start_report", "discover", "output_path", "parse_scale", "process_file", "run_batch",
+__all__ = ["BatchError", "ReportError", "check_output_dir", "check_suffix", "clean_stale", "finish_report", "start_report", "discover", "output_path", "parse_scale", "process_file", "run_batch",
            "run_chunk", "run_files", "run_job", "write_report", "STAGES", "REPORT_NAME"]
 
 REPORT_NAME = "report.json"
+MAP_NAME = "bone_map.json"   # the --map of the last run into a folder, reused by the next one without --map
 STAGES = ("plan", "read", "map", "retarget", "write")  # where a file can fail
 _TMP_GLOBS = (".*.bvh.*.tmp", ".*.tmp.fbx", ".*.tmp.blend",   # temporaries (left only by a killed process)
               f".{REPORT_NAME}.*.tmp", ".motioncore-probe-*")
@@ -50,17 +53,21 @@ class ReportError(BatchError):
 # ----------------------------------------------------------------------------------------------
 # planning
 # ----------------------------------------------------------------------------------------------
-def discover(src: str | os.PathLike[str], exclude: Path | None = None, suffix: str = ".bvh") -> list[Path]:
-    """Input files, sorted: a folder is searched recursively for ``*<suffix>`` (BVH by default); anything
-    else is a glob (``**`` recursive) or a single file. Files under ``exclude`` (the output folder) are
-    left out."""
+def discover(src: str | os.PathLike[str], exclude: Path | None = None,
+             suffix: str | Sequence[str] = ".bvh", arg: str = "SRC") -> list[Path]:
+    """Input files, sorted: a folder is searched recursively for ``*<suffix>`` in any case (BVH by default;
+    several suffixes may be given); a glob (``**`` recursive) keeps the matches with such a suffix; a single
+    file must have one (`check_suffix`, else `UsageError` naming ``arg``). Files under ``exclude`` (the output
+    folder) are left out."""
+    suffixes = (suffix,) if isinstance(suffix, str) else tuple(suffix)
     p = Path(src)
     if p.is_dir():
-        files = [f for f in p.rglob(f"*{suffix}") if f.is_file()]
+        files = [f for s in suffixes for f in files_with_suffix(p, s)]
     elif p.is_file():
-        files = [p]
+        files = [check_suffix(p, suffixes, arg)]
     else:
-        files = [Path(f) for f in glob.glob(str(src), recursive=True) if Path(f).is_file()]
+        files = [Path(f) for f in glob.glob(str(src), recursive=True)
+                 if Path(f).is_file() and Path(f).suffix.lower() in suffixes]
     files = [f for f in files if not f.name.startswith(".")]  # temporaries of an interrupted write
     if exclude is not None:
         ex = exclude.resolve()
@@ -163,7 +170,7 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
     ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds"}``.
     The joint map is built once per distinct source skeleton (cached in this process)."""
     from ..core.skeleton import Skeleton
-    from ..retarget import auto_map, retarget
+    from ..retarget import auto_map, check_map, retarget
 
     t0 = time.perf_counter()
     out, res = start_result(path, out_dir, fmt)
@@ -178,7 +185,8 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         tgt = _cached(tkey, lambda: Skeleton.from_dict(dict(target)))
         src_d = motion.skeleton.to_dict()
         jm = _cached(_key("map", src_d, tkey, overrides),
-                     lambda: auto_map(motion.skeleton, tgt, overrides=overrides))
+                     lambda: check_map(auto_map(motion.skeleton, tgt, overrides=overrides), motion.skeleton, tgt,
+                                       Path(path).name))
         stage = "retarget"
         moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model,
                          convention=None if convention is None else np.asarray(convention, np.float64))
@@ -191,6 +199,34 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         res.update(stage=stage, error=error_text(e))
     res["seconds"] = time.perf_counter() - t0
     return res
+
+
+def check_skeletons(files: Sequence[Path], target: Any, overrides: Mapping[str, Any] | None) -> dict[Path, str]:
+    """Before any work: {file: one-line refusal} for the BVH inputs whose skeleton cannot be mapped onto
+    ``target`` (`retarget.check_map`; each distinct skeleton checked once). Only the hierarchy is read;
+    unreadable files and .fbx / .blend are left to the per-file job."""
+    from ..io.bvh import read_bvh_header
+    from ..retarget import RetargetError, auto_map, check_map
+
+    verdicts: dict[str, str | None] = {}
+    refused: dict[Path, str] = {}
+    for f in files:
+        if f.suffix.lower() != ".bvh":
+            continue
+        try:
+            sk = read_bvh_header(f)[0]
+        except (MotioncoreError, OSError):
+            continue
+        k = _key(sk.to_dict())
+        if k not in verdicts:
+            try:
+                check_map(auto_map(sk, target, overrides=overrides), sk, target, "{file}")
+                verdicts[k] = None
+            except RetargetError as e:   # a dog onto a biped; a --map naming joints this rig lacks
+                verdicts[k] = str(e)
+        if verdicts[k] is not None:
+            refused[f] = verdicts[k].replace("{file}", f.name, 1)
+    return refused
 
 
 # ----------------------------------------------------------------------------------------------
@@ -349,11 +385,12 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
             kwargs: Mapping[str, Any], meta: dict[str, Any], *, desc: str, unit: str, progress: bool = True,
             use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
             chunk: int | None = None, totals: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
-            torch_threads: int | None = 1) -> dict[str, Any]:
+            torch_threads: int | None = 1, refused: Mapping[Path, str] | None = None) -> dict[str, Any]:
     """The shared body of the model batch jobs (``batch infill``, ``batch generate``): skip finished
     outputs, run ``fn`` over the rest with a progress bar (`run_files`: in-process or Ray), and write
     ``out/report.json`` (settings, counts, wall time, ``totals(results)``, per-file results, errors),
-    also when interrupted. Returns the report."""
+    also when interrupted. ``refused`` ({file: one line}, checked before any work) are failed at stage map
+    and not run. Returns the report."""
     from tqdm import tqdm
 
     t0 = time.perf_counter()
@@ -364,6 +401,9 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
         o = output_path(f, out, fmt)
         if o.exists():
             results.append({"file": str(f), "out": str(o), "status": "skipped", "seconds": 0.0})
+        elif refused and f in refused:
+            results.append({"file": str(f), "out": str(o), "status": "failed", "stage": "map", "error": refused[f],
+                            "seconds": 0.0})
         else:
             todo.append(str(f))
     bar = tqdm(total=len(files), initial=len(results), desc=desc, unit=unit, disable=not progress)
@@ -422,8 +462,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     mode = "ray" if (use_ray or ray_address) else "in-process"
     if mode == "ray":
         _import_ray()  # fail before any work, with the install hint
-    files = [f for sfx in CLIP_SUFFIXES for f in discover(src, exclude=out, suffix=sfx)]
-    files = sorted(set(files))
+    check_suffix(target, CLIP_SUFFIXES, "--target")
+    files = discover(src, exclude=out, suffix=CLIP_SUFFIXES)
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files found at {src}")
     needs_bpy = fmt != "bvh" or any(f.suffix.lower() != ".bvh" for f in files) or Path(target).suffix.lower() != ".bvh"
@@ -452,11 +492,16 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
             raise BatchError(f"--match-model {match_model}: needs a checkpoint with a rotation convention on the "
                              "target's skeleton (same joint names)")
         convention = conv
+    saved_map = out / MAP_NAME
+    if overrides is None and saved_map.is_file():
+        overrides = saved_map
+        print(f"retarget: using the bone map saved by an earlier run, {saved_map}", file=sys.stderr)
     ov = load_overrides(Path(overrides)) if overrides is not None else None
     scale = parse_scale(scale)
 
     results: list[dict[str, Any]] = []
     todo: list[str] = []
+    refused = check_skeletons(files, tgt_skel, ov)
     seen: dict[Path, Path] = {}
     inputs = {f.resolve() for f in files}
     for f in files:
@@ -471,6 +516,9 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
         if o.exists():
             results.append({"file": str(f), "out": str(o), "status": "skipped", "stage": None, "error": None,
                             "frames": 0, "seconds": 0.0})
+        elif f in refused:
+            results.append({"file": str(f), "out": str(o), "status": "failed", "stage": "map", "error": refused[f],
+                            "frames": 0, "seconds": 0.0})
         else:
             todo.append(str(f))
 
@@ -483,6 +531,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
     start_report(out, meta)
+    if ov is not None and Path(overrides).resolve() != saved_map.resolve():
+        atomic_write_text(saved_map, json.dumps(ov, indent=2) + "\n")   # reused by the next run into --out
     bar = tqdm(total=len(files), initial=len(results), unit="file", desc="retarget", disable=not progress,
                dynamic_ncols=True)
 

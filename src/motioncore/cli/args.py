@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -40,6 +41,23 @@ positive_int = _number(int, 0, False, "a positive integer")
 nonneg_int = _number(int, 0, True, "an integer >= 0")
 positive_float = _number(float, 0.0, False, "a positive number")
 nonneg_float = _number(float, 0.0, True, "a number >= 0")
+
+
+DEFAULT_THREADS = max(1, min(2, os.cpu_count() or 1))   # torch's own default (every core) contends with other work
+
+
+def add_threads(p: argparse.ArgumentParser, what: str = "") -> None:
+    """``--threads N``: torch's CPU threads for the command (set before any work)."""
+    p.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS,
+                   help=f"CPU threads for torch{what} (default {DEFAULT_THREADS}: at most 2, so a busy machine is not "
+                        "oversubscribed; 1 is fastest when another job holds a core)")
+
+
+def set_threads(n: int) -> None:
+    """torch.set_num_threads(n) (imports torch)."""
+    import torch
+
+    torch.set_num_threads(n)
 
 
 class Terminated(KeyboardInterrupt):

@@ -6,12 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from .args import nonneg_float, nonneg_int, positive_int
+from .args import add_threads, nonneg_float, nonneg_int, positive_int, set_threads
 
 
 def _cmd_retarget(args: argparse.Namespace) -> int:
     from ..batch.run import run_batch
 
+    set_threads(args.threads)
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                        progress=not args.quiet, contacts=args.contacts, missing=args.missing,
@@ -24,22 +25,31 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
 
 
 def _print_errors(report: dict) -> int:
-    """The first ten failures on stderr; the exit code (1 when any file failed)."""
+    """The first ten failures on stderr; the exit code: 2 when any file was refused for its skeleton (stage
+    map), else 1 when any file failed."""
     for e in report["errors"][:10]:
         print(f"  failed [{e['stage']}] {e['file']}: {e['error']}", file=sys.stderr)
     if len(report["errors"]) > 10:
         print(f"  ... and {len(report['errors']) - 10} more (see report.json)", file=sys.stderr)
+    if any(e["stage"] == "map" for e in report["errors"]):
+        return 2
     return 1 if report["counts"]["failed"] else 0
 
 
 def _cmd_batch_infill(args: argparse.Namespace) -> int:
     from ..batch.infill import run_batch_infill
 
+    set_threads(args.threads)
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                               fmt=args.format)
     c = report["counts"]
+    moved = [r for r in report["files"] if r.get("resampled_from")]
+    if moved:
+        rates = ", ".join(sorted({f"{r['resampled_from']:g}" for r in moved}))
+        print(f"batch infill: {len(moved)} clip(s) at {rates} fps resampled to the model's rate first (the outputs "
+              "are at the model's rate)", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")
@@ -49,6 +59,7 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
 def _cmd_batch_generate(args: argparse.Namespace) -> int:
     from ..batch.generate import run_batch_generate
 
+    set_threads(args.threads)
     report = run_batch_generate(args.src, args.out, model=args.model, mode=args.mode, frames=args.frames,
                                 progress=not args.quiet, use_ray=args.ray, ray_address=args.ray_address,
                                 workers=args.workers, chunk=args.chunk, fmt=args.format)
@@ -66,6 +77,7 @@ def _ray_args(p: Any) -> None:
     g.add_argument("--ray-address", metavar="ADDR", help="run on an existing Ray cluster (e.g. auto, ray://host:10001)")
     p.add_argument("--workers", type=positive_int, help="CPUs for the local Ray cluster (default: all cores)")
     p.add_argument("--chunk", type=positive_int, help="files per Ray task (default: about 4 tasks per worker, 4-64)")
+    add_threads(p, " in this process (each Ray worker uses 1)")
 
 
 def add_subcommands(sub: Any) -> None:
@@ -75,12 +87,16 @@ def add_subcommands(sub: Any) -> None:
     r = sub.add_parser("retarget", help="retarget many BVH files onto one skeleton (resumable; optional Ray)",
                        description="Retarget every BVH under SRC onto the skeleton of --target, writing "
                                    "OUT/<base name>.bvh and OUT/report.json. Existing outputs are skipped, so a "
-                                   "re-run resumes. Exit 1 when any file failed.")
+                                   "re-run resumes. Every input's skeleton is checked against the target first: "
+                                   "one that cannot be mapped is refused (one line naming the unmapped joints, in "
+                                   "the report). Exit 2 when any file was refused, 1 when any other failed.")
     r.add_argument("src", help="folder (searched recursively for *.bvh, *.fbx, *.blend) or glob ('**' recursive, "
                               "quote it); .fbx and .blend need the blender extra (bpy)")
     r.add_argument("--target", required=True, help="clip (.bvh, .fbx or .blend) whose skeleton the clips are moved onto")
     r.add_argument("--out", required=True, help="output folder")
-    r.add_argument("--map", help="override file (.toml or .json) applied on top of the automatic joint map")
+    r.add_argument("--map", help="bone map applied on top of the automatic joint map: the add-on's JSON "
+                                 "{target joint: source joint} or a .toml/.json override file; saved in --out and "
+                                 "reused by the next run without --map")
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
     r.add_argument("--contacts", action="store_true",
                    help="pin the feet where the source's are planted (two-bone leg IK): no foot sliding")
@@ -98,7 +114,9 @@ def add_subcommands(sub: Any) -> None:
     i = b.add_parser("infill", help="fill dropped or marked frames of many BVH clips (resumable)",
                      description="Fill the frames listed in --gaps and/or frozen runs (--frozen N) of every BVH "
                                  "under SRC with an any-order checkpoint; writes OUT/<base name>.bvh and "
-                                 "OUT/report.json. Existing outputs are skipped. Exit 1 when any file failed.")
+                                 "OUT/report.json. Existing outputs are skipped. Clips whose joints are not the "
+                                 "model's are refused before any work (in the report). Exit 2 when any clip was "
+                                 "refused, 1 when any other failed.")
     i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
     i.add_argument("--out", required=True, help="output folder")
     i.add_argument("--model", default="anyorder-body", help="any-order checkpoint (default anyorder-body)")

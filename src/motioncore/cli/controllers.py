@@ -324,7 +324,8 @@ def add_subcommands(subparsers: Any) -> None:
     g.add_argument("--path", required=True, help="path.json: points [[x, z], ...] in metres, optional fps, speed "
                                                  "(m/s), gait, facing (degrees); see docs/paths.md")
     g.add_argument("--out", required=True, help="BVH file to write (atomically)")
-    g.add_argument("--frames", type=positive_int, help="output frames (default: long enough to walk the path, +1 s)")
+    g.add_argument("--frames", type=positive_int, help="output frames (default: long enough to walk the path, +1 s; a path over 60 s "
+                                                    "needs it, never cut)")
     g.add_argument("--mode", choices=MODES, default="outputs", help="network evaluation form (constant, linear, "
                                                                     "cubic: PFNN's precomputed runtimes)")
     g.add_argument("--threads", type=positive_int, default=2, help="CPU threads (default 2)")

@@ -11,7 +11,17 @@ import json
 import sys
 from pathlib import Path
 
-from .args import PREFIX, Parser, nonneg_float, nonneg_int, positive_float, positive_int, sigterm_raises
+from .args import (
+    PREFIX,
+    Parser,
+    add_threads,
+    nonneg_float,
+    nonneg_int,
+    positive_float,
+    positive_int,
+    set_threads,
+    sigterm_raises,
+)
 
 
 def _cmd_data_list(args: argparse.Namespace) -> int:
@@ -52,12 +62,39 @@ def _cmd_data_unpack(args: argparse.Namespace) -> int:
 
 def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
     from ..io.bvh import roundtrip_main
+    from ..io.files import files_with_suffix
 
     files: list[str] = []
     for f in args.files:
         p = Path(f)
-        files += sorted(str(x) for x in p.rglob("*.bvh")) if p.is_dir() else [f]
+        files += [str(x) for x in files_with_suffix(p, ".bvh")] if p.is_dir() else [f]
     return roundtrip_main(files, tol=args.tol)
+
+
+def _cmd_bvh_resample(args: argparse.Namespace) -> int:
+    from ..core.kinematics import resample
+    from ..errors import UsageError
+    from ..io.atomic import check_output_dir, check_output_file
+    from ..io.bvh import read_bvh, write_bvh
+    from ..io.files import check_suffix, files_with_suffix
+
+    src = Path(args.src)
+    if src.is_dir():
+        out = check_output_dir(args.out, "OUT", (src,))
+        pairs = [(f, out / f.relative_to(src).with_suffix(".bvh")) for f in files_with_suffix(src, ".bvh")]
+        if not pairs:
+            raise UsageError(f"IN {src}: no .bvh files in the folder")
+    elif src.is_file():
+        pairs = [(check_suffix(src, (".bvh",), "IN"), check_output_file(args.out, "OUT", (src,), suffixes=(".bvh",)))]
+    else:
+        raise UsageError(f"IN {src}: no such file or folder (expected a .bvh file or a folder of them)")
+    for f, o in pairs:
+        m = read_bvh(f)
+        r = resample(m, args.fps)
+        o.parent.mkdir(parents=True, exist_ok=True)
+        write_bvh(o, r)
+        print(f"{o}: {m.num_frames} frames at {m.fps:g} fps -> {r.num_frames} at {args.fps:g}")
+    return 0
 
 
 def _plot_path(args: argparse.Namespace, default: str) -> Path:
@@ -106,14 +143,17 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     models = args.model or ["zerovel", "interp"]
     plot = _plot_path(args, f"eval_infill_{_safe_stem(args.data)}")
     _check_models(models)
+    set_threads(args.threads)
     if args.keys_every:
         from ..eval.run import run_keys_eval
 
-        results, n = run_keys_eval(args.data, models, tuple(args.keys_every), progress=not args.quiet)
+        results, n = run_keys_eval(args.data, models, tuple(args.keys_every), progress=not args.quiet,
+                                   overrides=args.map)
         print(f"Sparse keys on {args.data} (a key pose every {args.keys_every} frames; {n} test windows; "
               "L2Q/L2P between the keys; lower is better)")
     else:
-        results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet)
+        results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet,
+                                     overrides=args.map)
         print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
     print(format_table(results))
     plot_results(results, plot)
@@ -132,6 +172,7 @@ def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
     from ..models.registry import check_model
 
     check_model(args.model, "infill")
+    set_threads(args.threads)
     tasks = list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task))
     res = evaluate_tasks(args.model, tasks, use_object=not args.no_object, n_samples=args.samples,
                          temperature=args.temperature, order=args.order, k=args.k or 0,
@@ -163,6 +204,7 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
     suffix = f"every{task.every}{'_tips' if task.fingertips else ''}"
     plot = _plot_path(args, f"eval_hands_{suffix}")
     check_model(args.model, "infill")
+    set_threads(args.threads)
     res = evaluate_hands(args.model, task, n_samples=args.samples, temperature=args.temperature, order=args.order,
                          k=args.k or 1, max_windows=args.max_windows, progress=not args.quiet)
     print(format_hands(res))
@@ -311,12 +353,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("files", nargs="+", help="BVH files or folders (searched recursively)")
     b.add_argument("--tol", type=nonneg_float, default=1e-4, help="max rotation error (deg) and position error")
     b.set_defaults(func=_cmd_bvh_roundtrip)
+    b = bvh.add_parser("resample", help="resample BVH clips to another frame rate (slerp for rotations)")
+    b.add_argument("src", metavar="IN", help="a .bvh file or a folder of them (searched recursively)")
+    b.add_argument("out", metavar="OUT", help="the .bvh to write, or (IN a folder) the folder mirroring IN")
+    b.add_argument("--fps", type=positive_float, required=True, help="the new frame rate (e.g. 30)")
+    b.set_defaults(func=_cmd_bvh_resample)
 
     ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
     e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)")
     e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
                                                     "(repeatable; default: zerovel and interp)")
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
+    e.add_argument("--map", help="bone map for clips on another skeleton than the model's: the add-on's JSON "
+                                 "{model joint: clip joint} (clips that cannot be mapped are refused)")
     e.add_argument("--lengths", type=positive_int, nargs="+", default=[5, 15, 30, 45],
                    help="transition lengths in frames (default 5 15 30 45)")
     e.add_argument("--keys-every", type=positive_int, action="append", metavar="N",
@@ -326,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--plot", help="write the plot here (.png)")
     e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
                                                 "(default ./out: eval_infill_<data>.png)")
+    add_threads(e)
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_infill)
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)")
@@ -345,11 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--k", type=positive_int, help="elements committed per step (default 1; with --task one "
                                                   "frame's filled elements)")
     e.add_argument("--max-windows", type=nonneg_int, default=12,
-                   help="evaluate N windows evenly spread over the test takes (default 12 of 96, ~5 min; 0: all, ~40 min)")
+                   help="evaluate N windows evenly spread over the test takes (default 12 of 96; 0: all)")
     e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
     e.add_argument("--plot", help="write the plot here (.png)")
     e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
                                                 "(default ./out: eval_hands_every<N>.png)")
+    add_threads(e)
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=_cmd_eval_hands)
     e = ev.add_parser("style", help="one-shot style on the held-out styles: next-frame error and a style judge's "
@@ -413,9 +464,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``motioncore models | head -1``): point stdout at /dev/null so the
+    flush at exit is quiet, and exit 141 (128 + SIGPIPE) as a shell tool would."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done, 1 some work failed (per-file failures, an unexpected error),
-    2 bad input (before any work), 130 Ctrl-C, 143 SIGTERM. Errors are one line on stderr; ``--debug``
+    2 bad input (before any work), 130 Ctrl-C, 141 stdout closed (``| head``), 143 SIGTERM. Errors are one line on stderr; ``--debug``
     shows the traceback of an unexpected one."""
     from ..errors import MotioncoreError
     from .args import Terminated
@@ -423,7 +485,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with sigterm_raises():
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            sys.stdout.flush()  # a closed pipe (``| head``) shows here, not at exit
+            return code
+    except BrokenPipeError:
+        return _broken_pipe()
     except Terminated:
         print("motioncore: terminated", file=sys.stderr)
         return 143

@@ -22,9 +22,10 @@ def is_body_checkpoint(name_or_path: str | Path) -> bool:
         return False
 
 
-def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety: bool = True
+def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety: bool = True, joint_map=None
                       ) -> tuple[KeyFill, dict]:
-    """``use_safety``: scale the network's residual by its confidence (``tasks.body_fill.confidence``)."""
+    """``use_safety``: scale the network's residual by its confidence (``tasks.body_fill.confidence``);
+    ``joint_map``: model joint -> data joint for data on another skeleton (default ``retarget.auto_map``)."""
     from ..models.registry import load_model
     from ..tasks.body_fill import BodyLayout, confidence, run_model
 
@@ -39,4 +40,4 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
         return run_model(model, layout, q, p, kn, confidence=conf)
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
-    return on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64)), meta
+    return on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map), meta

@@ -151,23 +151,25 @@ def key_fill(fill: Fill) -> KeyFill:
     return run
 
 
-def on_skeleton(fill: KeyFill, model_skeleton: Skeleton, convention: np.ndarray | None = None) -> KeyFill:
-    """``fill`` (a model on ``model_skeleton``) for windows on any body skeleton (see the module doc)."""
+def on_skeleton(fill: KeyFill, model_skeleton: Skeleton, convention: np.ndarray | None = None,
+                joint_map=None) -> KeyFill:
+    """``fill`` (a model on ``model_skeleton``) for windows on any body skeleton (see the module doc);
+    ``joint_map`` (model joint -> window joint; default ``retarget.auto_map``)."""
     def run(skeleton, q, p, known):
         if skeleton.same_topology(model_skeleton) and list(skeleton.names) == list(model_skeleton.names):
             return fill(skeleton, q, p, known)
-        return _transfer(fill, model_skeleton, convention, skeleton, q, p, known)
+        return _transfer(fill, model_skeleton, convention, skeleton, q, p, known, joint_map)
 
     return run
 
 
-def _transfer(fill: KeyFill, msk: Skeleton, conv, sk: Skeleton, q, p, known):
+def _transfer(fill: KeyFill, msk: Skeleton, conv, sk: Skeleton, q, p, known, joint_map=None):
     from ..core.kinematics import find_body_joints
     from ..core.motion import Motion
     from ..retarget import auto_map, retarget
     from ..retarget.core import _pairs_of, leg_scale
 
-    jm = auto_map(sk, msk)
+    jm = auto_map(sk, msk) if joint_map is None else joint_map
     pairs = _pairs_of(jm, sk, msk)  # model joint -> window joint
     k = leg_scale(sk, msk, jm)
     sroot, mroot = find_body_joints(sk).root, find_body_joints(msk).root

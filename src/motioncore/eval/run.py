@@ -22,6 +22,7 @@ from ..data.registry import REGISTRY
 from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
 from ..io.bvh import read_bvh
+from ..io.files import check_suffix, files_with_suffix
 from .anyorder_fill import is_anyorder_checkpoint, load_fill
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
@@ -31,14 +32,14 @@ from .metrics import position_stats
 FPS = 30.0
 
 
-def resolve_models(names: list[str]) -> dict[str, Fill]:
+def resolve_models(names: list[str], maps: dict | None = None) -> dict[str, Fill]:
     """Model names or checkpoint paths to LaFAN1 fill callables. Checkpoints take windows on any body skeleton
     (``eval.keyed.on_skeleton``): the data is never moved for them, so the baselines' rows never depend on
     which models are asked for."""
-    return {name: lafan_fill(k) for name, k in resolve_key_models(names, lafan=True).items()}
+    return {name: lafan_fill(k) for name, k in resolve_key_models(names, lafan=True, maps=maps).items()}
 
 
-def resolve_key_models(names: list[str], lafan: bool = False) -> dict[str, KeyFill]:
+def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None = None) -> dict[str, KeyFill]:
     """Model names or checkpoint paths to key-mask fills (``eval.keyed``). Any-order checkpoints take LaFAN1
     masks only (``lafan``); for sparse keys they are refused."""
     from ..models.checkpoint import read_meta
@@ -55,7 +56,7 @@ def resolve_key_models(names: list[str], lafan: bool = False) -> dict[str, KeyFi
                                       f"{sorted(KEY_BASELINES)} or infill-body")
             out[name] = key_fill(BASELINES[name])
         elif is_body_checkpoint(name):
-            out[name] = load_body_keyfill(name)[0]
+            out[name] = load_body_keyfill(name, joint_map=(maps or {}).get(name))[0]
         elif is_anyorder_checkpoint(name):
             if not lafan:
                 raise MotioncoreError(f"model {name!r}: the any-order model is benchmarked on LaFAN1 gaps only; "
@@ -63,7 +64,7 @@ def resolve_key_models(names: list[str], lafan: bool = False) -> dict[str, KeyFi
             meta = read_meta(resolve(name))
             conv = (meta.get("convention") or {}).get("mean_local_rotations")
             out[name] = on_skeleton(key_fill(load_fill(name)), Skeleton.from_dict(meta["skeleton"]),
-                                    None if conv is None else np.asarray(conv, np.float64))
+                                    None if conv is None else np.asarray(conv, np.float64), (maps or {}).get(name))
         else:
             raise MotioncoreError(f"unknown model {name!r}: expected one of {sorted(BASELINES)}, a bundled model "
                                   f"(see `motioncore models`) or a checkpoint path")
@@ -72,16 +73,54 @@ def resolve_key_models(names: list[str], lafan: bool = False) -> dict[str, KeyFi
 
 def _clips_from_files(pattern: str, progress: bool) -> list[Clip]:
     p = Path(pattern)
-    files = sorted(p.rglob("*.bvh")) if p.is_dir() else sorted(Path(f) for f in glob.glob(pattern))
+    if p.is_file():
+        files = [check_suffix(p, (".bvh",), "--data")]
+    else:
+        files = files_with_suffix(p, ".bvh") if p.is_dir() else sorted(
+            Path(f) for f in glob.glob(pattern) if Path(f).suffix.lower() == ".bvh")
     if not files:
         raise DataError(f"--data {pattern!r}: not a registered dataset ({sorted(REGISTRY)}) and no BVH files "
                         f"matched")
-    return [Clip(resample(read_bvh(f), FPS), "test") for f in files]
+    motions = [read_bvh(f) for f in files]
+    _say_resampled(pattern, [m.fps for m in motions])
+    return [Clip(resample(m, FPS), "test") for m in motions]
+
+
+def _say_resampled(what: str, rates: list[float]) -> None:
+    """One stderr line when clips at other rates than 30 fps are resampled (slerp) before the benchmark."""
+    other = sorted({f"{r:g}" for r in rates if abs(r - FPS) > 1e-3})
+    if other:
+        n = sum(abs(r - FPS) > 1e-3 for r in rates)
+        print(f"{what}: resampled {n} of {len(rates)} clips from {', '.join(other)} fps to {FPS:g} fps first",
+              file=sys.stderr)
+
+
+def check_skeletons(model_names: list[str], skeleton: Skeleton, what: str, overrides: str | None = None) -> dict:
+    """Before any work: the data's skeleton must map onto every checkpoint's (``retarget.check_map``: one line
+    naming the unmapped joints, exit 2). Returns {model: joint map} for the models on another skeleton."""
+    from ..models.checkpoint import read_meta
+    from ..models.registry import resolve
+    from ..retarget import auto_map, check_map, load_overrides
+
+    ov = load_overrides(overrides) if overrides is not None else None
+    maps = {}
+    for name in model_names:
+        if name in BASELINES:
+            continue
+        meta = read_meta(resolve(name))
+        if "skeleton" not in meta:
+            continue
+        sk = Skeleton.from_dict(meta["skeleton"])
+        if skeleton.same_topology(sk) and list(skeleton.names) == list(sk.names):
+            continue
+        maps[name] = check_map(auto_map(skeleton, sk, overrides=ov), skeleton, sk, f"{what} for {name}")
+    return maps
 
 
 def load_eval_sets(data: str, progress: bool = True):
     """(test windows 65/40, training position mean, std) for ``data``, on the data's own skeleton."""
     if data in REGISTRY:
+        _say_resampled(data, [REGISTRY[data].fps])
         test = load(data, "test", fps=FPS, progress=progress)
         train = load(data, "train", fps=FPS, progress=progress)
     else:
@@ -96,10 +135,12 @@ def load_eval_sets(data: str, progress: bool = True):
 
 
 def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] = (5, 15, 30, 45),
-                    progress: bool = True) -> tuple[Results, int]:
-    """Results dict and the number of test windows. Every model sees the data as it is (see resolve_models)."""
-    models = resolve_models(model_names)
+                    progress: bool = True, overrides: str | None = None) -> tuple[Results, int]:
+    """Results dict and the number of test windows. Every model sees the data as it is (see resolve_models);
+    ``overrides``: a bone map (``--map``) for data on another skeleton than a model's."""
     test_w, mean, std = load_eval_sets(data, progress)
+    maps = check_skeletons(model_names, test_w.skeleton, data, overrides)
+    models = resolve_models(model_names, maps)
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps", file=sys.stderr)
     res = evaluate_infill(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std,
                           lengths=lengths, progress=progress)
@@ -107,10 +148,11 @@ def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] 
 
 
 def run_keys_eval(data: str, model_names: list[str], every: tuple[int, ...] = (8, 16),
-                  progress: bool = True) -> tuple[Results, int]:
+                  progress: bool = True, overrides: str | None = None) -> tuple[Results, int]:
     """The sparse-keys benchmark (``eval.keyed.evaluate_keys``) on ``data``'s test windows."""
-    models = resolve_key_models(model_names)
     test_w, mean, std = load_eval_sets(data, progress)
+    maps = check_skeletons(model_names, test_w.skeleton, data, overrides)
+    models = resolve_key_models(model_names, maps=maps)
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps, a key every {list(every)} frames",
           file=sys.stderr)
     return evaluate_keys(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std, every,

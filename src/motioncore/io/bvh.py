@@ -34,7 +34,7 @@ from ..core.skeleton import Skeleton
 from ..errors import BVHError, MotioncoreError, ShapeError
 from .atomic import atomic_write_text
 
-__all__ = ["read_bvh", "write_bvh", "format_bvh", "roundtrip", "roundtrip_main", "RoundtripResult"]
+__all__ = ["read_bvh", "read_bvh_header", "write_bvh", "format_bvh", "roundtrip", "roundtrip_main", "RoundtripResult"]
 
 PathLike = str | os.PathLike[str]
 
@@ -468,6 +468,17 @@ def read_bvh(source: PathLike, *, name: str | None = None) -> Motion:
         raise BVHError("the hierarchy declares no channels at all", motion_line, path)
     data = _frames(text[pos:], lineno, T, hdr.layout.C, lineno - 1, path)
     return _assemble(hdr, data, _fps(frame_time), clip)
+
+
+def read_bvh_header(source: PathLike) -> tuple[Skeleton, float, int]:
+    """(skeleton, fps, frames) of a BVH file without parsing its frames: cheap enough to check every
+    input of a batch before any work."""
+    text, path, _ = _source_text(source, None)
+    hdr, pos, motion_line = _parse_hierarchy(text, path)
+    T, frame_time, _, _ = _motion_header(text, pos, motion_line, path)
+    skel = Skeleton(hdr.names, np.array(hdr.parents, dtype=np.int64), np.array(hdr.offsets, dtype=np.float64),
+                    hdr.channels, hdr.end_sites)
+    return skel, _fps(frame_time), T
 
 
 # ----------------------------------------------------------------------------------------------

@@ -10,12 +10,15 @@ from .mapping import (
                       PRESETS,
                       JointMap,
                       RetargetError,
+                      SkeletonMismatch,
                       apply_overrides,
                       auto_map,
+                      check_map,
                       detect_preset,
                       load_overrides,
                       normalise_name,
 )
 
-__all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "apply_overrides", "auto_map", "detect_preset",
+__all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "SkeletonMismatch", "apply_overrides", "auto_map",
+           "check_map", "detect_preset",
            "leg_length", "leg_scale", "load_overrides", "normalise_name", "rest_rotations", "retarget"]

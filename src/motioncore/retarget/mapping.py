@@ -19,12 +19,17 @@ from typing import Any
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 
-__all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "apply_overrides", "auto_map",
-           "detect_preset", "load_overrides", "normalise_name"]
+__all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "SkeletonMismatch", "apply_overrides", "auto_map",
+           "check_map", "detect_preset", "load_overrides", "normalise_name"]
 
 
 class RetargetError(MotioncoreError, ValueError):
     """A joint map, override file or retarget argument is invalid; the message names the joint or field."""
+
+
+class SkeletonMismatch(RetargetError):
+    """A clip's skeleton cannot be mapped onto the target's (a dog onto a biped, unknown joint names); the
+    message names the unmapped target joints and says how to give a map (``--map FILE``)."""
 
 
 _BODY = ("hips", "spine", "spine1", "chest", "neck", "neck1", "head", "head_end")
@@ -156,8 +161,9 @@ def load_overrides(path: str | Path) -> dict[str, Any]:
         [unmap]
         joints = ["joint_Root"]   # target joints to hold at rest even if auto-matched
 
-    (JSON: ``{"map": {...}, "unmap": {"joints": [...]}}``.) Only the shape is checked here; joint
-    names are checked against the skeletons by ``apply_overrides``."""
+    (JSON: ``{"map": {...}, "unmap": {"joints": [...]}}``, or the add-on's flat bone map
+    ``{"target joint": "source joint", ...}`` with "" for a joint to hold at rest.) Only the shape is checked
+    here; joint names are checked against the skeletons by ``apply_overrides``."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -166,6 +172,8 @@ def load_overrides(path: str | Path) -> dict[str, Any]:
         raise RetargetError(f"{path}: cannot read override file: {e}") from e
     if not isinstance(data, dict):
         raise RetargetError(f"{path}: expected a table at top level, got {type(data).__name__}")
+    if data and not set(data) & {"map", "unmap"} and all(isinstance(v, str) for v in data.values()):
+        data = {"map": {t: s for t, s in data.items() if s}, "unmap": {"joints": [t for t, s in data.items() if not s]}}
     return data
 
 
@@ -195,3 +203,41 @@ def apply_overrides(joint_map: JointMap, overrides: Mapping[str, Any], source: S
     ambiguous = {k: v for k, v in joint_map.ambiguous.items() if k not in pairs}
     return JointMap(_ordered(pairs, target), tuple(n for n in target.names if n not in pairs), ambiguous,
                     joint_map.roles, joint_map.source_preset, joint_map.target_preset)
+
+
+MIN_MAPPED = 0.5        # `check_map`: at least this share of the target's joints must have a source joint
+MAX_SHAPE_DEG = 45.0    # and the head-hips-feet angle of the two rest poses may differ by at most this
+
+
+def _head_feet_angle(skeleton: Skeleton, joints: Mapping[str, str]) -> float:
+    """Degrees between hips->head and hips->(mid of the feet) in the rest pose: ~180 for a biped standing,
+    ~90 for a quadruped (head forward, hind feet down). Invariant to the rig's up axis and facing."""
+    import numpy as np
+
+    rest = skeleton.rest_positions()
+    p = {c: rest[skeleton.index(n)] for c, n in joints.items()}
+    a, b = p["head"] - p["hips"], (p["l_foot"] + p["r_foot"]) / 2 - p["hips"]
+    cos = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
+    return float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+
+
+def check_map(joint_map: JointMap, source: Skeleton, target: Skeleton, what: str = "clip") -> JointMap:
+    """``joint_map`` if ``source`` can be moved onto ``target`` with it, else `SkeletonMismatch` in one line
+    naming the unmapped target joints: fewer than half the target's joints mapped, or (when both rigs have
+    hips, head and feet) bodies of another shape (a quadruped onto a biped). Unmapped joints are otherwise
+    allowed (held at rest by `retarget`)."""
+    unmapped = ", ".join(joint_map.unmapped[:12]) + (f" and {len(joint_map.unmapped) - 12} more"
+                                                     if len(joint_map.unmapped) > 12 else "")
+    fix = "give --map FILE (a JSON bone map {\"map\": {target joint: source joint}}) to map them"
+    if len(joint_map.pairs) < MIN_MAPPED * target.num_joints:
+        raise SkeletonMismatch(f"{what}: its skeleton cannot be mapped onto the target's: only {len(joint_map.pairs)} "
+                               f"of {target.num_joints} target joints found; unmapped: {unmapped}; {fix}")
+    roles = {c: t for c, t in joint_map.roles.items() if c in ("hips", "head", "l_foot", "r_foot")}
+    if len(roles) == 4 and all(t in joint_map.pairs for t in roles.values()):
+        got = _head_feet_angle(source, {c: joint_map.pairs[t] for c, t in roles.items()})
+        want = _head_feet_angle(target, roles)
+        if abs(got - want) > MAX_SHAPE_DEG:
+            raise SkeletonMismatch(f"{what}: its skeleton is another shape than the target's (head and feet "
+                                   f"{got:.0f} deg apart at the hips, the target's {want:.0f}: a quadruped onto a "
+                                   f"biped?); unmapped: {unmapped or 'none'}; {fix}")
+    return joint_map

@@ -71,7 +71,7 @@ UNITS_PER_METRE = 100.0  # all our mocap (and so every checkpoint) is in cm
 POSITION_BIAS = 1.5  # Holden's blend bias for future positions (and MANN velocities): larger = follow the path later
 DIRECTION_BIAS = 1.5  # ... and for future facing directions
 INPUT_CLIP = 20.0  # z-scored inputs are clipped to +-20 std: no effect on real motion, stops a stray model exploding
-MAX_DEFAULT_SECONDS = 60.0  # the default animation length (time to walk the path + 1 s) is capped at this
+MAX_DEFAULT_SECONDS = 60.0  # a path that takes longer to walk needs an explicit length (frames); never cut
 MODES = ("outputs", "weights", "constant", "linear", "cubic")  # network evaluation forms (the last 3: PFNN only)
 
 
@@ -272,8 +272,13 @@ class Controller:
         return PathTrack(path.points, speed, labels, path.facing, UNITS_PER_METRE)
 
     def default_frames(self, tracks: Sequence[PathTrack]) -> int:
-        """Frames to walk the longest path at its speeds plus 1 s to settle (at most MAX_DEFAULT_SECONDS)."""
-        seconds = min(max(t.duration for t in tracks) + 1.0, MAX_DEFAULT_SECONDS)
+        """Frames to walk the longest path at its speeds plus 1 s to settle. A path longer than
+        MAX_DEFAULT_SECONDS is refused (one line saying how long it takes), never cut: ask for its frames."""
+        seconds = max(t.duration for t in tracks) + 1.0
+        if seconds > MAX_DEFAULT_SECONDS:
+            raise MotioncoreError(f"path: walking it takes {seconds:.0f} s, over the {MAX_DEFAULT_SECONDS:g} s a default "
+                                  f"length may have; give its length (--frames {math.ceil(seconds * self.fps)} at "
+                                  f"{self.fps:g} fps) to generate it whole, or split the path")
         return max(1, int(math.ceil(seconds * self.fps)))
 
     def _stop_labels(self) -> np.ndarray:
