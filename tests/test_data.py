@@ -39,8 +39,8 @@ def test_counts_and_disjoint_splits(name):
 def test_cmu_holds_out_whole_subjects_on_one_skeleton():
     """Subjects 05 (dance) and 07 (walks) are test, every other subject train; the cmu05-09 conversion (other
     names, ASF units, other rest pose) comes onto the cmu01-03 skeleton with every bone's direction kept."""
-    from motioncore.data.registry import ASF_UNIT_CM, HAHNE_TO_ASF, cmu_hahne_to_asf
     from motioncore.data.cache import data_root
+    from motioncore.data.registry import ASF_UNIT_CM, HAHNE_TO_ASF, cmu_hahne_to_asf
     from motioncore.io.bvh import read_bvh
 
     clips = load("cmu", progress=False)

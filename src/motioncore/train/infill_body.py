@@ -390,9 +390,9 @@ def plot_curve(history: list[dict], path: Path) -> None:
 
 
 def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None = None, progress: bool = True,
-                      val_sets: dict | None = None, data: dict | None = None) -> dict:
-    """Train (or resume) in ``run``; stops after ``max_minutes`` of this call or at the recipe's budget.
-    Returns the final state dict."""
+                      val_sets: dict | None = None, data: dict | None = None, max_steps: int | None = None) -> dict:
+    """Train (or resume) in ``run``; stops after ``max_minutes`` of this call, at ``max_steps`` (in all) or at the
+    recipe's budget. Returns the final state dict."""
     import torch
 
     from ..models.infill_body import InfillBody, InfillBodyConfig
@@ -430,7 +430,8 @@ def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None =
     while True:
         now = time.monotonic()
         wall = wall0 + now - t0
-        done = wall >= budget or (stop is not None and now - t0 >= stop)
+        done = wall >= budget or (stop is not None and now - t0 >= stop) or (
+            max_steps is not None and state["step"] >= max_steps)
         if done or now - last_val >= recipe.val_every or state["step"] == 0:
             val = validate(ema, net, val_sets)
             state["history"].append({"step": state["step"], "wall_s": wall, "val": val})
