@@ -63,6 +63,7 @@ from ..features.pfnn import (
     pfnn_decode,
     pfnn_encode,
     pfnn_layout,
+    rotation_encoding,
 )
 from ..models.checkpoint import CheckpointError
 from .paths import Path, PathError, PathTrack, resolve_labels
@@ -480,7 +481,9 @@ class PFNNController(Controller):
             self.runtime = PFNNRuntime.from_model(model, self.mode)  # type: ignore[arg-type]
 
     def _layout(self) -> Layout:
-        return pfnn_layout(self.skeleton, self.meta["layout"].get("labels", ("stand", "walk", "run")), self.fps)
+        stored = self.meta["layout"]
+        return pfnn_layout(self.skeleton, stored.get("labels", ("stand", "walk", "run")), self.fps,
+                           rotation_encoding(stored))
 
     def mean_pose(self, batch: int) -> Pose:
         J = self.skeleton.num_joints
