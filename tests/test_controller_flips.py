@@ -14,13 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import needs_data
 
 from motioncore.cli.controllers import demo_path
 from motioncore.eval.controllers import rotation_step_limits, rotation_steps
 from motioncore.io.bvh import read_bvh, write_bvh
 from motioncore.tasks.paths import Path
-
-from conftest import needs_data
 
 MARGIN_DEG = 10.0  # on top of the data's 99.9th percentile (3-29 degrees on the biped, 7-70 on the dog)
 LOG_MAP_BIPEDS = pytest.mark.xfail(strict=True, reason="issue 27: trained on log-map rotations (joint_rot); "
