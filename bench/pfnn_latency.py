@@ -160,6 +160,7 @@ def main() -> None:
         del one, many
         one, many = mann_cases(args.hidden)
         measure(f"MANN 480-{args.hidden}-{args.hidden}-363 K=8", one, many, args)
+        print_sets_touched(pfnn, args)
     forms = {m: ratios[f"runtime {m}"] for m in ("constant", "linear", "cubic")}
     print(f"\nbatch-{BATCH} throughput / MLP (this run): " + ", ".join(f"{m} {r:.3f}x" for m, r in forms.items()))
     if args.json:
@@ -167,6 +168,22 @@ def main() -> None:
             json.dump({f"batch{BATCH}": forms}, f, indent=1)
         print(f"wrote {args.json}")
     print_errors(pfnn, args.d_in)
+
+
+def print_sets_touched(model: PFNN, args: argparse.Namespace) -> None:
+    """Batch-256 throughput of the constant runtime over the MLP's when the batch's phases fall on only n of
+    its 50 stored sets: the cost of a batch is the sets it reads (2.4 MB each), which bounds any form that
+    evaluates stored sets; the control-point path (n > 24) costs K = 4 MLPs whatever n is."""
+    base = mlp([model.cfg.input_dim, model.cfg.hidden_dim, model.cfg.hidden_dim, model.cfg.output_dim])
+    runtime, xb = PFNNRuntime.from_model(model, "constant"), torch.randn(BATCH, model.cfg.input_dim)
+    t_base = statistics.median(time_calls(lambda i: base(xb), args.calls, args.seconds, warmup=2))
+    print(f"\nConstant runtime, batch {BATCH}, phases on n of the 50 stored sets (throughput / MLP):\n")
+    print("| n sets | path | throughput / MLP |\n|---|---|---|")
+    for n in (1, 4, 8, 16, 50):
+        phase = (torch.randint(0, n, (BATCH,)) * (50 // n)).double() / 50  # (B,) on n distinct sets
+        t = statistics.median(time_calls(lambda i, p=phase: runtime(xb, p), args.calls, args.seconds, warmup=2))
+        path = "control points" if n > runtime.POINTS_AFTER_SETS else "stored sets"
+        print(f"| {n} | {path} | {t_base / t:.3f}x |", flush=True)
 
 
 def print_errors(model: PFNN, d_in: int) -> None:

@@ -233,7 +233,8 @@ class PFNNRuntime:
     and control point (the adapter does not depend on phase).
     """
 
-    POINTS_AFTER_SETS = 16  # constant mode: distinct stored sets above which a batch runs on the control points
+    POINTS_AFTER_SETS = 24  # constant mode: distinct stored sets above which a batch runs on the control points (the
+    # crossover measured by bench/pfnn_latency.py: 16 sets 0.40x the MLP, the control points 0.25x, 50 sets 0.17x)
 
     def __init__(self, mode: str, weights: list[torch.Tensor], biases: list[torch.Tensor],
                  points: tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor] | None = None):
@@ -283,8 +284,9 @@ class PFNNRuntime:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the stored sets."""
-        return sum(t.numel() * t.element_size() for t in self.weights + self.biases)
+        """Bytes held by the stored sets (and the control points, where kept for batches)."""
+        held = self.weights + self.biases + ([] if self.points is None else self.points[0] + self.points[1])
+        return sum(t.numel() * t.element_size() for t in held)
 
     def terms(self, phase: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """phase (B,) -> (idx (B, m) long, w (B, m)): the stored sets each row blends (m = 1, 2 or 4)."""
