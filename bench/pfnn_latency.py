@@ -24,12 +24,16 @@ REFERENCES.md): the worker threads spin and fight for cores. Batch-1 inference i
 gains nothing from threads; try --threads 2 for the batch-256 figures.
 
 Usage: .venv/bin/python bench/pfnn_latency.py [--threads 1] [--in 342] [--out 311] [--calls 2000] [--seconds 2]
-Prints a Markdown table; never asserts timings. Finishes in about a minute at the defaults.
+    [--json FILE]
+Prints a Markdown table, then the batch-256 throughput of the three runtime forms over the MLP's from the
+same run (with --json FILE also written as {"batch256": {"constant": r, "linear": r, "cubic": r}});
+never asserts timings. Finishes in about a minute at the defaults.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import statistics
@@ -112,9 +116,10 @@ def mann_cases(hidden: int) -> tuple[dict, dict]:
     return one, many
 
 
-def measure(name: str, one: dict, many: dict, args: argparse.Namespace) -> list[str]:
-    """Markdown rows for one model; ratios are against that model's MLP baseline."""
-    rows, base_lat, base_fps = [], None, None
+def measure(name: str, one: dict, many: dict, args: argparse.Namespace) -> dict[str, float]:
+    """Print Markdown rows for one model (ratios against that model's MLP baseline, the first case);
+    return each case's batch-256 throughput over the MLP's."""
+    rows, base_lat, base_fps, ratios = [], None, None, {}
     for case in one:
         t1 = time_calls(one[case], args.calls, args.seconds, warmup=50)
         tb = time_calls(many[case], args.calls, args.seconds, warmup=2)
@@ -124,8 +129,9 @@ def measure(name: str, one: dict, many: dict, args: argparse.Namespace) -> list[
             f"| {name} | {case} | {med:.1f} | {p90(t1) * 1e6:.1f} | {med / base_lat:.2f}x | {len(t1)} "
             f"| {fps:,.0f} | {fps / base_fps:.3f}x | {len(tb)} |"
         )
+        ratios[case] = fps / base_fps
         print(rows[-1], flush=True)
-    return rows
+    return ratios
 
 
 def main() -> None:
@@ -136,6 +142,8 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=512, help="hidden width of PFNN and MANN")
     ap.add_argument("--calls", type=int, default=2000, help="most timed calls per case")
     ap.add_argument("--seconds", type=float, default=2.0, help="most seconds per case and batch size")
+    ap.add_argument("--json", metavar="FILE", help='also write {"batch256": {"constant": r, "linear": r, "cubic": r}}, '
+                    "r = batch-256 throughput over the same run's MLP")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -148,11 +156,34 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     with torch.inference_mode():
         one, many, pfnn = pfnn_cases(args.d_in, args.d_out, args.hidden)
-        measure(f"PFNN {args.d_in}-{args.hidden}-{args.hidden}-{args.d_out}", one, many, args)
+        ratios = measure(f"PFNN {args.d_in}-{args.hidden}-{args.hidden}-{args.d_out}", one, many, args)
         del one, many
         one, many = mann_cases(args.hidden)
         measure(f"MANN 480-{args.hidden}-{args.hidden}-363 K=8", one, many, args)
+        print_sets_touched(pfnn, args)
+    forms = {m: ratios[f"runtime {m}"] for m in ("constant", "linear", "cubic")}
+    print(f"\nbatch-{BATCH} throughput / MLP (this run): " + ", ".join(f"{m} {r:.3f}x" for m, r in forms.items()))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({f"batch{BATCH}": forms}, f, indent=1)
+        print(f"wrote {args.json}")
     print_errors(pfnn, args.d_in)
+
+
+def print_sets_touched(model: PFNN, args: argparse.Namespace) -> None:
+    """Batch-256 throughput of the constant runtime over the MLP's when the batch's phases fall on only n of
+    its 50 stored sets: the cost of a batch is the sets it reads (2.4 MB each), which bounds any form that
+    evaluates stored sets; the control-point path (n > 24) costs K = 4 MLPs whatever n is."""
+    base = mlp([model.cfg.input_dim, model.cfg.hidden_dim, model.cfg.hidden_dim, model.cfg.output_dim])
+    runtime, xb = PFNNRuntime.from_model(model, "constant"), torch.randn(BATCH, model.cfg.input_dim)
+    t_base = statistics.median(time_calls(lambda i: base(xb), args.calls, args.seconds, warmup=2))
+    print(f"\nConstant runtime, batch {BATCH}, phases on n of the 50 stored sets (throughput / MLP):\n")
+    print("| n sets | path | throughput / MLP |\n|---|---|---|")
+    for n in (1, 4, 8, 16, 50):
+        phase = (torch.randint(0, n, (BATCH,)) * (50 // n)).double() / 50  # (B,) on n distinct sets
+        t = statistics.median(time_calls(lambda i, p=phase: runtime(xb, p), args.calls, args.seconds, warmup=2))
+        path = "control points" if n > runtime.POINTS_AFTER_SETS else "stored sets"
+        print(f"| {n} | {path} | {t_base / t:.3f}x |", flush=True)
 
 
 def print_errors(model: PFNN, d_in: int) -> None:

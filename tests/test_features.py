@@ -45,6 +45,7 @@ from motioncore.features import (
     trajectory_offsets,
 )
 from motioncore.features.common import wrap_angle
+from motioncore.features.pfnn import rotation_encoding
 
 # Tolerances. Y is float32: a value v carries ~6e-8 * |v| of rounding, i.e. <= 2e-5 cm for the <= 300 cm
 # positions here and ~1e-7 rad per rotation; FK through the 8-joint leg chains (bones <= 50 cm) adds at most
@@ -213,8 +214,12 @@ def test_pfnn_layout_widths():
     sk = biped()
     J, G = sk.num_joints, len(GAITS)
     layout = pfnn_layout(sk)
-    _check_layout(layout, 12 * (4 + G) + 6 * J, 8 + 24 + 9 * J)
-    assert layout.input_block("joint_pos").size == 3 * J and layout.output_block("joint_rot").size == 3 * J
+    _check_layout(layout, 12 * (4 + G) + 6 * J, 8 + 24 + 12 * J)
+    assert layout.input_block("joint_pos").size == 3 * J and layout.output_block("joint_axes").size == 6 * J
+    legacy = pfnn_layout(sk, rotations="logmap")  # checkpoints from before issue 27
+    _check_layout(legacy, 12 * (4 + G) + 6 * J, 8 + 24 + 9 * J)
+    assert legacy.output_block("joint_rot").size == 3 * J
+    assert rotation_encoding(layout) == "axes" and rotation_encoding(legacy.to_dict()) == "logmap"
     assert "phase" not in [b.name for b in layout.inputs]
     assert "terrain" not in " ".join(b.name for b in layout.inputs)
     assert json.loads(json.dumps(layout.to_dict()))["d_in"] == layout.d_in
@@ -268,7 +273,7 @@ def test_pfnn_dataset_shapes(bandai1_train):
     d = pfnn_dataset(clips)
     layout = pfnn_layout(clips[0].motion.skeleton)
     N = len(d["X"])
-    assert d["X"].shape == (N, layout.d_in) == (N, 216) and d["Y"].shape == (N, layout.d_out) == (N, 230)
+    assert d["X"].shape == (N, layout.d_in) == (N, 216) and d["Y"].shape == (N, layout.d_out) == (N, 296)
     assert d["X"].dtype == d["Y"].dtype == np.float32
     assert ((d["phase"] >= 0) & (d["phase"] < 1)).all()
     assert d["clip"].shape == d["style"].shape == d["gait"].shape == (N,)
@@ -279,6 +284,35 @@ def test_pfnn_dataset_shapes(bandai1_train):
     jp = layout.input_block("joint_pos").slice
     assert np.isclose(nx.std[jp][0], 1e3 * nx.std[jp][3])  # weighted joint_Root; one std for the block
     assert np.allclose(nx.std[jp][3:], nx.std[jp][3]) and np.isfinite(ny.transform(d["Y"])).all()
+
+
+@needs_data
+def test_pfnn_rotation_targets_are_continuous(bandai1_train):
+    """Issue 27: Bandai's right limbs sit at 100-180 degrees from the root frame, so their log-map targets
+    (the pre-issue-27 encoding) jump by ~2 pi between frames where they cross 180 degrees although the
+    rotation itself moves a few degrees; a net trained on them learned a blur of the two and flipped the
+    right limbs. The forward / up axes move by at most the chord of the rotation's own change."""
+    clips = [c for c in bandai1_train if c.labels["content"] in ("walk", "run", "walk-turn-left")][:12]
+    sk = clips[0].motion.skeleton
+    J = sk.num_joints
+    right = np.array([n.endswith("_R") for n in sk.names])
+    for enc in ("axes", "logmap"):
+        layout = pfnn_layout(sk, rotations=enc)
+        blk = layout.output_block("joint_axes" if enc == "axes" else "joint_rot").slice
+        moved, coded = [], []
+        for c in clips:
+            cf = clip_features(c.motion)
+            r = pfnn_clip(layout, c.motion, gait_labels(cf.frames, c.motion.fps, c.labels["content"]), cf=cf)
+            q = cf.rotations[r["frame"], :J]  # (N, J, 4) the targets' rotations
+            moved.append(quat_angle(q[1:], q[:-1]))  # (N - 1, J) radians the rotation itself turned
+            y = r["Y"][:, blk].astype(np.float64).reshape(len(q), J, -1, 3)  # (N, J, 1 | 2, 3)
+            coded.append(np.linalg.norm(np.diff(y, axis=0), axis=-1).max(-1))  # (N - 1, J) largest vector change
+        moved_all, coded_all = np.concatenate(moved), np.concatenate(coded)
+        assert moved_all.max() < np.radians(60)  # real motion: no joint turns more than 60 degrees in a frame
+        if enc == "axes":  # |R a - R' a| = 2 sin(angle / 2) at most, for the unit axes a
+            assert (coded_all <= 2 * np.sin(moved_all / 2) + 1e-5).all()
+        else:  # the cause of the flips, still in old checkpoints
+            assert coded_all[:, right].max() > np.pi
 
 
 @needs_data

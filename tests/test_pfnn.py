@@ -189,3 +189,36 @@ def test_runtime_rejects_bad_mode_and_is_grad_free() -> None:
         PFNNRuntime.from_model(model, "quadratic")
     y = PFNNRuntime.from_model(model, "constant")(torch.randn(2, D_IN, dtype=torch.float64), 0.4)
     assert y.shape == (2, D_OUT) and not y.requires_grad
+
+
+def _phases(kind: str, n: int, gen: torch.Generator) -> torch.Tensor:
+    """(n,) phases in cycles: spread over the whole cycle (a crowd), bunched on 3 stored sets of the constant
+    mode, or on the set boundaries and the wrap (k / 50, k / 10, 1 - 1e-12, 0, exact halves)."""
+    if kind == "spread":
+        return torch.rand(n, generator=gen, dtype=torch.float64)
+    if kind == "bunched":
+        return torch.tensor([0.1, 0.52, 0.96], dtype=torch.float64)[torch.randint(0, 3, (n,), generator=gen)]
+    edges = torch.cat([torch.arange(50) / 50, torch.arange(10) / 10 + 0.05, torch.tensor([1 - 1e-12, 0.0, 0.01, 0.99])])
+    return edges.to(torch.float64)[torch.randint(0, len(edges), (n,), generator=gen)]
+
+
+@pytest.mark.parametrize("style", [False, True])
+@pytest.mark.parametrize("kind", ["spread", "bunched", "edges"])
+@pytest.mark.parametrize("mode", ["constant", "linear", "cubic"])
+def test_runtime_batched_matches_the_row_by_row_reference(mode: str, kind: str, style: bool, monkeypatch) -> None:
+    """The batched paths (rows sorted into runs per stored set; constant batches touching many sets on the
+    control points) against the same runtime called one row at a time (python floats, no grouping)."""
+    gen = torch.Generator().manual_seed(1)
+    model = tiny(**({"style_rank": 2, "style_dim": 3} if style else {}))
+    z = torch.randn(1, 3, dtype=torch.float64, generator=gen) if style else None
+    runtime = PFNNRuntime.from_model(model, mode, z)
+    used = []
+    monkeypatch.setattr(runtime, "_run_points", lambda *a, f=runtime._run_points: used.append(1) or f(*a))
+    x, phase = torch.randn(200, D_IN, dtype=torch.float64, generator=gen), _phases(kind, 200, gen)
+    reference = torch.stack([runtime(x[s], float(phase[s])) for s in range(200)])
+    torch.testing.assert_close(runtime(x, phase), reference, rtol=0, atol=1e-10)
+    assert bool(used) == (mode == "constant" and kind != "bunched")  # both constant paths are exercised
+    x32 = x.float()
+    runtime32 = PFNNRuntime.from_model(model.float(), mode, None if z is None else z.float())
+    reference32 = torch.stack([runtime32(x32[s], float(phase[s])) for s in range(200)])
+    torch.testing.assert_close(runtime32(x32, phase), reference32, rtol=1e-5, atol=1e-5)

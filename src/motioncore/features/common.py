@@ -19,7 +19,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from ..core.kinematics import BodyJoints, facing_directions, yaw_quat
 from ..core.motion import Motion
-from ..core.rotations import quat_apply, quat_conj, quat_mul
+from ..core.rotations import matrix_to_quat, quat_apply, quat_conj, quat_mul, quat_to_matrix
 from ..core.skeleton import Skeleton
 from ..errors import DataError, MotioncoreError, ShapeError
 
@@ -287,6 +287,21 @@ def local_pose(skeleton: Skeleton, rot_root_space: np.ndarray, pos_root_space: n
     pos = np.broadcast_to(skeleton.offsets, rot.shape[:-1] + (3,)).copy()
     pos[..., body.root, :] = trans
     return rot, pos
+
+
+def rotation_axes(rot: np.ndarray) -> np.ndarray:
+    """(..., P, 6) forward (local z) and up (local y) axes of WXYZ rotations (..., P, 4): a continuous
+    encoding (no jump anywhere, unlike the log map at 180 degrees)."""
+    m = quat_to_matrix(rot)
+    return np.concatenate([m[..., :, 2], m[..., :, 1]], -1)
+
+
+def axes_to_rotation(fwd: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """WXYZ rotations (..., 4) whose local z / y axes are ``fwd`` / ``up`` (Gram-Schmidt, z first)."""
+    z = fwd / np.maximum(np.linalg.norm(fwd, axis=-1, keepdims=True), 1e-9)
+    y = up - (up * z).sum(-1, keepdims=True) * z
+    y = y / np.maximum(np.linalg.norm(y, axis=-1, keepdims=True), 1e-9)
+    return matrix_to_quat(np.stack([np.cross(y, z), y, z], -1))
 
 
 # ----------------------------------------------------------------------------- phase

@@ -25,7 +25,6 @@ from scipy.ndimage import gaussian_filter1d, minimum_filter1d, uniform_filter1d
 
 from ..core.kinematics import BodyJoints, find_body_joints, side_of
 from ..core.motion import Motion
-from ..core.rotations import matrix_to_quat, quat_to_matrix
 from ..core.skeleton import Skeleton
 from ..data.datasets import Clip
 from ..errors import DataError
@@ -37,11 +36,13 @@ from .common import (
     Pose,
     RootFrame,
     Trajectory,
+    axes_to_rotation,
     blocks_from,
     check_last,
     clip_features,
     future_offsets,
     ground_velocity,
+    rotation_axes,
     sample_range,
     stack_rows,
     strided,
@@ -196,20 +197,6 @@ def mann_layout(skeleton: Skeleton, fps: float = 60.0, paws: Sequence[int] | Non
 
 
 # ----------------------------------------------------------------------------- runtime: encode / decode
-def _axes(rot: np.ndarray) -> np.ndarray:
-    """(..., P, 6) forward (local z) and up (local y) axes of rotations (..., P, 4)."""
-    m = quat_to_matrix(rot)
-    return np.concatenate([m[..., :, 2], m[..., :, 1]], -1)
-
-
-def _from_axes(fwd: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """Rotations (..., 4) whose local z / y axes are ``fwd`` / ``up`` (Gram-Schmidt, z first)."""
-    z = fwd / np.maximum(np.linalg.norm(fwd, axis=-1, keepdims=True), 1e-9)
-    y = up - (up * z).sum(-1, keepdims=True) * z
-    y = y / np.maximum(np.linalg.norm(y, axis=-1, keepdims=True), 1e-9)
-    return matrix_to_quat(np.stack([np.cross(y, z), y, z], -1))
-
-
 def mann_encode(layout: Layout, frame: RootFrame, trajectory: Trajectory, prev_pose: Pose) -> np.ndarray:
     """X (..., D_in) from the current root frame (...), the world trajectory around it (positions,
     directions, velocities (..., 12, 3) in cm/s, speeds (..., 12), actions (..., 12, 6)) and the previous
@@ -223,7 +210,7 @@ def mann_encode(layout: Layout, frame: RootFrame, trajectory: Trajectory, prev_p
     traj = np.concatenate([pos[..., [0, 2]], d[..., [0, 2]], v[..., [0, 2]], sp, a], -1)  # (..., S, 13)
     jp = check_last("prev_pose.positions", prev_pose.positions, (P, 3))
     jv = check_last("prev_pose.velocities", prev_pose.velocities, (P, 3))
-    ax = _axes(check_last("prev_pose.rotations", prev_pose.rotations, (P, 4)))
+    ax = rotation_axes(check_last("prev_pose.rotations", prev_pose.rotations, (P, 4)))
     joints = np.concatenate([jp, ax, jv], -1)  # (..., P, 12)
     x = np.concatenate([traj.reshape(lead + (-1,)), joints.reshape(lead + (-1,))], -1)
     assert x.shape[-1] == layout.d_in
@@ -240,7 +227,7 @@ def mann_output(layout: Layout, frame: RootFrame, next_frame: RootFrame, future:
     fd = next_frame.dirs_to_local(check_last("future.directions", future.directions, (F, 3)))
     fv = next_frame.dirs_to_local(check_last("future.velocities", future.velocities, (F, 3)))
     fut = np.concatenate([fp[..., [0, 2]], fd[..., [0, 2]], fv[..., [0, 2]]], -1)  # (..., F, 6)
-    ax = _axes(check_last("pose.rotations", pose.rotations, (P, 4)))
+    ax = rotation_axes(check_last("pose.rotations", pose.rotations, (P, 4)))
     joints = np.concatenate([check_last("pose.positions", pose.positions, (P, 3)), ax,
                              check_last("pose.velocities", pose.velocities, (P, 3))], -1)
     delta, dyaw = frame.relative(next_frame)
@@ -275,7 +262,7 @@ def mann_decode(layout: Layout, y: np.ndarray, frame: RootFrame, fps: float | No
     d = d / np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), 1e-9)
     future = Trajectory(nxt.points_to_world(xz(fut[..., 0:2])), nxt.dirs_to_world(d),
                         velocities=nxt.dirs_to_world(xz(fut[..., 4:6])))
-    pose = Pose(jt[..., 0:3], jt[..., 9:12], _from_axes(jt[..., 3:6], jt[..., 6:9]))
+    pose = Pose(jt[..., 0:3], jt[..., 9:12], axes_to_rotation(jt[..., 3:6], jt[..., 6:9]))
     return MANNOutput(nxt, root, future, pose)
 
 

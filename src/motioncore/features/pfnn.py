@@ -7,7 +7,11 @@ Row i of X / Y (Holden's indexing, kept so the runtime loop needs no re-framing)
 - Y: root motion from frame i to i + 1 in root frame i (x, z, yaw), the phase change (cycles per frame),
   the 4 foot contacts at frame i, the trajectory of frame i + 1 (samples k = 0..5 from i + 1) in root frame
   i + 1, then the pose of frame i in root frame i: positions, velocities (p[i] - p[i-1]) and rotations
-  (log map, axis * angle, of each joint's global rotation relative to the root frame).
+  (each joint's global rotation relative to the root frame as its forward and up axes, ``joint_axes``,
+  as MANN does). Checkpoints trained before issue 27 have the log map (axis * angle) instead
+  (``joint_rot``): it jumps by 2 pi near 180 degrees, where Bandai's right limbs sit (their
+  root-relative rotations span 100-180 degrees and cross 180 in 2-7% of the frames), so those targets
+  were bimodal and the trained net's right limbs flipped. `rotation_encoding` tells them apart.
 So decoding Y_i gives exactly the pose that X_{i+1} takes as its previous pose. No terrain heights: our
 terrain is flat. Bandai's static ``joint_Root`` stands for the root frame itself (see `common.ground_joints`).
 
@@ -34,6 +38,7 @@ from .common import (
     Pose,
     RootFrame,
     Trajectory,
+    axes_to_rotation,
     blocks_from,
     check_last,
     clip_features,
@@ -41,6 +46,7 @@ from .common import (
     future_offsets,
     ground_velocity,
     one_hot,
+    rotation_axes,
     sample_range,
     stack_rows,
     trajectory_offsets,
@@ -56,6 +62,7 @@ RUN_SPEED = 180.0  # cm/s: walk/run split for clips without a content label (spe
 SPEED_SIGMA_S = 0.25  # Gaussian smoothing of the root speed for gait labels, seconds
 CONTACT_HEIGHT = 8.0  # cm above the joint's lowest point in the clip
 CONTACT_SPEED = 50.0  # cm/s (at 30 fps 5 cm / 30 cm/s flickers on fast runs)
+ROTATION_ENCODINGS = ("axes", "logmap")  # Y's joint rotations: forward + up axes (continuous), or the legacy log map
 
 
 # ----------------------------------------------------------------------------- labels
@@ -93,8 +100,19 @@ def gait_labels(frames: RootFrame, fps: float, content: str | None = None, gaits
 
 
 # ----------------------------------------------------------------------------- layout
-def pfnn_layout(skeleton: Skeleton, gaits: Sequence[str] = GAITS, fps: float = 30.0) -> Layout:
-    """Every column block of X and Y for ``skeleton`` (J = its joints) and ``gaits`` (G)."""
+def rotation_encoding(layout: Layout | dict) -> str:
+    """``axes`` or ``logmap``: how a PFNN layout (or its stored dict, a checkpoint's ``layout``) encodes
+    Y's joint rotations (the block is ``joint_axes`` or, in checkpoints from before issue 27, ``joint_rot``)."""
+    names = [b.name for b in layout.outputs] if isinstance(layout, Layout) else [b[0] for b in layout.get("outputs", [])]
+    return "logmap" if "joint_rot" in names else "axes"
+
+
+def pfnn_layout(skeleton: Skeleton, gaits: Sequence[str] = GAITS, fps: float = 30.0,
+                rotations: str = "axes") -> Layout:
+    """Every column block of X and Y for ``skeleton`` (J = its joints) and ``gaits`` (G); ``rotations``
+    is Y's joint rotation encoding (`ROTATION_ENCODINGS`; ``logmap`` only to load old checkpoints)."""
+    if rotations not in ROTATION_ENCODINGS:
+        raise DataError(f"rotations: expected one of {ROTATION_ENCODINGS}, got {rotations!r}")
     J, G, S, F = skeleton.num_joints, len(gaits), TRAJ_PAST + TRAJ_FUTURE, TRAJ_FUTURE
     k = "samples k = -6..5 at frames i + k*fps/6"
     inputs = blocks_from([
@@ -116,8 +134,9 @@ def pfnn_layout(skeleton: Skeleton, gaits: Sequence[str] = GAITS, fps: float = 3
         ("future_dir", 2 * F, "facing at those samples: x (6), then z (6)", "unit vector", "root i+1"),
         ("joint_pos", 3 * J, "joint positions of frame i", "cm", "root i"),
         ("joint_vel", 3 * J, "joint velocities p[i] - p[i-1]", "cm/frame", "root i"),
-        ("joint_rot", 3 * J, "joint rotations relative to the root frame, log map (axis * angle)", "rad",
-         "root i"),
+        ("joint_axes", 6 * J, "joint rotations relative to the root frame: forward (local z) xyz, up (local y) xyz",
+         "unit vector", "root i") if rotations == "axes" else
+        ("joint_rot", 3 * J, "joint rotations relative to the root frame, log map (axis * angle)", "rad", "root i"),
     ])
     groups = lambda bs: {b.name: np.arange(b.start, b.stop) for b in bs}  # noqa: E731  Holden's blocks
     return Layout("pfnn", tuple(skeleton.names), tuple(gaits), float(fps), inputs, outputs,
@@ -152,12 +171,13 @@ def pfnn_output(layout: Layout, frame: RootFrame, next_frame: RootFrame, dphase:
     delta, dyaw = frame.relative(next_frame)
     fp = next_frame.points_to_local(check_last("future.positions", future.positions, (F, 3)))
     fd = next_frame.dirs_to_local(check_last("future.directions", future.directions, (F, 3)))
-    rot = quat_to_axis_angle(check_last("pose.rotations", pose.rotations, (J, 4)))
+    q = check_last("pose.rotations", pose.rotations, (J, 4))
+    rot = quat_to_axis_angle(q) if rotation_encoding(layout) == "logmap" else rotation_axes(q)  # (..., J, 3 | 6)
     flat = lambda a, name: check_last(name, a, (J, 3)).reshape(lead + (3 * J,))  # noqa: E731
     y = np.concatenate([delta[..., [0, 2]], dyaw[..., None], np.asarray(dphase, np.float64)[..., None],
                         check_last("contacts", contacts, (4,)), fp[..., 0], fp[..., 2], fd[..., 0], fd[..., 2],
                         flat(pose.positions, "pose.positions"), flat(pose.velocities, "pose.velocities"),
-                        rot.reshape(lead + (3 * J,))], -1)
+                        rot.reshape(lead + (-1,))], -1)
     assert y.shape[-1] == layout.d_out
     return y
 
@@ -188,8 +208,12 @@ def pfnn_decode(layout: Layout, y: np.ndarray, frame: RootFrame) -> PFNNOutput:
     fpos = nxt.points_to_world(np.stack([fp[..., :F], zeros, fp[..., F:]], -1))
     fdir = np.stack([fd[..., :F], zeros, fd[..., F:]], -1)
     fdir = nxt.dirs_to_world(fdir / np.maximum(np.linalg.norm(fdir, axis=-1, keepdims=True), 1e-9))
-    pose = Pose(col("joint_pos").reshape(lead + (J, 3)), col("joint_vel").reshape(lead + (J, 3)),
-                axis_angle_to_quat(col("joint_rot").reshape(lead + (J, 3))))
+    if rotation_encoding(layout) == "logmap":
+        rot = axis_angle_to_quat(col("joint_rot").reshape(lead + (J, 3)))
+    else:
+        ax = col("joint_axes").reshape(lead + (J, 6))  # (..., J, forward xyz + up xyz)
+        rot = axes_to_rotation(ax[..., :3], ax[..., 3:])
+    pose = Pose(col("joint_pos").reshape(lead + (J, 3)), col("joint_vel").reshape(lead + (J, 3)), rot)
     return PFNNOutput(nxt, vel, angvel, col("dphase")[..., 0], col("contacts"), Trajectory(fpos, fdir), pose)
 
 

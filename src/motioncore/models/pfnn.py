@@ -221,13 +221,23 @@ class PFNNRuntime:
     instead; nearest halves the phase error). ``linear``: S = 10 sets W(j/10), the two neighbours are
     lerped. ``cubic``: the K control points and the Catmull-Rom spline, exact.
 
-    Call ``runtime(x, phase)``: x (B, D_in) or (D_in,), phase a float (cycles) or a (B,) tensor. Rows are
-    grouped by the stored sets they use and each group runs ``addmm`` on stored sets, so no per-sample
-    W is ever built; with a float phase and one row there is no grouping work at all. A style code z
-    given to ``from_model`` is baked into every stored set (the adapter does not depend on phase).
+    Call ``runtime(x, phase)``: x (B, D_in) or (D_in,), phase a float (cycles) or a (B,) tensor. No
+    per-sample W is ever built. One row with a float phase runs ``addmm`` on its stored sets with no
+    grouping work at all. A batch is sorted by phase, so the rows that use a stored set are one or two
+    contiguous runs, and each layer runs one ``addmm`` per stored set and run, the rows scaled by their
+    blend coefficient (`_run_sorted`). Where a constant-mode batch touches more than
+    ``POINTS_AFTER_SETS`` stored sets, reading that many 2.4 MB sets costs more than evaluating the K
+    control points for every row, and since every stored set is a blend of them (``set_coeff``), the
+    batch runs that way instead (`_run_points`). All paths agree with the row-by-row evaluation to float
+    rounding (tests/test_pfnn.py). A style code z given to ``from_model`` is baked into every stored set
+    and control point (the adapter does not depend on phase).
     """
 
-    def __init__(self, mode: str, weights: list[torch.Tensor], biases: list[torch.Tensor]):
+    POINTS_AFTER_SETS = 24  # constant mode: distinct stored sets above which a batch runs on the control points (the
+    # crossover measured by bench/pfnn_latency.py: 16 sets 0.40x the MLP, the control points 0.25x, 50 sets 0.17x)
+
+    def __init__(self, mode: str, weights: list[torch.Tensor], biases: list[torch.Tensor],
+                 points: tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor] | None = None):
         if mode not in ("constant", "linear", "cubic"):
             raise ValueError(f"mode: expected 'constant', 'linear' or 'cubic', got {mode!r}")
         self.mode = mode
@@ -235,6 +245,11 @@ class PFNNRuntime:
         self.biases = [b.detach().contiguous() for b in biases]  # per layer (S, D_out)
         self.num_sets = self.weights[0].shape[0]
         self.input_dim = self.weights[0].shape[2]
+        # optional: the K control points each stored set blends, per layer (K, D_in, D_out) transposed for
+        # one (B, D_in) @ (D_in, K * D_out) product, biases (K, D_out), and the blend of each set (S, K)
+        self.points = None if points is None else (
+            [w.detach().permute(2, 0, 1).reshape(w.shape[2], -1).contiguous() for w in points[0]],
+            [b.detach().contiguous() for b in points[1]], points[2].detach())
 
     @classmethod
     @torch.no_grad()
@@ -250,24 +265,28 @@ class PFNNRuntime:
         else:
             raise ValueError(f"mode: expected 'constant', 'linear' or 'cubic', got {mode!r}")
         deltas = _style_deltas(model, z)
-        weights, biases = [], []
+        weights, biases, cp_w, cp_b = [], [], [], []
         for i, layer in enumerate(model.net.layer_list()):
             w: torch.Tensor = layer.weight  # (K, D_out, D_in)
             b: torch.Tensor = layer.bias  # (K, D_out)
+            if deltas is not None:
+                w = w + deltas[i]  # (K, D_out, D_in) + (D_out, D_in): sum_k c_k = 1, so it blends through
+            cp_w.append(w.clone())
+            cp_b.append(b.clone())
             if coeff is not None:
                 c = coeff.to(w.dtype)
                 w = torch.einsum("sk,koi->soi", c, w)  # (S, D_out, D_in)
                 b = c @ b  # (S, D_out)
-            if deltas is not None:
-                w = w + deltas[i]  # (S, D_out, D_in) + (D_out, D_in)
             weights.append(w.clone())
             biases.append(b.clone())
-        return cls(mode, weights, biases)
+        points = None if coeff is None or mode != "constant" else (cp_w, cp_b, coeff)
+        return cls(mode, weights, biases, points)
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the stored sets."""
-        return sum(t.numel() * t.element_size() for t in self.weights + self.biases)
+        """Bytes held by the stored sets (and the control points, where kept for batches)."""
+        held = self.weights + self.biases + ([] if self.points is None else self.points[0] + self.points[1])
+        return sum(t.numel() * t.element_size() for t in held)
 
     def terms(self, phase: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """phase (B,) -> (idx (B, m) long, w (B, m)): the stored sets each row blends (m = 1, 2 or 4)."""
@@ -310,13 +329,49 @@ class PFNNRuntime:
                 phase = torch.full((B,), float(phase), dtype=torch.float64)
             if phase.shape != (B,):
                 raise ShapeError(f"phase: expected ({B},) or a float, got {tuple(phase.shape)}")
-            idx, w = self.terms(phase)
-            y = torch.empty(B, self.weights[-1].shape[1], dtype=x.dtype, device=x.device)
-            for first in idx[:, 0].unique().tolist():
-                rows = (idx[:, 0] == first).nonzero()[:, 0]  # (n,) rows using the same stored sets
-                wr = w[rows].to(x.dtype)  # (n, m)
-                y[rows] = self._run(x2[rows], idx[rows[0]].tolist(), [wr[:, j : j + 1] for j in range(wr.shape[1])])
+            idx, w = self.terms(phase.to(x2.device))
+            if self.points is not None and len(idx[:, 0].unique()) > self.POINTS_AFTER_SETS:
+                y = self._run_points(x2, idx[:, 0])
+            else:
+                y = self._run_sorted(x2, idx, w)
         return y[0] if single else y
+
+    def _run_sorted(self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """x (B, D_in) with each row's stored sets idx (B, m) and blend w (B, m): rows sorted by their first
+        set, so the rows using set s are contiguous runs (cyclic: at most two); per layer one addmm per set
+        and run, rows scaled by their coefficient c (B, S) (c * W_s h = W_s (c h))."""
+        B, S = x.shape[0], self.num_sets
+        order = torch.argsort(idx[:, 0])
+        idx = idx[order]
+        coeff = torch.zeros(B, S, dtype=x.dtype, device=x.device).scatter_add_(1, idx, w[order].to(x.dtype))  # (B, S)
+        plan = _runs(coeff != 0)
+        single = idx.shape[1] == 1  # constant mode: every coefficient is 1
+        h, last = x[order], len(self.weights) - 1
+        for i, (W, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            y = torch.empty(B, W.shape[1], dtype=x.dtype, device=x.device) if single else coeff @ b  # (B, D_out)
+            for s, a, e in plan:
+                if single:
+                    torch.addmm(b[s], h[a:e], W[s].T, out=y[a:e])
+                else:
+                    y[a:e].addmm_(h[a:e] * coeff[a:e, s, None], W[s].T)
+            h = F.elu_(y) if i < last else y
+        out = torch.empty_like(h)
+        out[order] = h
+        return out
+
+    def _run_points(self, x: torch.Tensor, sets: torch.Tensor) -> torch.Tensor:
+        """x (B, D_in) through the K control points, blended per row by the coefficients of its stored set
+        ``sets`` (B,): one (B, D_in) @ (D_in, K * D_out) product per layer."""
+        assert self.points is not None
+        weights, biases, set_coeff = self.points
+        c = set_coeff[sets].to(x.dtype)  # (B, K)
+        h, last = x, len(weights) - 1
+        for i, (W, b) in enumerate(zip(weights, biases, strict=True)):
+            K, D = b.shape
+            per_point = (h @ W).view(-1, K, D)  # (B, K, D_out): every control point's W_k h
+            y = torch.bmm(c[:, None, :], per_point)[:, 0] + c @ b  # (B, D_out)
+            h = F.elu_(y) if i < last else y
+        return h
 
     def _run(self, h: torch.Tensor, sets: list[int], w: Sequence[float | torch.Tensor]) -> torch.Tensor:
         """h (n, D_in) through every layer with the blend sum_j w_j (W_sets[j] h + b_sets[j]);
@@ -330,6 +385,16 @@ class PFNNRuntime:
                 y.add_(torch.addmm(b[k], h, W[k].T).mul_(wk))
             h = F.elu_(y) if i < last else y
         return h
+
+
+def _runs(used: torch.Tensor) -> list[tuple[int, int, int]]:
+    """(set, start, stop) of every run of consecutive True rows in each column of ``used`` (B, S)."""
+    B = used.shape[0]
+    pad = torch.zeros(1, used.shape[1], dtype=torch.int8, device=used.device)
+    edges = torch.diff(torch.cat([pad, used.to(torch.int8), pad]), dim=0)  # (B + 1, S): +1 run starts, -1 stops
+    starts, stops = (edges.T == 1).nonzero().tolist(), (edges.T == -1).nonzero().tolist()  # column-major order
+    assert len(starts) == len(stops) and all(a[0] == b[0] for a, b in zip(starts, stops))
+    return [(s, a, min(e, B)) for (s, a), (_, e) in zip(starts, stops)]
 
 
 def _style_deltas(model: PFNN, z: torch.Tensor | None) -> list[torch.Tensor] | None:

@@ -12,7 +12,8 @@ Each frame:
 4. the network runs (batched over characters), the phase advances (`advance_phase`, PFNN) and the root
    frame moves by the predicted root motion; the decoded pose is fed back unchanged;
 5. the written pose takes the predicted rotations with each limb bone turned towards its child's
-   predicted position (`align_bones`: the log-map rotation features jump near 180 degrees).
+   predicted position (`align_bones`; it was added for checkpoints trained on log-map rotations, which
+   jump near 180 degrees; see `features.pfnn`).
 
 A rollout starts moving (`Controller.initial_state`: the mocap rarely starts from a stand) or from a
 clip's own state (`Controller.state_from_clip`).
@@ -63,6 +64,7 @@ from ..features.pfnn import (
     pfnn_decode,
     pfnn_encode,
     pfnn_layout,
+    rotation_encoding,
 )
 from ..models.checkpoint import CheckpointError
 from .paths import Path, PathError, PathTrack, resolve_labels
@@ -485,7 +487,9 @@ class PFNNController(Controller):
             self.runtime = PFNNRuntime.from_model(model, self.mode)  # type: ignore[arg-type]
 
     def _layout(self) -> Layout:
-        return pfnn_layout(self.skeleton, self.meta["layout"].get("labels", ("stand", "walk", "run")), self.fps)
+        stored = self.meta["layout"]
+        return pfnn_layout(self.skeleton, stored.get("labels", ("stand", "walk", "run")), self.fps,
+                           rotation_encoding(stored))
 
     def mean_pose(self, batch: int) -> Pose:
         J = self.skeleton.num_joints
