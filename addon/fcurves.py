@@ -302,6 +302,40 @@ def user_key_frames(fcmap: dict[tuple[str, int], Any], path: str, n: int, cache:
     return np.flatnonzero(have) + lo
 
 
+def evaluate_user(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray,
+                  cache: KeyCache | None = None) -> np.ndarray:
+    """As :func:`evaluate`, but the curve through the user's keys alone: what Blender gives for them, our
+    GENERATED keys left out. A curve without GENERATED keys is Blender's own evaluation; one with them is
+    Blender's default Bezier (Auto Clamped handles, the curve's auto smoothing, constant extrapolation) of the
+    user's keys (``vendor.fcurve``, the library's parity-tested copy of Blender's handle rules)."""
+    from .vendor.fcurve import fcurve_evaluate
+
+    frames = np.asarray(frames, np.float64)
+    out = np.tile(np.asarray(default, np.float64), (len(frames), 1))
+    for i in range(out.shape[1]):
+        fc = fcmap.get((path, i))
+        if fc is None:
+            continue
+        x, y, gen = cached_keys(fcmap, (path, i), cache)
+        if not gen.any():
+            out[:, i] = [fc.evaluate(float(f)) for f in frames]
+            continue
+        x, y = x[~gen], y[~gen]
+        if x.size == 0:
+            continue
+        if x.size == 1:
+            out[:, i] = y[0]
+            continue
+        smooth = str(getattr(fc, "auto_smoothing", "NONE"))
+        inside = (frames >= x[0]) & (frames <= x[-1])
+        col = np.where(frames < x[0], y[0], y[-1])
+        if inside.any():
+            col[inside] = fcurve_evaluate(x, y[None], frames[inside], smooth if smooth in ("CONT_ACCEL", "NONE")
+                                          else "NONE")[0]
+        out[:, i] = col
+    return out
+
+
 def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray) -> np.ndarray:
     """(T, n) the channels of ``path`` evaluated at ``frames`` (``default`` where a channel has no f-curve)."""
     out = np.tile(np.asarray(default, np.float64), (len(frames), 1))

@@ -498,7 +498,7 @@ class _InfillBase(_ServerOperator):
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_segments_job(
-            [{k: g[k] for k in sent} for g in segs], rig["bones"], rig["heads"],
+            [{k: g[k] for k in (*sent, "bezier", "bezier_root") if k in g} for g in segs], rig["bones"], rig["heads"],
             rig["parents"], opts[0] or None, _preset(context), fps=opts[6], temperature=opts[3],
             samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
             root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1,

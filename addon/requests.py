@@ -248,21 +248,50 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 arrays[f"rotations.{i}"] = loc[None].astype(np.float32)
                 arrays[f"root.{i}"] = np.asarray(seg["root"], np.float64)[None]
                 continue
-            rots, roots = [], []
-            for s in range(ra["rotations"].shape[0]):
-                qs = np.asarray(ra["rotations"][s], np.float64)
+
+            def to_rig(qs: np.ndarray, root: np.ndarray, loc: np.ndarray = loc, known: np.ndarray = known
+                       ) -> tuple[np.ndarray, np.ndarray]:
                 out = rigrest.model_to_rig(qs, loc, ~known[:, :-1], al)
-                r = np.asarray(ra["root"][s], np.float64) / scale
+                r = np.asarray(root, np.float64) / scale
                 if mp >= 0:
                     r = rigrest.quat_apply(rigrest.model_globals(qs, al["parents"])[:, mp], r)
                 if root_parent >= 0:
                     r = rigrest.quat_apply(rigmap.quat_conj(rigrest.rig_globals(out, ups)[:, root_parent]), r)
+                return out, y_up_to_z_up(r)
+
+            rots, roots = [], []
+            base = None
+            if "base_rotations" in ra and "bezier" in seg:   # a deterministic model: its correction over its base
+                base = to_rig(np.asarray(ra["base_rotations"][0], np.float64), ra["base_root"][0])
+            for s in range(ra["rotations"].shape[0]):
+                out, r = to_rig(np.asarray(ra["rotations"][s], np.float64), ra["root"][s])
+                if base is not None:
+                    out, r = correct(out, r, base, seg, known)
                 rots.append(out)
-                roots.append(y_up_to_z_up(r))
+                roots.append(r)
             arrays[f"rotations.{i}"] = np.stack(rots)
             arrays[f"root.{i}"] = np.stack(roots)
         return {"segments": replies, "scale": scale, "model": info["name"], "rest_same": al["rest_same"]}, arrays
     return job
+
+
+def correct(out: np.ndarray, root: np.ndarray, base: tuple[np.ndarray, np.ndarray], seg: Mapping[str, Any],
+            known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A deterministic model's answer as a correction of the rig's own curves: where a bone is filled, its
+    rotation is ``(answer base^-1) bezier`` (the change the model makes to the Bezier of the keys, in the bone's
+    parent frame, applied to what Blender gives for the user's keys), the root ``bezier + answer - base``. A
+    model that returns its base returns Blender's curves exactly, so the mapping between the rig and the
+    model's skeleton adds no error of its own. Keys stay as they are."""
+    b_rot, b_root = base
+    bez = np.asarray(seg["bezier"], np.float64)
+    delta = rigmap.quat_mul(out, rigmap.quat_conj(b_rot))
+    fixed = rigmap.quat_mul(delta, bez)
+    fixed = fixed / np.linalg.norm(fixed, axis=-1, keepdims=True)
+    fixed = np.where(np.sum(fixed * out, -1, keepdims=True) < 0, -fixed, fixed)
+    todo = ~np.asarray(known, bool)
+    rot = np.where(todo[:, :-1, None], fixed, out)
+    r = np.where(todo[:, -1:], np.asarray(seg["bezier_root"], np.float64) + root - b_root, root)
+    return rot, r
 
 
 def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,

@@ -245,12 +245,15 @@ def object_in_parent(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], qu
 
 
 def units_scale(model_lengths: np.ndarray, rig_lengths: np.ndarray) -> float:
-    """Model units per rig unit: the power of ten nearest the ratio of the mapped bones' summed lengths
-    (a rig in metres -> 100 for a model in cm; a BVH imported at scale 1 -> 1, exactly)."""
+    """Model units per rig unit from the ratio of the mapped bones' summed lengths: the nearest power of ten
+    when the ratio is within 10^0.2 (x1.6) of it (a rig in metres -> 100 for a model in cm; a BVH imported at
+    scale 1 -> 1, exactly, whatever the actor's size), else the ratio itself (a rig in other units: CMU's ASF
+    units, 5.644 cm each, would otherwise walk 1.8 times too fast for the model)."""
     ml, rl = float(np.sum(model_lengths)), float(np.sum(rig_lengths))
     if ml <= 0 or rl <= 0:
         return 1.0
-    return float(10.0 ** np.round(np.log10(ml / rl)))
+    e = np.log10(ml / rl)
+    return float(10.0 ** np.round(e)) if abs(e - np.round(e)) <= 0.2 else ml / rl
 
 
 # ---------------------------------------------------------------------------------------- windows

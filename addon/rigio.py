@@ -87,31 +87,36 @@ def _keyed_ancestor(bone: Any, idx: dict[str, int]) -> int:
     return idx[p.name] if p is not None else -1
 
 
-def _rotations(rig: dict[str, Any], bone: str, frames: np.ndarray) -> tuple[np.ndarray, str]:
-    """(T, C) raw channel values of ``bone`` at ``frames`` and its mode."""
+def _rotations(rig: dict[str, Any], bone: str, frames: np.ndarray, user: bool = False) -> tuple[np.ndarray, str]:
+    """(T, C) raw channel values of ``bone`` at ``frames`` and its mode (``user``: the curve of the user's keys
+    alone, `fcurves.evaluate_user`)."""
     mode = rig["modes"][rig["bones"].index(bone)] if bone in rig["bones"] else None
     if mode is None:
         mode = "QUATERNION"
     path, n = rigclip.CHANNELS[mode]
     default = {"QUATERNION": [1.0, 0, 0, 0], "AXIS_ANGLE": [0.0, 0, 1, 0]}.get(mode, [0.0, 0, 0])
+    if user:
+        return fcurves.evaluate_user(rig["fcmap"], _path(bone, path), default, frames, rig.get("keys")), mode
     return fcurves.evaluate(rig["fcmap"], _path(bone, path), default, frames), mode
 
 
-def _chain_channels(arm: Any, rig: dict[str, Any], frames: np.ndarray, quats: dict[str, np.ndarray] | None = None
-                    ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray | None]:
+def _chain_channels(arm: Any, rig: dict[str, Any], frames: np.ndarray, quats: dict[str, np.ndarray] | None = None,
+                    user: bool = False) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray | None]:
     """Location and rotation channels of the root chain at ``frames`` (``quats`` overrides rotations), and
-    the object's location in armature axes (None when it carries no motion)."""
+    the object's location in armature axes (None when it carries no motion); ``user``: the user's keys alone."""
     locs, qs = [], []
+    ev = (lambda p, d, f: fcurves.evaluate_user(rig["fcmap"], p, d, f, rig.get("keys"))) if user else \
+        (lambda p, d, f: fcurves.evaluate(rig["fcmap"], p, d, f))
     for b in rig["chain"]:
-        locs.append(fcurves.evaluate(rig["fcmap"], _path(b, "location"), [0.0, 0, 0], frames))
+        locs.append(ev(_path(b, "location"), [0.0, 0, 0], frames))
         if quats is not None and b in quats:
             qs.append(quats[b])
         else:
-            raw, mode = _rotations(rig, b, frames)
+            raw, mode = _rotations(rig, b, frames, user)
             qs.append(rigclip.to_quat(raw, mode))
     off = None
     if rig["root_on_object"]:
-        loc = fcurves.evaluate(rig["fcmap"], "location", [0.0, 0, 0], frames)
+        loc = ev("location", [0.0, 0, 0], frames)
         off = loc @ np.linalg.inv(rig["object_rs"]).T
     return locs, qs, off
 
@@ -147,8 +152,15 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
             qs.append(rigmap.to_model(rigclip.to_quat(raw, mode), rig["offsets"][bone]))
         locs, cq, off = _chain_channels(arm, rig, frames)
         root = rigclip.root_in_parent(rig["rests"], locs, cq, off) if rig["chain"] else np.zeros((frames.size, 3))
+        # what Blender gives for the user's keys alone (our GENERATED keys left out): a deterministic model's
+        # correction is applied to these curves (requests.infill_segments_job)
+        bez = np.stack([rigmap.to_model(rigclip.to_quat(_rotations(rig, bone, frames, user=True)[0],
+                                                        _rotations(rig, bone, frames[:1])[1]), rig["offsets"][bone])
+                        for bone in bones], axis=1)
+        locs, cq, off = _chain_channels(arm, rig, frames, user=True)
+        bez_root = rigclip.root_in_parent(rig["rests"], locs, cq, off) if rig["chain"] else np.zeros((frames.size, 3))
         segs.append({"frames": frames, "rotations": np.stack(qs, axis=1), "known": known[a:b + 1],
-                     "root": root, "raw": raws})
+                     "root": root, "raw": raws, "bezier": bez, "bezier_root": bez_root})
     return segs
 
 

@@ -6,7 +6,7 @@ Blender's own BEZIER and LINEAR interpolation of the remaining keys (same run, s
     PYTHONPATH=src:server python bench/blender_infill.py [--quick] [--blender 5.0.1] [--out DIR]
     PYTHONPATH=src:server python bench/blender_infill.py --table-from DIR     # re-render, no Blender
 
-Re-run it after a new ``anyorder-body`` checkpoint: the table (Markdown, ready to paste) goes to stdout and
+Re-run it after a new ``infill-body`` checkpoint (what the add-on's In-fill uses at temperature 0): the table (Markdown, ready to paste) goes to stdout and
 DIR/table.md, every figure to DIR/results.json, the raw poses to DIR/out.npz. Prints a table (mean world joint position error cm / mean local rotation error deg over the gap frames;
 operator seconds) and the parity of the add-on's written pose with ``motioncore.tasks.infill.fill_clip``
 run in-process on the same keys (Bandai clips: the model's own skeleton).
@@ -54,7 +54,7 @@ def errors(d: dict, info: dict, name: str, method: str) -> tuple[float, float]:
     t, m = d[f"{name}/truth"], d[f"{name}/{method}"]
     pos = lambda x: x[..., :3, 3] @ obj[:3, :3].T   # noqa: E731  world axes and scale
     world = pos(t)
-    cm = 1.0 if np.ptp(world[..., 2]) > 20 else 100.0   # a BVH at scale 1 is in cm; an FBX round trip in m
+    cm = info.get("unit_cm") or (1.0 if np.ptp(world[..., 2]) > 20 else 100.0)  # BVH at scale 1: cm; FBX: m
     e_pos = np.linalg.norm(pos(m) - world, axis=-1).mean() * cm
     e_rot = angle_deg(local_rotations(m, rest, par), local_rotations(t, rest, par)).mean()
     return float(e_pos), float(e_rot)
@@ -67,7 +67,7 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
     from motioncore.models.registry import load_model
     from motioncore.tasks.infill import fill_clip_at
 
-    model, meta = load_model("anyorder-body")
+    model, meta = load_model(MODEL)
     mo = read_bvh(bvh)
     names = list(mo.skeleton.names)
     bones, par = info["bones"], info["parents"]
@@ -153,15 +153,26 @@ def long_clip(out: Path, min_frames: int = 7200) -> Path:
 
 
 GAPS_PER_SET = 8
+MODEL = "infill-body"   # the add-on's In-fill at temperature 0
+CMU_TEST = ("07_01", "07_05", "05_02", "05_06")  # subjects 05 (dance) and 07 (walks): never trained on
+
+
+def cmu_test_clips() -> list[str]:
+    """CMU test-subject trials as the cmu_05-09 archive ships them (other joint names, ASF units: imported as
+    they are, the rig in ASF units)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from motioncore.data.cache import data_root, unpack
+    folder = unpack(data_root() / "cmu_05-09" / "cmu_bvh_hahne_subjects_05-09.tar.xz", progress=False)
+    return [str(folder / "cmu_bvh_hahne" / f"{n}.bvh") for n in CMU_TEST]
 
 
 def clips(quick: bool, fbx: bool = True) -> list[dict]:
-    """Bandai dataset-2 test walks (take % 5 == 0: the model never trained on them) and one CMU test trial
-    (01_05), each imported at the BVH importer's defaults (Euler) and with rotate_mode='QUATERNION', plus the
+    """Bandai dataset-2 test walks (take % 5 == 0: the model never trained on them) and CMU test-subject trials
+    (``CMU_TEST``: performers never trained on), each imported at the BVH importer's defaults (Euler) and with rotate_mode='QUATERNION', plus the
     first Bandai clip through FBX: for each gap length, clips are taken until the set has 8 gaps."""
     from motioncore.io.bvh import read_bvh
     bandai = sorted(glob.glob(str(RAW / "dataset-2*" / "dataset-2_walk_*_0[01][05].bvh")))
-    cmu = sorted(glob.glob(str(RAW / "cmu*" / "cmu_bvh" / "01_05.bvh")))
+    cmu = cmu_test_clips()
     want = 2 if quick else GAPS_PER_SET
     out = []
     for tag, paths in (("bandai", bandai), ("cmu", cmu)):
@@ -183,6 +194,7 @@ def clips(quick: bool, fbx: bool = True) -> list[dict]:
                     out.append({"name": f"{tag}-{Path(p).stem}-{rig}-{length}", "path": p, "rotate_mode": mode,
                                 "fbx": via_fbx, "fps": mo.fps, "gaps": gaps, "context": ctx,
                                 "parity": tag == "bandai" and not via_fbx, "length": length,
+                                "unit_cm": 2.54 / 0.45 if tag == "cmu" else None,   # cmu_05-09: ASF units
                                 "set": f"{tag}|{rig}|{length}"})
     return out
 
@@ -203,7 +215,8 @@ def table(spec: dict, d: dict, res: dict) -> tuple[str, list[dict]]:
             rows.append({"set": key, "error": errs[0]})
             continue
         w = np.array([len(c["gaps"]) for c in cs], np.float64)
-        cells = [tuple(np.average([errors(d, res[c["name"]], c["name"], m)[i] for c in cs], weights=w)
+        cells = [tuple(np.average([errors(d, {**res[c["name"]], "unit_cm": c.get("unit_cm")}, c["name"], m)[i]
+                                   for c in cs], weights=w)
                        for i in (0, 1)) for m in ("addon", "bezier", "linear")]
         pars = [parity(d, res[c["name"]], c["name"], c["path"], c["gaps"], c["fps"]) for c in cs if c.get("parity")]
         par = (max(p[0] for p in pars), max(p[1] for p in pars)) if pars else None
@@ -254,10 +267,10 @@ def main() -> None:
     import hashlib
 
     from motioncore.models.registry import resolve
-    base = resolve("anyorder-body")
+    base = resolve(MODEL)
     files = sorted(base.parent.glob(base.name + "*"))
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:10]
-    head = (f"Blender {res['blender']} (bpy module), model anyorder-body (checkpoint sha256 {digest}), "
+    head = (f"Blender {res['blender']} (bpy module), model {MODEL} (checkpoint sha256 {digest}), "
             f"{time.strftime('%Y-%m-%d')}, {cpu_name()}, {os.cpu_count()} cores; errors over the gap frames: "
             "mean world joint position (cm) / mean local rotation (deg)")
     md, rows = table(spec, d, res)

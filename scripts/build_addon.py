@@ -31,19 +31,28 @@ EXCLUDE_FILES = {"README.md"}
 _WHEELS_RE = re.compile(r"^wheels\s*=\s*\[.*?\]\s*$", re.S | re.M)
 
 
+LIBRARY = ("eval/fcurve.py",)   # pure numpy modules of the library the add-on runs as they are
+
+
 def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore" / "wire") -> list[Path]:
     """Copy wire/protocol.py and wire/client.py into ``addon_dir/vendor`` (the only rewrite: an absolute
-    ``motioncore`` import between them becomes relative). Returns the written files."""
+    ``motioncore`` import between them becomes relative), and ``LIBRARY`` (Blender's F-curve Bezier in numpy:
+    the add-on evaluates your keys' curves with it) unchanged. Returns the written files."""
     out_dir = addon_dir / "vendor"
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
+    for rel in LIBRARY:
+        src = src_dir.parent / rel
+        (out_dir / src.name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+        written.append(out_dir / src.name)
     for name in VENDORED:
         text = (src_dir / name).read_text(encoding="utf-8")
         text = re.sub(r"^from motioncore.wire import protocol", "from . import protocol", text, flags=re.M)
         (out_dir / name).write_text(text, encoding="utf-8")
         written.append(out_dir / name)
     init = out_dir / "__init__.py"
-    init.write_text('"""Copies of motioncore.wire.protocol and motioncore.wire.client (scripts/build_addon.py)."""\n')
+    init.write_text('"""Copies of motioncore.wire.protocol, motioncore.wire.client and motioncore.eval.fcurve '
+                    '(scripts/build_addon.py)."""\n')
     return [init, *written]
 
 

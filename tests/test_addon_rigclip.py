@@ -70,3 +70,4 @@ def test_windows_and_units():
     assert rc.windows(m) == [(10, 54), (80, 99)]
     assert rc.units_scale(np.array([50.0, 40.0]), np.array([0.5, 0.41])) == 100.0
     assert rc.units_scale(np.array([50.0, 40.0]), np.array([48.0, 43.0])) == 1.0
+    assert rc.units_scale(np.array([50.0, 40.0]), np.array([9.0, 7.0])) == pytest.approx(90.0 / 16.0)  # ASF units

@@ -203,13 +203,21 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         ctx.progress(S, S)
         rot_out = np.repeat(rot[None], S, 0).astype(np.float32)  # joints the model lacks come back as sent
         rot_out[:, :, src[mapped]] = out.rotations[:, :, mapped]
+        extra: dict[str, np.ndarray] = {}
+        if deterministic:  # the base it corrects (Blender's Bezier of the keys, in the model's space): a client
+            # applies the correction (answer minus base) to its own curves, so its rig adds no error of its own
+            base = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm, n_samples=1,
+                                mirror=bool(content.get("mirror")), residual=0.0)
+            b = rot[None].astype(np.float32)
+            b[:, :, src[mapped]] = base.rotations[:, :, mapped]
+            extra = {"base_rotations": b, "base_root": base.root.astype(np.float32)}
         return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],
                  "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m and n not in rest],
                  "rest_joints": rest, "object": track is not None,
                  "mirror": bool(content.get("mirror"))},
-                {"rotations": rot_out, "root": out.root.astype(np.float32)})
+                {"rotations": rot_out, "root": out.root.astype(np.float32), **extra})
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
     conv = (meta.get("convention") or {}).get("mean_local_rotations")

@@ -339,11 +339,12 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
 
 
 def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-              fill: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              fill: np.ndarray | None = None, residual: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """One window on the checkpoint's skeleton, as ``tasks.infill.fill_clip`` hands it: ``rotations`` (T, J, 4),
     ``root`` (T, 3) the local translation of ``meta["root_joint"]``, ``known`` (T, J + 1) bool. Returns the
     filled (T, J, 4), (T, 3); elements not in ``fill`` (default: every unknown one) come back as given.
-    A gap longer than ``ONE_PASS`` frames is left to the Bezier (the network is not run on it)."""
+    A gap longer than ``ONE_PASS`` frames is left to the Bezier (the network is not run on it). ``residual``
+    scales the network's correction (0: the Bezier base itself)."""
     from ..core.skeleton import Skeleton
 
     sk = Skeleton.from_dict(meta["skeleton"])
@@ -356,7 +357,7 @@ def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     from .infill import mask_runs
 
     longest = max((e - s for s, e in mask_runs(~k.all(1))), default=0)
-    conf = np.array([0.0 if longest > ONE_PASS else 1.0])
+    conf = np.array([0.0 if longest > ONE_PASS else float(residual)])
     if meta.get("safety"):
         conf = conf * confidence(layout, meta["safety"], np.asarray(rotations, np.float64)[None], pos[None], k[None])
     q, p = run_model(model, layout, np.asarray(rotations, np.float64)[None], pos[None], k[None], confidence=conf)

@@ -99,8 +99,9 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               order: str = "bisection", temperature: float = 0.0, n_samples: int = 1, seed: int = 0,
               k: int | None = None, check: Callable[[], None] | None = None,
               fill: np.ndarray | None = None, window: int | None = 80,
-              object_track: tuple[np.ndarray, np.ndarray] | None = None) -> Filled:
-    """See the module docstring. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
+              object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0) -> Filled:
+    """See the module docstring. ``residual`` (deterministic ``infill-body`` only): the weight of the network's
+    correction; 0 gives its base, Blender's Bezier of the keys, exactly as the model sees them. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
     (cancellation). A clip longer than ``window`` frames is filled gap by gap, each gap in its own window
@@ -112,7 +113,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
         window = min(window, 2 * CONTEXT + 1)  # the deterministic model: every gap in its own window
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
-                            object_track)
+                            object_track, residual)
     J = q.shape[1]
     keys = _known_mask(known, T, J)
     todo = ~keys if fill is None else _known_mask(fill, T, J)
@@ -129,7 +130,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
         sel[s - a:e - a] = todo[s:e]
         ot = None if object_track is None else (np.asarray(object_track[0])[a:b], np.asarray(object_track[1])[a:b])
         w = _fill_window(model, meta, q[a:b], r[a:b], keys[a:b], order, temperature, n_samples, seed + 7919 * i, k,
-                         check, sel, ot)
+                         check, sel, ot, residual)
         out_q[:, a:b] = np.where(sel[None, :, :J, None], w.rotations, out_q[:, a:b])
         out_r[:, a:b] = np.where(sel[None, :, J:], w.root, out_r[:, a:b])
     out_q = quat_continuity(np.where(~todo[None, :, :J, None], quat_normalize(q)[None], out_q), axis=1)
@@ -247,10 +248,11 @@ def fill_joints(model, meta: dict, rotations: np.ndarray, root: np.ndarray, miss
 
 def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, order: str,
                  temperature: float, n_samples: int, seed: int, k: int | None, check: Callable[[], None] | None,
-                 fill: np.ndarray | None, object_track: tuple[np.ndarray, np.ndarray] | None = None) -> Filled:
+                 fill: np.ndarray | None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
+                 residual: float = 1.0) -> Filled:
     """fill_clip on one window (the whole clip as given)."""
     if meta.get("kind") == "infill-body":  # deterministic: one answer, repeated for every sample asked
-        return _fill_body_window(model, meta, rotations, root, known, n_samples, fill)
+        return _fill_body_window(model, meta, rotations, root, known, n_samples, fill, residual)
     import torch
 
     from ..core.kinematics import facing_directions, yaw_quat
@@ -361,7 +363,7 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
 
 
 def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
-                      fill: np.ndarray | None) -> Filled:
+                      fill: np.ndarray | None, residual: float = 1.0) -> Filled:
     """``_fill_window`` for the deterministic ``infill-body`` (``tasks.body_fill``), with the same checks."""
     from ..core.skeleton import Skeleton
     from .body_fill import fill_body
@@ -385,7 +387,7 @@ def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
     if not keys.all(1).any():
         raise MotioncoreError("known: in-fill needs at least one fully keyed frame (every joint and the root)")
-    fq, fr = fill_body(model, meta, q, r, keys, todo)
+    fq, fr = fill_body(model, meta, q, r, keys, todo, residual)
     fq = np.where(~todo[:, :J, None], q, fq)
     fr = np.where(~todo[:, J:], r, fr)
     return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
