@@ -28,6 +28,7 @@ def bench():
 
 def test_infill_on_an_unseen_cmu_performer_beats_blenders_bezier(bench, tmp_path):
     from conftest import needs_data  # noqa: F401  (the data check runs at run time)
+
     from motioncore.io.bvh import read_bvh
 
     try:

@@ -214,6 +214,9 @@ def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, kn
     q = bezier_quats(np.asarray(q, np.float64), known[..., :J])
     p = np.asarray(positions, np.float64).copy()
     chain = list(layout.chain)
+    first = np.argmax(known[..., :J].all(-1), axis=1)  # (B,) a fully keyed frame: the rest offsets as given
+    rest = [j for j in range(J) if j not in chain]
+    p[:, :, rest] = p[np.arange(B), first][:, None, rest]  # unknown frames' translations are never read
     pk = np.repeat(known[..., J:], len(chain), axis=-1)  # (B, T, A+1)
     p_chain = np.where(pk[..., None], p[:, :, chain], 0.0).reshape(B, T, -1)
     p[:, :, chain] = bezier_fill(p_chain, np.repeat(pk, 3, axis=-1)).reshape(B, T, len(chain), 3)
