@@ -129,7 +129,7 @@ def _cached_model(name: str, load: Any) -> Any:
     return _MODELS[name]
 
 
-def run_batch_infill(src: str, out_dir: str, model: str = "anyorder-body", gaps_file: str | None = None,
+def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_file: str | None = None,
                      frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
                      chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:

@@ -119,7 +119,8 @@ def add_subcommands(sub: Any) -> None:
                                  "refused, 1 when any other failed.")
     i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
     i.add_argument("--out", required=True, help="output folder")
-    i.add_argument("--model", default="anyorder-body", help="any-order checkpoint (default anyorder-body)")
+    i.add_argument("--model", default="infill-body", help="in-filling checkpoint (default infill-body, the deterministic "
+                   "body model; anyorder-body draws variations with --temperature)")
     i.add_argument("--gaps", help='JSON {"clip base name": [[start, end], ...]} (end exclusive)')
     i.add_argument("--frozen", type=nonneg_int, default=0,
                    help="also refill runs of at least N frames identical to the frame before (dropped frames; "
