@@ -507,7 +507,10 @@ def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None
         + CMU_CITE,
         "device": state.get("device", f"cpu ({platform.machine()}, {recipe.threads} thread(s))"),
         "steps": state["step"], "train_wall_s": round(state["wall_s"], 1),
-        "validation": state["history"][-1].get("val") if state["history"] else None,
+        "validation": next(({"step": h["step"], "wall_s": round(h["wall_s"], 1), "l2q_over_interp": h["val"]}
+                            for h in reversed(state["history"]) if "val" in h), None),
+        "validation_note": "L2Q over Interp on fixed validation windows (Bandai test; CMU subject 05 on the Bandai "
+                           "skeleton), the EMA weights",
         "bundled_name": name, "torch": torch.__version__,
     }
     from ..tasks.body_fill import safety_limits
