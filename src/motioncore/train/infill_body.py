@@ -493,6 +493,7 @@ def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None
     from ..models.checkpoint import save_tensors
 
     state = json.loads((run / "state.json").read_text())
+    state["recipe"] = {"loss": "length", **state["recipe"]}  # runs from before the field trained with "length"
     recipe = BodyRecipe(**state["recipe"])
     data = build_data(recipe.data, run.parent / "cache", progress=False)
     t = load_file(str(run / "state.safetensors"))
