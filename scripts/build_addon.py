@@ -31,7 +31,7 @@ EXCLUDE_FILES = {"README.md"}
 _WHEELS_RE = re.compile(r"^wheels\s*=\s*\[.*?\]\s*$", re.S | re.M)
 
 
-LIBRARY = ("eval/fcurve.py",)   # pure numpy modules of the library the add-on runs as they are
+LIBRARY = ("core/fcurve.py",)   # pure numpy modules of the library the add-on runs as they are
 
 
 def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore" / "wire") -> list[Path]:
@@ -51,7 +51,7 @@ def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore" / "wire"
         (out_dir / name).write_text(text, encoding="utf-8")
         written.append(out_dir / name)
     init = out_dir / "__init__.py"
-    init.write_text('"""Copies of motioncore.wire.protocol, motioncore.wire.client and motioncore.eval.fcurve '
+    init.write_text('"""Copies of motioncore.wire.protocol, motioncore.wire.client and motioncore.core.fcurve '
                     '(scripts/build_addon.py)."""\n')
     return [init, *written]
 

@@ -1,4 +1,4 @@
-"""Bezier baselines: eval.fcurve against a slow per-key, per-run transcription of Blender's handle rules,
+"""Bezier baselines: core.fcurve against a slow per-key, per-run transcription of Blender's handle rules,
 its properties, the bezier / bezier-quat fills, and real Blender (bpy 5.0.1) as the truth."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
+from motioncore.core.fcurve import fcurve_evaluate, fcurve_handles
 from motioncore.core.rotations import euler_to_quat, quat_normalize, quat_to_euler
 from motioncore.eval.baselines import BASELINES, bezier, bezier_quat, interp
-from motioncore.eval.fcurve import fcurve_evaluate, fcurve_handles
 from motioncore.eval.run import resolve_models
 
 # ----------------------------------------------------------------------------- slow reference
@@ -220,7 +220,7 @@ def test_fills_keep_keys_ignore_transition_and_after_target(fill):
     assert np.isfinite(rq).all() and np.isfinite(rp).all()
     np.testing.assert_array_equal(rq[:, :n_past], q[:, :n_past])
     np.testing.assert_allclose(np.linalg.norm(rq, axis=-1), 1.0, atol=1e-12)
-    # the root's location channels follow the same curve as eval.fcurve
+    # the root's location channels follow the same curve as core.fcurve
     x = np.r_[np.arange(n_past), n_past + n].astype(float)
     want = fcurve_evaluate(x, p[:, x.astype(int), 0, 0], np.arange(n_past, n_past + n, dtype=float))
     np.testing.assert_allclose(rp[:, n_past:n_past + n, 0, 0], want, atol=1e-12)

@@ -40,8 +40,9 @@ def test_cmu_holds_out_whole_subjects_on_one_skeleton():
     """Subjects 05 (dance) and 07 (walks) are test, every other subject train; the cmu05-09 conversion (other
     names, ASF units, other rest pose) comes onto the cmu01-03 skeleton with every bone's direction kept."""
     from motioncore.data.cache import data_root
-    from motioncore.data.registry import ASF_UNIT_CM, HAHNE_TO_ASF, cmu_hahne_to_asf
+    from motioncore.data.registry import ASF_UNIT_CM, HAHNE_TO_ASF
     from motioncore.io.bvh import read_bvh
+    from motioncore.retarget.cmu import hahne_to_asf as cmu_hahne_to_asf
 
     clips = load("cmu", progress=False)
     subjects = {s: {c.split for c in clips if c.labels["subject"] == s} for s in {c.labels["subject"] for c in clips}}

@@ -170,7 +170,7 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     """Two runs of 6 steps, one stopped after 3 and resumed: the same weights, bit for bit (the batches are drawn
     from the step number; the schedule is step-based here: a budget so long the cosine stays at its peak)."""
     from motioncore.data import load
-    from motioncore.train import infill_body as ib
+    from motioncore.recipes import infill_body as ib
 
     clips = load("bandai2", "train", fps=30.0, progress=False)[:6]
     sk = clips[0].motion.skeleton
@@ -197,7 +197,7 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
 
 
 def test_sample_task_covers_what_animators_key():
-    from motioncore.train.infill_body import sample_task
+    from motioncore.recipes.infill_body import sample_task
 
     rng = np.random.default_rng(0)
     seen = {"dense": 0, "sparse": 0, "joints": 0, "path": 0, "noroot": 0}

@@ -34,6 +34,7 @@ RANK = {
     "retarget": 8,               # joint maps and retargeting (fills missing joints with tasks.infill)
     "eval": 9,                   # benchmarks
     "batch": 10, "experiments": 10,
+    "recipes": 10,               # training recipes on retargeted data, validated with the benchmarks (infill-body)
     "cli": 11,                   # the `motioncore` command
 }
 WIRE_THIRD_PARTY = {"numpy", "zmq", "msgspec"}  # msgspec: the C JSON codec (optional, stdlib fallback)

@@ -1,5 +1,5 @@
 """Run under real bpy: ``python bezier_parity.py in.json out.json``. Blender's own F-curve Bezier as the
-truth for motioncore.eval.fcurve.
+truth for motioncore.core.fcurve.
 
 in.json: ``keys`` (K,) frames, ``values`` (C, K), ``frames`` (F,) to evaluate; optional ``bvh`` (a file
 to import with ``bpy.ops.import_anim.bvh`` at its defaults) with ``bvh_keep`` (frames whose keys stay;

@@ -108,13 +108,19 @@ def _build_cache(spec: DatasetSpec, dest: Path, progress: bool) -> None:
         files += sorted(unpack(root / rel, progress).glob(pattern))
     if not files:
         raise DataError(f"{spec.name}: no BVH files matched {[p for _, p in spec.parts]}")
+    convert = None
+    if spec.convert is not None:  # "module:function", named by the registry (a higher layer's code)
+        import importlib
+
+        mod, fn = spec.convert.split(":")
+        convert = getattr(importlib.import_module(mod), fn)
     skeletons: list[Skeleton] = []
     rots, poss, entries, extras = [], [], [], {}
     start = 0
     for i, path in enumerate(tqdm(files, desc=f"parse {spec.name}", unit="clip", disable=not progress)):
         m = read_bvh(path)
         if spec.convert is not None:
-            m = spec.convert(m, root)
+            m = convert(m, root)
         k = next((j for j, s in enumerate(skeletons) if _same(s, m.skeleton)), None)
         if k is None:
             skeletons.append(m.skeleton)

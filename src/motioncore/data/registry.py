@@ -10,7 +10,8 @@ Splits hold out whole clips (takes), never frames of a clip seen in training:
 - ``cmu``: whole subjects held out: subjects 05 (modern dance) and 07 (walks) are test, so CMU figures are
   figures on performers never seen in training; subjects 01-03, 06, 08 and 09 are train. ``cmu`` is the union of
   ``cmu01-03`` (CMU's ASF joint names, cm) and ``cmu05-09`` (the MotionBuilder-friendly conversion, other joint
-  names, ASF units), the latter mapped onto the former's skeleton when its cache is built (``cmu_hahne_to_asf``).
+  names, ASF units), the latter mapped onto the former's skeleton when its cache is built
+  (``retarget.cmu.hahne_to_asf``).
 """
 from __future__ import annotations
 
@@ -20,10 +21,6 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..core.motion import Motion
 
 BANDAI_LICENCE = "CC BY-NC 4.0"
 BANDAI_CITE = "Kobayashi et al. 2023, arXiv:2306.08861 (Bandai Namco Research Motion dataset)"
@@ -48,7 +45,9 @@ class DatasetSpec:
     split: Callable[[Path], str]  # BVH path -> "train" | "test"
     labels: Callable[[Path, Path], dict] = field(default=lambda bvh, root: {})  # (BVH, data root) -> labels
     union: tuple[str, ...] = ()  # a composite set: the clips of these registered sets, in order
-    convert: Callable[[Motion, Path], Motion] | None = None  # (parsed clip, data root) -> clip as cached
+    # "module:function" (parsed clip, data root) -> clip as cached; resolved when a cache is built, so a
+    # conversion that needs a higher layer (a retarget) is named here without this layer importing it
+    convert: str | None = None
 
 
 def _crc_test(key: str) -> str:
@@ -135,7 +134,7 @@ for _side in ("left", "right"):
         120.0, "CC BY-NC", HANDS_CITE, f"ManipNet {_side} hand, 8 takes, 17 joints, with object 6-DoF pose",
         lambda p: "test" if p.parent.name in _HAND_TEST else "train", _hand_labels))
 CMU_TEST_SUBJECTS = ("05", "07")  # modern dance and walks: whole performers never seen in training
-_CMU0103 = ("cmu_01-03/cmu_bvh_converted_subjects_01-03.tar.xz", "cmu_bvh/*.bvh")
+CMU0103 = ("cmu_01-03/cmu_bvh_converted_subjects_01-03.tar.xz", "cmu_bvh/*.bvh")
 _CMU0509 = ("cmu_05-09/cmu_bvh_hahne_subjects_05-09.tar.xz", "cmu_bvh_hahne/*.bvh")
 ASF_UNIT_CM = 2.54 / 0.45  # CMU's ASF length unit in cm (cmu_05-09/SOURCE.md)
 # cmu_05-09's joint names (the MotionBuilder-friendly conversion) -> CMU's ASF names (cmu_01-03), one to one
@@ -158,37 +157,14 @@ def _cmu_labels(bvh: Path, root: Path) -> dict:
     return {"subject": bvh.stem.split("_")[0], "trial": _take_number(bvh.stem)}
 
 
-def cmu_hahne_to_asf(motion: Motion, root: Path) -> Motion:
-    """A cmu_05-09 clip on the cmu_01-03 skeleton: joints renamed to CMU's ASF names, lengths from ASF units to
-    cm, then retargeted (world-space rest alignment, ``retarget.retarget``) onto subject 01's skeleton of the
-    cmu_01-03 conversion, whose rest pose and joint frames differ. Every mapped bone keeps its direction in
-    every frame (checked to 0.00 deg); the root's path is scaled by the leg-length ratio."""
-    from ..core.motion import Motion
-    from ..core.skeleton import Skeleton
-    from ..errors import DataError
-    from ..io.bvh import read_bvh
-    from ..retarget import retarget
-    from .cache import unpack
-
-    sk = motion.skeleton
-    missing = [n for n in sk.names if n not in HAHNE_TO_ASF]
-    if missing:
-        raise DataError(f"{motion.name}: joints not in the cmu_05-09 naming: {missing}")
-    renamed = Skeleton(tuple(HAHNE_TO_ASF[n] for n in sk.names), sk.parents, sk.offsets * ASF_UNIT_CM, sk.channels,
-                       tuple((j, tuple(float(v) * ASF_UNIT_CM for v in o)) for j, o in sk.end_sites))
-    src = Motion(renamed, motion.rotations, motion.positions * ASF_UNIT_CM, motion.fps, motion.name)
-    ref = read_bvh(unpack(root / _CMU0103[0], progress=False) / "cmu_bvh" / "01_01.bvh").skeleton
-    return retarget(src, ref, {n: n for n in ref.names}, scale="legs", missing="error")
-
-
 _register(DatasetSpec(
-    "cmu01-03", (_CMU0103,), 120.0, CMU_LICENCE, CMU_CITE, "CMU subjects 01-03, 28 trials, 31 joints (ASF names)",
+    "cmu01-03", (CMU0103,), 120.0, CMU_LICENCE, CMU_CITE, "CMU subjects 01-03, 28 trials, 31 joints (ASF names)",
     _cmu_split, _cmu_labels))
 _register(DatasetSpec(
     "cmu05-09", (_CMU0509,), 120.0, CMU_LICENCE, CMU_CITE,
     "CMU subjects 05-09 (dance, dribbling, walks, runs), 70 trials, mapped onto the cmu01-03 skeleton",
-    _cmu_split, _cmu_labels, convert=cmu_hahne_to_asf))
+    _cmu_split, _cmu_labels, convert="motioncore.retarget.cmu:hahne_to_asf"))
 _register(DatasetSpec(
-    "cmu", (_CMU0103, _CMU0509), 120.0, CMU_LICENCE, CMU_CITE,
+    "cmu", (CMU0103, _CMU0509), 120.0, CMU_LICENCE, CMU_CITE,
     "CMU subjects 01-03 and 05-09 on one 31-joint skeleton; subjects 05 and 07 held out whole",
     _cmu_split, _cmu_labels, union=("cmu01-03", "cmu05-09")))

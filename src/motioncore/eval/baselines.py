@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..core.fcurve import fcurve_evaluate
 from ..core.rotations import euler_to_quat, quat_continuity, quat_normalize, quat_slerp, quat_to_euler
 from ..core.skeleton import Skeleton
 from ..errors import ShapeError
-from .fcurve import fcurve_evaluate
 
 Fill = Callable[[Skeleton, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
 
@@ -88,7 +88,7 @@ def bezier(
     """Bezier: what Blender's graph editor gives an animator who keyed the context frames and the target.
     Each joint's local rotation becomes Euler angles in its BVH channel order (radians), unwrapped over
     the keys so no channel jumps by 360 degrees, as in a BVH file; every Euler and translation channel is
-    an Auto Clamped Bezier F-curve (``eval.fcurve``); back to WXYZ quaternions, sign-continuous with
+    an Auto Clamped Bezier F-curve (``core.fcurve``); back to WXYZ quaternions, sign-continuous with
     the last context frame (L2Q compares quaternions as they are).
     (N, T, J, 4), (N, T, J, 3) -> same shapes, new arrays."""
     rotations, positions = np.asarray(rotations), np.asarray(positions)

@@ -94,11 +94,11 @@ def _finger_err(a: np.ndarray, b: np.ndarray, fill: np.ndarray) -> float:
 
 
 def bezier_channels(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Blender's Auto Clamped Bezier F-curves (``eval.fcurve``, Continuous Acceleration, constant
+    """Blender's Auto Clamped Bezier F-curves (``core.fcurve``, Continuous Acceleration, constant
     extrapolation) through each joint channel's own keys, on its W, X, Y, Z made sign-continuous over the
     keys (a quaternion-mode bone; ``bezier-quat``), normalised. q (N, T, J, 4), keys (T, >= J) -> (N, T, J, 4)."""
+    from ..core.fcurve import fcurve_evaluate
     from ..core.rotations import quat_normalize
-    from .fcurve import fcurve_evaluate
 
     q = np.asarray(q, np.float64)
     N, T, J = q.shape[:3]

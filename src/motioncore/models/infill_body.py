@@ -6,7 +6,7 @@ flag each; the root position in metres and its flag), plus a learned embedding o
 output is a 6D residual per joint and a root-position residual (metres), from a zero-initialised layer: the
 untrained network returns the base. Keyed elements are restored exactly by ``assemble``.
 
-Trained for the best single answer (``train.infill_body``): L1 on global rotations and positions through the
+Trained for the best single answer (``recipes.infill_body``): L1 on global rotations and positions through the
 skeleton's forward kinematics, plus L1 on local rotations, over the frames that were not keyed.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ joints where A is the number of ancestors of the body root, e.g. Bandai's ``join
   keyed flag, then the root position in metres and its keyed flag (``R * 7 + 4`` values).
 
 The base is what Blender gives an animator for the same keys: per channel an Auto Clamped Bezier F-curve
-(``eval.fcurve``, Continuous Acceleration) through that channel's own keys, constant before the first key
+(``core.fcurve``, Continuous Acceleration) through that channel's own keys, constant before the first key
 and after the last; quaternion channels sign-continuous over the keys and renormalised. The network's output
 layer is zero-initialised, so an untrained model *is* the Bezier in-fill. Keyed elements come back exactly.
 """
@@ -102,7 +102,7 @@ def bezier_fill(values: np.ndarray, known: np.ndarray) -> np.ndarray:
     """Per channel, Blender's Auto Clamped Bezier through the channel's keyed frames (constant outside them).
     ``values`` (B, T, C), ``known`` (B, T, C) bool; channels with the same key frames are evaluated together.
     A channel with one key is held; a channel with no key raises. Returns (B, T, C), keys exact."""
-    from ..eval.fcurve import fcurve_evaluate
+    from ..core.fcurve import fcurve_evaluate
 
     B, T, C = values.shape
     v = np.moveaxis(values, 1, -1).reshape(-1, T)  # (B*C, T)
@@ -366,9 +366,8 @@ def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     pos = np.broadcast_to(sk.offsets, (T, J, 3)).copy()
     pos[:, rj] = root
     k = known.astype(bool)
-    from .infill import mask_runs
-
-    longest = max((e - s for s, e in mask_runs(~k.all(1))), default=0)
+    d = np.diff(np.r_[0, (~k.all(1)).astype(np.int8), 0])
+    longest = int((np.flatnonzero(d == -1) - np.flatnonzero(d == 1)).max(initial=0))
     conf = np.array([0.0 if longest > ONE_PASS else float(residual)])
     if meta.get("safety"):
         conf = conf * confidence(layout, meta["safety"], np.asarray(rotations, np.float64)[None], pos[None], k[None])

@@ -350,7 +350,7 @@ def _save_state(run: Path, model, ema, opt, state: dict) -> None:
     from safetensors.torch import save_file
 
     from ..io.atomic import atomic_write, atomic_write_text
-    from .loop import _opt_state_tensors
+    from ..train.loop import _opt_state_tensors
 
     tensors = {f"model/{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
     tensors.update({f"ema/{k}": v.detach().contiguous() for k, v in ema.state_dict().items()})
@@ -365,7 +365,7 @@ def _load_state(run: Path, model, ema, opt) -> dict | None:
         return None
     from safetensors.torch import load_file
 
-    from .loop import _restore_opt
+    from ..train.loop import _restore_opt
 
     state = json.loads((run / "state.json").read_text())
     t = load_file(str(run / "state.safetensors"))
