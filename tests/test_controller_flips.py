@@ -5,9 +5,10 @@ conversion included), on the demo's path and on a sharp 90 degree turn.
 
 Before the fix the demo biped's right limbs turned by up to 180 degrees in one frame (Foot_R 179.8,
 LowerLeg_R 177.9), against 25-27 degrees in the data: the PFNN's rotation targets were log maps, which jump
-by 2 pi where Bandai's right limbs cross 180 degrees from the root frame (features/pfnn.py). The bundled
-bipeds were trained on that encoding and need a retrain on ``joint_axes``; until then their cases are
-strict xfails (they start failing the day a retrained checkpoint is bundled, so the mark must go).
+by 2 pi where Bandai's right limbs cross 180 degrees from the root frame (features/pfnn.py). ``pfnn-biped``
+is now retrained on ``joint_axes`` and must pass. ``learnet-biped`` (the style adapter) was trained on the log
+map too and needs its style pipeline retrained; until then its case is a strict xfail (it starts failing the
+day a retrained checkpoint is bundled, so the mark must go).
 """
 from __future__ import annotations
 
@@ -22,10 +23,9 @@ from motioncore.io.bvh import read_bvh, write_bvh
 from motioncore.tasks.paths import Path
 
 MARGIN_DEG = 10.0  # on top of the data's 99.9th percentile (3-29 degrees on the biped, 7-70 on the dog)
-LOG_MAP_BIPEDS = pytest.mark.xfail(strict=True, reason="issue 27: trained on log-map rotations (joint_rot); "
-                                   "retrain on joint_axes, then drop this mark")
-CASES = [pytest.param("pfnn-biped", marks=LOG_MAP_BIPEDS), pytest.param("learnet-biped", marks=LOG_MAP_BIPEDS),
-         "mann-dog"]
+LOG_MAP = pytest.mark.xfail(strict=True, reason="issue 27: trained on log-map rotations (joint_rot); "
+                            "retrain the style pipeline on joint_axes, then drop this mark")
+CASES = ["pfnn-biped", pytest.param("learnet-biped", marks=LOG_MAP), "mann-dog"]
 
 
 @pytest.fixture(scope="module")

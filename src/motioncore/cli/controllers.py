@@ -16,7 +16,7 @@ from .args import nonneg_int, positive_int
 
 DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints the demo animates
 DEMO_INFILL = "infill-body"  # bundled in-filling model: re-fills the biped's walk between sparse keys
-DEMO_KEY_EVERY = 30  # the in-fill demo keeps the first 10 frames and then one key every N frames
+DEMO_KEY_EVERY = 20  # the in-fill demo keeps the first 10 frames and then one key every N frames (0.67 s at 30 fps)
 RUN_CHECKPOINTS = ("runs/pfnn/pfnn", "runs/pfnn-base/phase-mlp", "runs/mann/mann", "runs/mann-base/mann-1")
 MODES = ("outputs", "weights", "constant", "linear", "cubic")  # as motioncore.tasks.locomotion.MODES (kept torch-free)
 

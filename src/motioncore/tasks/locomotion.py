@@ -104,10 +104,10 @@ def align_bones(rotations: np.ndarray, positions: np.ndarray, bones: tuple[np.nd
     """Global rotations (..., J, 4) (any common frame) with the swing of each bone corrected so that it
     points from its joint's position to its target's; twists are kept. ``bones`` = (joint (M,), rest
     offset (M, 3) of the bone, target (M,) index into ``positions`` (..., P, 3): the joint's only child,
-    or a MANN paw point). The features give rotations as log maps relative to the root frame, which jump
-    near 180 degrees, where Bandai's right limbs sit (160-170 degrees): the trained PFNN gets their
-    rotations 13-50 degrees wrong while their positions are right, so without this the written right
-    foot slides."""
+    or a MANN paw point). Checkpoints from before issue 27 give rotations as log maps relative to the root
+    frame, which jump near 180 degrees, where Bandai's right limbs sit (160-170 degrees): such a PFNN gets
+    their rotations 13-50 degrees wrong while their positions are right, so without this the written
+    right foot slides (``joint_axes`` checkpoints do not jump; the fit still plants the predicted feet)."""
     j, offset, target = bones
     if len(j) == 0:
         return rotations

@@ -8,6 +8,8 @@ Holden's L1 weight cost ``l1 * mean|W|``.
 from __future__ import annotations
 
 import json
+import os
+import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ import torch
 from ..data import get_spec, load
 from ..errors import MotioncoreError
 from ..models.checkpoint import save_model
-from .loop import TrainConfig, fit
+from .loop import TrainConfig, fit, pick_device
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,19 @@ def _tensors(recipe: ControllerRecipe, rows: dict[str, np.ndarray], xn, yn, idx:
     return out
 
 
+def _device(cfg: TrainConfig) -> str:
+    """Where the run trained, for the metadata: ``cpu (2-core AMD EPYC, 1 torch thread(s))`` or the CUDA
+    device's name."""
+    dev = pick_device(cfg.device)
+    if dev.type == "cuda":
+        return f"{dev} ({torch.cuda.get_device_name(dev)})"
+    info = Path("/proc/cpuinfo")
+    names = [ln.split(":", 1)[1].strip() for ln in (info.read_text().splitlines() if info.is_file() else [])
+             if ln.startswith("model name")]
+    cpu = names[0] if names else platform.processor() or platform.machine()
+    return f"cpu ({os.cpu_count()}-core {cpu}, {cfg.threads} torch thread(s))"
+
+
 def train_controller(recipe: ControllerRecipe, cfg: TrainConfig, out_dir: str | Path, progress: bool = True,
                      resume: bool = True) -> tuple[torch.nn.Module, dict]:
     """Train, then save ``out_dir/<model>.safetensors/json`` with full metadata; returns (model, meta)."""
@@ -131,7 +146,7 @@ def train_controller(recipe: ControllerRecipe, cfg: TrainConfig, out_dir: str | 
             "fps": clips[0].motion.fps, "training_data": f"{recipe.dataset} train split ({spec.description}); "
             f"{len(tr)} rows from {len(set(rows['clip'][tr].tolist()))} clips", "licence": spec.licence,
             "citation": spec.citation, "history": history, "train_wall_s": time.time() - t0,
-            "rest_clip": clips[0].name}
+            "rest_clip": clips[0].name, "device": _device(cfg)}
     save_model(out / recipe.model, model, kind, mcfg, meta)
     (out / f"{recipe.model}.history.json").write_text(json.dumps(history, indent=1))
     return model, meta
