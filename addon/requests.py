@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import jobs, keys, rigmap
+from .vendor.axes import y_up_to_z_up, z_up_to_y_up
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
 PROTOCOL_VERSION = 2   # what the bundled protocol speaks (vendor/protocol.py; issue 18 made it 2)
@@ -162,14 +163,15 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     refused (`check_object_model`; ``root_bone``: the bone whose translation is ``root``). ``heads`` (B, 3)
     rest heads and ``parents`` give the rig's units (`rig_units`) and rest pose; ``up`` (B,) each bone's
     nearest keyed ancestor (default ``parents``), ``root_parent`` the root bone's. The pose goes to the
-    model's skeleton by world-space rest alignment (`rigrest`) and the answer comes back the same way.
+    model's skeleton by world-space rest alignment (`vendor.rest`, the library's retarget/rest.py) and the answer comes back the same way.
     ``side`` ("l" / "r", hands): the rig's hand; a model trained on the other (`model_side`) gets the clip
     mirrored (the request's ``mirror``): the rig is aligned to the mirror image of the model's skeleton,
     which the server mirrors onto the model's and back. ``fps``: the scene's rate (the server resamples to
     the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
-    from . import rigrest
+    from .vendor import rest
+    from .vendor.quat_np import quat_apply
 
     ups = list(parents if up is None else up)
 
@@ -186,7 +188,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         cols = [col.get(n, -1) for n in mnames]
         sample = [np.asarray(g["rotations"], np.float64)[np.asarray(g["known"], bool).all(1)] for g in segments]
         mdl = mirrored_skeleton(mnames, sk["parents"], sk.get("offsets"), info.get("convention"), mirror)
-        al = rigrest.alignment(mdl, cols, z_up_to_y_up(heads), ups, np.concatenate(sample) if sample else None)
+        al = rest.alignment(mdl, cols, z_up_to_y_up(heads), ups, np.concatenate(sample) if sample else None)
         paths = _joint_paths(al, ups)
         rj = int(info.get("root_joint") or 0)
         mp = al["parents"][rj]
@@ -202,21 +204,21 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         whole = bool(info.get("group_frames"))
         for i, seg in enumerate(segments):
             loc = np.asarray(seg["rotations"], np.float64)
-            q, g = rigrest.rig_to_model(loc, al)
-            d = rigrest.rig_globals(loc, ups)
+            q, g = rest.rig_to_model(loc, al)
+            d = rest.rig_globals(loc, ups)
             rel = z_up_to_y_up(seg["root"])
             if root_parent >= 0:
-                rel = rigrest.quat_apply(d[:, root_parent], rel)
+                rel = quat_apply(d[:, root_parent], rel)
             if mp >= 0:
-                rel = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), rel)
+                rel = quat_apply(rigmap.quat_conj(g[:, mp]), rel)
             obj = None
             if object_name is not None:   # the object in the frame the root goes in: the same turns, the same units
                 oq, op = object_to_model(seg["object_rotations"], seg["object_positions"], 1.0)
                 if root_parent >= 0:
-                    oq, op = rigmap.quat_mul(d[:, root_parent], oq), rigrest.quat_apply(d[:, root_parent], op)
+                    oq, op = rigmap.quat_mul(d[:, root_parent], oq), quat_apply(d[:, root_parent], op)
                 if mp >= 0:
                     oq = rigmap.quat_mul(rigmap.quat_conj(g[:, mp]), oq)
-                    op = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), op)
+                    op = quat_apply(rigmap.quat_conj(g[:, mp]), op)
                 obj = (oq / np.linalg.norm(oq, axis=-1, keepdims=True), op * scale)
             known = np.asarray(seg["known"], bool)
             rc: dict[str, Any] = {}
@@ -251,12 +253,12 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
 
             def to_rig(qs: np.ndarray, root: np.ndarray, loc: np.ndarray = loc, known: np.ndarray = known
                        ) -> tuple[np.ndarray, np.ndarray]:
-                out = rigrest.model_to_rig(qs, loc, ~known[:, :-1], al)
+                out = rest.model_to_rig(qs, loc, ~known[:, :-1], al)
                 r = np.asarray(root, np.float64) / scale
                 if mp >= 0:
-                    r = rigrest.quat_apply(rigrest.model_globals(qs, al["parents"])[:, mp], r)
+                    r = quat_apply(rest.model_globals(qs, al["parents"])[:, mp], r)
                 if root_parent >= 0:
-                    r = rigrest.quat_apply(rigmap.quat_conj(rigrest.rig_globals(out, ups)[:, root_parent]), r)
+                    r = quat_apply(rigmap.quat_conj(rest.rig_globals(out, ups)[:, root_parent]), r)
                 return out, y_up_to_z_up(r)
 
             rots, roots = [], []
@@ -296,7 +298,7 @@ def correct(out: np.ndarray, root: np.ndarray, base: tuple[np.ndarray, np.ndarra
 
 def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,
                       mirror: bool) -> dict[str, Any]:
-    """The model skeleton `rigrest.alignment` aligns a rig to: the listing's names, parents, offsets (zeros
+    """The model skeleton `rest.alignment` aligns a rig to: the listing's names, parents, offsets (zeros
     when not listed) and ``convention``; with ``mirror`` its mirror image across x (offsets x -> -x, rotations
     (w, x, y, z) -> (w, x, -y, -z), as ``motioncore.tasks.infill.mirror_x``), the skeleton a left hand is
     posed on before the server mirrors it onto a right-hand model."""
@@ -310,7 +312,7 @@ def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any
 
 
 def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
-    """Per mapped model joint, the rig bones its local rotation depends on: its frame bone (`rigrest`) and the
+    """Per mapped model joint, the rig bones its local rotation depends on: its frame bone (`vendor.rest`, the library's retarget/rest.py) and the
     bones above it up to (not including) the frame bone of its nearest mapped model ancestor."""
     cols, parents, frames = al["cols"], al["parents"], al["frames"]
     out: dict[int, list[int]] = {}
@@ -525,18 +527,6 @@ def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s:
         return {"state": "not running", "started": proc.pid,
                 "detail": f"started {start_command!r} (pid {proc.pid}) but it did not answer within {wait_s:g} s: {last}"}
     return job
-
-
-def z_up_to_y_up(v: np.ndarray) -> np.ndarray:
-    """(..., 3) Blender Z-up vectors -> the models' Y-up axes: (x, y, z) = (X, Z, -Y)."""
-    v = np.asarray(v, np.float64)
-    return np.stack([v[..., 0], v[..., 2], -v[..., 1]], axis=-1)
-
-
-def y_up_to_z_up(v: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`z_up_to_y_up`: (X, Y, Z) = (x, -z, y)."""
-    v = np.asarray(v, np.float64)
-    return np.stack([v[..., 0], -v[..., 2], v[..., 1]], axis=-1)
 
 
 def rig_skeleton(names: Sequence[str], parents: Sequence[int], heads: np.ndarray) -> dict[str, Any]:

@@ -10,10 +10,10 @@ import shutil
 import sys
 from pathlib import Path
 
-import fakebpy
 import numpy as np
 import pytest
 from conftest import needs_data, server_process
+from helpers import fakebpy
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = "_mc_fake_addon"

@@ -23,39 +23,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import needs_data, server_process
+from helpers.addon import addon_module
+from helpers.blender import build_addon_module
 
 ROOT = Path(__file__).resolve().parents[1]
 ADDON = ROOT / "addon"
 SRC = ROOT / "src" / "motioncore"
-PKG = "_motioncore_addon_under_test"
 
 
-def _addon_module(name: str) -> types.ModuleType:
-    """Import addon/<name>.py as PKG.<name> without running addon/__init__.py (which needs bpy)."""
-    if PKG not in sys.modules:
-        spec = importlib.machinery.ModuleSpec(PKG, None, is_package=True)
-        pkg = importlib.util.module_from_spec(spec)
-        pkg.__path__ = [str(ADDON)]
-        sys.modules[PKG] = pkg
-    return importlib.import_module(f"{PKG}.{name}")
+keys = addon_module("keys")
+rigmap = addon_module("rigmap")
+jobs = addon_module("jobs")
+fcurves = addon_module("fcurves")
+requests = addon_module("requests")
 
 
-keys = _addon_module("keys")
-rigmap = _addon_module("rigmap")
-jobs = _addon_module("jobs")
-fcurves = _addon_module("fcurves")
-requests = _addon_module("requests")
-
-
-def _build_module() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("_build_addon_under_test", ROOT / "scripts" / "build_addon.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build_addon = _build_module()
+build_addon = build_addon_module()
 
 
 # ------------------------------------------------------------------------------------------ key merge
@@ -372,15 +355,6 @@ def test_ensure_fcurves_picks_the_api_by_blender_version(monkeypatch, version, k
 
 # ------------------------------------------------------------------------------ vendoring and build
 
-def test_vendored_copies_equal_the_library(tmp_path):
-    addon = tmp_path / "addon"
-    shutil.copytree(ADDON, addon, ignore=shutil.ignore_patterns("__pycache__", "wheels"))
-    written = build_addon.vendor(addon)
-    assert {p.name for p in written} == {"__init__.py", "protocol.py", "client.py"}
-    for name in ("protocol.py", "client.py"):
-        assert (addon / "vendor" / name).read_bytes() == (SRC / "wire" / name).read_bytes()
-
-
 def test_build_skip_wheels_zip_layout(tmp_path):
     addon, dist = tmp_path / "addon", tmp_path / "dist"
     shutil.copytree(ADDON, addon, ignore=shutil.ignore_patterns("__pycache__", "wheels"))
@@ -602,7 +576,7 @@ def test_infill_job_maps_a_rolled_mixamo_rig_to_the_model(server, built_addon):
     """The in-fill operator's job for a Mixamo rig with rolled bones equals a request in the model's own
     joint names: bones map through the presets and rotations leave the bones' rest frames."""
     q, js, bones, pose, offsets, _ = _mixamo_rig_clip("normal", 31)
-    req = _addon_module("requests")
+    req = addon_module("requests")
     known = np.zeros((31, len(bones)), bool)
     known[[0, 30]] = True
     model_rot = np.stack([rigmap.to_model(pose[:, n], offsets[b]) for n, b in enumerate(bones)], axis=1)
@@ -625,7 +599,7 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
     """Style from example for a Mixamo rig with rolled bones: the job's style code equals the one from
     the clip in the model's own joints, with the rig's object location as the ground root."""
     q, js, bones, pose, offsets, clip = _mixamo_rig_clip("elderly", 150)
-    req = _addon_module("requests")
+    req = addon_module("requests")
     hips = clip.motion.positions[:150, 1]
     location = np.stack([hips[:, 0], -hips[:, 2], np.zeros(150)], 1) / 100.0   # Blender Z-up metres
     points = np.array([[0.0, 0.0], [0.0, 2.0]], np.float32)
@@ -638,10 +612,9 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
     np.testing.assert_allclose(arrays["z"], ref.arrays["z"], atol=1e-4)
     # how much the stance height moves the code (the clip's actor stands 2.5 cm off the model's rest): the
     # bundled learnet-biped's code moves up to ~46% of its largest value; a measured weakness of the style
-    # model (issue 15), not of the add-on, so recorded rather than bounded
-    print(f"style code, ground root vs true hips height: {np.abs(arrays['z'] - near.arrays['z']).max():.3f} "
-          f"of max {np.abs(near.arrays['z']).max():.3f}")
-    assert np.isfinite(near.arrays["z"]).all() and not np.allclose(arrays["z"], near.arrays["z"])
+    # model (issue 15), not of the add-on, bounded so that a worse model shows
+    moved = float(np.abs(arrays["z"] - near.arrays["z"]).max() / np.abs(near.arrays["z"]).max())
+    assert np.isfinite(near.arrays["z"]).all() and 0.0 < moved < 0.6, moved
 
 
 @pytest.mark.timeout(60)
