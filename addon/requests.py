@@ -242,7 +242,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                     rc, ra = call(c, "infill", content, send)
                     break
                 except Exception as e:   # a whole-frames model (the listing may not say so): whole frames
-                    if whole or attempt or "group_frames" not in str(getattr(e, "message", None) or e):
+                    if whole or attempt or getattr(e, "code", None) != "whole_frames":
                         raise
                     whole = True
             replies.append({**rc, "unmapped": unmapped})

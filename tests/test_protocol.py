@@ -100,7 +100,7 @@ def test_error_content_maps_to_typed_exceptions():
         assert type(err) is cls and err.code == code and err.message == "boom" and err.parent_id == "p"
     other = P.error_from_content({"code": "from_the_future", "message": "?"})
     assert type(other) is P.ProtocolError and other.code == "from_the_future"
-    assert len(set(P.ERRORS)) == len(P.ERRORS) == 16
+    assert len(set(P.ERRORS)) == len(P.ERRORS) == 17
 
 
 # -------------------------------------------------------------------------- step 1: frame count

@@ -143,6 +143,12 @@ class InvalidRequest(ProtocolError):
     code = "invalid_request"
 
 
+class WholeFramesRequired(InvalidRequest):
+    """Step 7, ``infill``: the model fills whole frames and the keys cover part of a frame (key every joint
+    and the root on a keyed frame, or send whole frames)."""
+    code = "whole_frames"
+
+
 class UnknownType(ProtocolError):
     """No handler for this message type."""
     code = "unknown_type"
@@ -175,7 +181,7 @@ class InternalError(ProtocolError):
 
 ERRORS: dict[str, type[ProtocolError]] = {c.code: c for c in (
     FrameError, TooLarge, SignatureError, ReplayError, StaleMessage, HeaderError, VersionError, DtypeError,
-    BufferSpecError, InvalidRequest, UnknownType, Busy, Cancelled, ShuttingDown, ModelUnavailable,
+    BufferSpecError, InvalidRequest, WholeFramesRequired, UnknownType, Busy, Cancelled, ShuttingDown, ModelUnavailable,
     InternalError)}
 
 
