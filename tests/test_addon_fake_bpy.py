@@ -54,7 +54,8 @@ def addon(tmp_path, monkeypatch, server):
     try:
         spec.loader.exec_module(mod)
         mod.register()
-        ops, props = sys.modules[f"{PKG}.operators"], sys.modules[f"{PKG}.props"]
+        ops, props = sys.modules[f"{PKG}.blender.operators"], sys.modules[f"{PKG}.blender.props"]
+        assert props.MotioncorePreferences.bl_idname == PKG   # Blender keys add-on preferences by the package
         settings = fakebpy.new_group(props.MotioncoreSceneSettings)
         prefs = fakebpy.new_group(props.MotioncorePreferences)
         prefs.connection_file = str(server[1])
@@ -152,7 +153,7 @@ def test_style_operator_reads_the_example_action(addon):
     sk = clip.skeleton
     bones = [(n, sk.names[p] if p >= 0 else None) for n, p in zip(sk.names, sk.parents, strict=True)]
     rig = _rig(bpy, "Stylist", seed=3, bones=bones)
-    rigmap = sys.modules[f"{PKG}.rigmap"]
+    rigmap = sys.modules[f"{PKG}.core.rigmap"]
     ex = bpy.data.actions.new("Example")
     rig.animation_data_create().action = ex
     for f in range(0, 120):
@@ -205,7 +206,7 @@ def test_retarget_operator_between_rigs_with_other_rolls(addon):
     scene.frame_start, scene.frame_end = 1, 20
     op = ops.MOTIONCORE_OT_retarget()
     assert op.execute(ctx(src, [dst])) == {"FINISHED"}, op.reports
-    rigmap = sys.modules[f"{PKG}.rigmap"]
+    rigmap = sys.modules[f"{PKG}.core.rigmap"]
     s_ch, d_ch = _channels(src), _channels(dst)
     for b, _ in BANDAI12:     # model-space rotations agree: each bone turns the same in the world
         qs = np.array([s_ch[(f'pose.bones["{b}"].rotation_quaternion', i)].evaluate(10) for i in range(4)])

@@ -31,11 +31,11 @@ ADDON = ROOT / "addon"
 SRC = ROOT / "src" / "motioncore"
 
 
-keys = addon_module("keys")
-rigmap = addon_module("rigmap")
-jobs = addon_module("jobs")
-fcurves = addon_module("fcurves")
-requests = addon_module("requests")
+keys = addon_module("core.keys")
+rigmap = addon_module("core.rigmap")
+jobs = addon_module("core.jobs")
+fcurves = addon_module("blender.fcurves")
+requests = addon_module("core.requests")
 
 
 build_addon = build_addon_module()
@@ -368,7 +368,7 @@ def test_build_skip_wheels_zip_layout(tmp_path):
         names = set(z.namelist())
         manifest = tomllib.loads(z.read("blender_manifest.toml").decode())
         assert z.read("vendor/client.py") == (SRC / "wire" / "client.py").read_bytes()
-    assert {"blender_manifest.toml", "__init__.py", "operators.py", "keys.py", "vendor/protocol.py"} <= names
+    assert {"blender_manifest.toml", "__init__.py", "blender/operators.py", "core/keys.py", "vendor/protocol.py"} <= names
     assert not any(n.endswith(("README.md", ".pyc")) or n.startswith("wheels/") for n in names)
     assert "wheels" not in manifest and manifest["id"] == "motioncore"   # no wheels: no wheels list
 
@@ -401,7 +401,7 @@ ALLOWED_TOP = {"bpy", "bpy_extras", "mathutils", "numpy", "zmq", "__future__"} |
 
 
 def test_addon_imports_only_bpy_numpy_stdlib_and_relative():
-    for py in sorted(ADDON.glob("*.py")):
+    for py in sorted(p for p in ADDON.rglob("*.py") if "vendor" not in p.parts):
         tree = ast.parse(py.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -412,8 +412,21 @@ def test_addon_imports_only_bpy_numpy_stdlib_and_relative():
                 continue
             assert set(tops) <= ALLOWED_TOP, f"{py.name} imports {tops}"
         assert "sys.path" not in py.read_text(), py.name
-    for pure in ("keys.py", "rigmap.py", "jobs.py"):
-        assert "bpy" not in {n.split(".")[0] for n in _imported(ADDON / pure)}, pure
+    core = sorted((ADDON / "core").glob("*.py"))
+    assert {p.stem for p in core} >= {"keys", "rigmap", "rigclip", "requests", "jobs"}
+    for pure in core:   # the computing layer: no bpy (nor a module of the Blender layer), even lazily
+        assert not {n.split(".")[0] for n in _imported(pure)} & {"bpy", "bpy_extras", "mathutils"}, pure.name
+        rel = {(n.level, n.module) for n in ast.walk(ast.parse(pure.read_text()))
+               if isinstance(n, ast.ImportFrom) and n.level}
+        assert all(m is None or not m.startswith("blender") for _, m in rel), (pure.name, rel)
+
+
+def test_core_imports_without_bpy(monkeypatch):
+    """Every module of addon/core imports in a process where ``bpy`` cannot be imported."""
+    monkeypatch.setitem(sys.modules, "bpy", None)
+    for pure in sorted((ADDON / "core").glob("*.py")):
+        if pure.stem != "__init__":
+            addon_module(f"core.{pure.stem}")
 
 
 def _imported(py: Path) -> set[str]:
@@ -427,7 +440,7 @@ def _imported(py: Path) -> set[str]:
 
 
 def test_operator_ids_and_classes_tuple():
-    tree = ast.parse((ADDON / "operators.py").read_text())
+    tree = ast.parse((ADDON / "blender" / "operators.py").read_text())
     ids = {n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
            and any(isinstance(t, ast.Name) and t.id == "bl_idname" for t in n.targets)}
     assert ids == {"motioncore.connect", "motioncore.infill", "motioncore.hands_infill", "motioncore.walk_path",
@@ -505,7 +518,7 @@ def built_addon(tmp_path_factory):
     try:
         yield types.SimpleNamespace(client=importlib.import_module(f"{name}.vendor.client"),
                                     protocol=importlib.import_module(f"{name}.vendor.protocol"),
-                                    keys=importlib.import_module(f"{name}.keys"))
+                                    keys=importlib.import_module(f"{name}.core.keys"))
     finally:
         for m in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[m]
@@ -576,7 +589,7 @@ def test_infill_job_maps_a_rolled_mixamo_rig_to_the_model(server, built_addon):
     """The in-fill operator's job for a Mixamo rig with rolled bones equals a request in the model's own
     joint names: bones map through the presets and rotations leave the bones' rest frames."""
     q, js, bones, pose, offsets, _ = _mixamo_rig_clip("normal", 31)
-    req = addon_module("requests")
+    req = addon_module("core.requests")
     known = np.zeros((31, len(bones)), bool)
     known[[0, 30]] = True
     model_rot = np.stack([rigmap.to_model(pose[:, n], offsets[b]) for n, b in enumerate(bones)], axis=1)
@@ -599,7 +612,7 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
     """Style from example for a Mixamo rig with rolled bones: the job's style code equals the one from
     the clip in the model's own joints, with the rig's object location as the ground root."""
     q, js, bones, pose, offsets, clip = _mixamo_rig_clip("elderly", 150)
-    req = addon_module("requests")
+    req = addon_module("core.requests")
     hips = clip.motion.positions[:150, 1]
     location = np.stack([hips[:, 0], -hips[:, 2], np.zeros(150)], 1) / 100.0   # Blender Z-up metres
     points = np.array([[0.0, 0.0], [0.0, 2.0]], np.float32)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from helpers.addon import addon_module
 
-rc = addon_module("rigclip")
-rm = addon_module("rigmap")
+rc = addon_module("core.rigclip")
+rm = addon_module("core.rigmap")
 
 
 def _rand_quats(n: int, seed: int = 0) -> np.ndarray:

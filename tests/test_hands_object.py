@@ -17,10 +17,10 @@ from motioncore.core.rotations import quat_normalize
 from motioncore.wire import protocol as P
 from motioncore.wire.client import Client
 
-rc = addon_module("rigclip")
-rm = addon_module("rigmap")
+rc = addon_module("core.rigclip")
+rm = addon_module("core.rigmap")
 qn = addon_module("vendor.quat_np")
-requests = addon_module("requests")
+requests = addon_module("core.requests")
 T = 16
 A = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])   # model Y-up -> Blender Z-up
 
@@ -304,7 +304,7 @@ def test_the_object_turns_with_the_root_when_the_wrist_has_a_keyed_parent():
 
 
 def test_the_hand_side_from_names():
-    rmap = addon_module("rigmap")
+    rmap = addon_module("core.rigmap")
     assert rmap.hand_side(["leftHand", "WRIST"]) == "l" and rmap.hand_side(["rightHand"]) == "r"
     assert rmap.hand_side(["Armature", "hand.L", "forearm.L"]) == "l" and rmap.hand_side(["hand_r"]) == "r"
     assert rmap.hand_side(["Armature", "WRIST", "THUMB_CMC_FE"]) is None

@@ -162,7 +162,7 @@ def test_the_addon_resends_whole_frames_on_the_code_not_the_text(served):
 
     from motioncore.core.axes import y_up_to_z_up
 
-    req = addon_module("requests")
+    req = addon_module("core.requests")
     p, c, q, root = served
     sk = c.models()[0]["skeleton"]
     J = len(sk["names"])

@@ -38,8 +38,8 @@ def addon_module(addon_dir: str, name: str) -> types.ModuleType:
 def main() -> None:
     addon_dir, bvh, model_path, out_path = sys.argv[1:5]
     rerest = sys.argv[5] if len(sys.argv) > 5 else ""
-    rigmap, rigrest, qn, requests = (addon_module(addon_dir, n) for n in ("rigmap", "vendor.rest", "vendor.quat_np",
-                                                                          "requests"))
+    rigmap, rigrest, qn, requests = (addon_module(addon_dir, n) for n in ("core.rigmap", "vendor.rest", "vendor.quat_np",
+                                                                          "core.requests"))
     model = json.loads(open(model_path).read())
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.import_anim.bvh(filepath=bvh)

@@ -13,8 +13,9 @@ from typing import Any
 import bpy
 import numpy as np
 
-from . import fcurves, keys, requests, rigmap
-from .jobs import JobResult, Worker, connection_path, run_sync
+from ..core import keys, requests, rigmap
+from ..core.jobs import JobResult, Worker, connection_path, run_sync
+from . import fcurves
 from .props import bone_map, preferences, scene, settings
 from .rigio import infill_segments, object_track, read_pose, read_rig, write_rotations_in_mode, write_segment
 
@@ -61,7 +62,7 @@ def client_factory(context: bpy.types.Context) -> Callable[[], Any]:
     timeout = float(prefs.timeout)
 
     def make() -> Any:
-        from .vendor.client import Client  # vendored copy (scripts/build_addon.py)
+        from ..vendor.client import Client  # vendored copy (scripts/build_addon.py)
         c = Client(path, timeout=timeout)
         try:   # never talk to a server whose connection file others could have written or read
             requests.check_connection_file(c.path)

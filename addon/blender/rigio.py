@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from . import fcurves, keys, rigclip, rigmap
-from .vendor.quat_np import matrix_to_quat
+from ..core import keys, rigclip, rigmap
+from ..vendor.quat_np import matrix_to_quat
+from . import fcurves
 
 
 def _path(bone: str, prop: str) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
 from . import jobs, keys, rigmap
-from .vendor.axes import y_up_to_z_up, z_up_to_y_up
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
 PROTOCOL_VERSION = 2   # what the bundled protocol speaks (vendor/protocol.py; issue 18 made it 2)
@@ -170,8 +170,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
-    from .vendor import rest
-    from .vendor.quat_np import quat_apply
+    from ..vendor import rest
+    from ..vendor.quat_np import quat_apply
 
     ups = list(parents if up is None else up)
 

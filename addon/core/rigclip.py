@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .vendor.quat_np import quat_mul
+from ..vendor.quat_np import quat_mul
 
 AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")

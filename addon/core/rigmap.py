@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .vendor.axes import Y_UP_TO_Z_UP
-from .vendor.quat_np import quat_conj, quat_mul
+from ..vendor.axes import Y_UP_TO_Z_UP
+from ..vendor.quat_np import quat_conj, quat_mul
 
 _SIDES = {"l": ("Left", "L", "l"), "r": ("Right", "R", "r")}
 _FINGERS = ("thumb", "index", "middle", "ring", "pinky")
