@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import bpy
 
-from .blender import operators, panels, props
-from .core import requests
+from .blender import modal, operators, panels, props
+from .core import connect
 
 classes = (*props.classes, *operators.classes, *panels.classes)
 
@@ -21,9 +21,9 @@ def register() -> None:
 
 
 def unregister() -> None:
-    operators.stop_draining()
-    operators.stop_worker()
-    requests.stop_started()   # a server Connect started goes with the add-on
+    modal.stop_draining()
+    modal.stop_worker()
+    connect.stop_started()   # a server Connect started goes with the add-on
     props.unregister_props()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

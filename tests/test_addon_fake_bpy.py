@@ -186,7 +186,7 @@ def test_connect_map_bones_and_errors(addon, server, tmp_path, monkeypatch):
     dead.write_text(json.dumps({**json.loads(Path(server[1]).read_text()), "port": 9}))   # nothing listens on 9
     dead.chmod(0o600)   # as a server leaves it (a file others can read is refused: tested in test_addon_logic)
     prefs.connection_file = str(dead)
-    ops.stop_worker()
+    sys.modules[f"{PKG}.blender.modal"].stop_worker()
     fakebpy.key_pose(arm, 1, {"Hips": (1, 0, 0, 0)})
     fakebpy.key_pose(arm, 9, {"Hips": (1, 0, 0, 0)})
     op = ops.MOTIONCORE_OT_connect()
@@ -231,7 +231,7 @@ def test_interactive_path_worker_timer_drain_then_modal_write_with_progress(addo
     t = time.perf_counter()
     assert op.invoke(c, fakebpy.event("NONE")) == {"RUNNING_MODAL"}
     assert time.perf_counter() - t < 0.5 and c.window_manager.handlers == [op]   # the UI thread is free
-    assert bpy.app.timers.is_registered(ops.drain_results) and arm.animation_data is None
+    assert bpy.app.timers.is_registered(sys.modules[f"{PKG}.blender.modal"].drain_results) and arm.animation_data is None
     deadline = time.monotonic() + 60
     out = {"PASS_THROUGH"}
     while out == {"PASS_THROUGH"} and time.monotonic() < deadline:

@@ -36,6 +36,7 @@ rigmap = addon_module("core.rigmap")
 jobs = addon_module("core.jobs")
 fcurves = addon_module("blender.fcurves")
 requests = addon_module("core.requests")
+connect = addon_module("core.connect")
 
 
 build_addon = build_addon_module()
@@ -585,29 +586,6 @@ def _mixamo_rig_clip(style: str, frames: int, seed: int = 0):
 
 @needs_data
 @pytest.mark.timeout(120)
-def test_infill_job_maps_a_rolled_mixamo_rig_to_the_model(server, built_addon):
-    """The in-fill operator's job for a Mixamo rig with rolled bones equals a request in the model's own
-    joint names: bones map through the presets and rotations leave the bones' rest frames."""
-    q, js, bones, pose, offsets, _ = _mixamo_rig_clip("normal", 31)
-    req = addon_module("core.requests")
-    known = np.zeros((31, len(bones)), bool)
-    known[[0, 30]] = True
-    model_rot = np.stack([rigmap.to_model(pose[:, n], offsets[b]) for n, b in enumerate(bones)], axis=1)
-    assert np.allclose(model_rot, q, atol=1e-9) or _same_rotation(model_rot, q, 1e-9)
-    with built_addon.client.Client(server, timeout=60) as c:
-        content, arrays = req.infill_job(model_rot, known, bones, "anyorder-body")(c)
-        direct_names = c.call("infill", {"model": "anyorder-body", "joints": js}, {
-            "rotations": q.astype(np.float32), "root": np.zeros((31, 3), np.float32),
-            "known": np.concatenate([known, known.all(1, keepdims=True)], 1)})
-    assert arrays["rotations"].shape == (1, 31, len(bones), 4)   # the request's columns, in its order
-    assert content["unmapped"] == [] and "joint_Root" in content["rest_joints"]
-    assert content["rest_joints"] == [j for j in content["skeleton"]["joints"] if j not in js]
-    np.testing.assert_allclose(arrays["rotations"], direct_names.arrays["rotations"], atol=1e-6)
-    np.testing.assert_allclose(arrays["rotations"][0, [0, 30]], q[[0, 30]].astype(np.float32), atol=1e-7)
-
-
-@needs_data
-@pytest.mark.timeout(120)
 def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon):
     """Style from example for a Mixamo rig with rolled bones: the job's style code equals the one from
     the clip in the model's own joints, with the rig's object location as the ground root."""
@@ -661,10 +639,10 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
     asked and reports "connected", and "version mismatch" for a server speaking another protocol."""
     conn = tmp_path / "conn.json"
     make = lambda: built_addon.client.Client(conn, timeout=5)      # noqa: E731
-    down = requests.connect_job(make)(None)
+    down = connect.connect_job(make)(None)
     assert down["state"] == "not running" and "Connect" in down["detail"]
     cmd = f"{sys.executable} -m motioncore_server --connection-file {conn} --port 0 --device cpu --workers 1"
-    up = requests.connect_job(make, cmd, wait_s=60)(None)
+    up = connect.connect_job(make, cmd, wait_s=60)(None)
     try:
         assert up["state"] == "connected" and up["started"] > 0, up
         assert "learnet-biped" in up["hello"]["models"] and "style.adapt" in up["detail"]
@@ -674,13 +652,13 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
         assert f"pid {info['pid']}" in up["detail"], up["detail"]
         # a connection file others can read: its key is no secret, the server is not talked to
         conn.chmod(0o644)
-        bad = requests.connect_job(make, cmd)(None)
+        bad = connect.connect_job(make, cmd)(None)
         assert bad["state"] == "not trusted", bad   # refused by the add-on's check or the wire client's (one rule)
         assert "readable or writable by others" in bad["detail"] or "other users can read" in bad["detail"], bad
-        assert len(requests._STARTED) == 1          # and nothing new was started over it
+        assert len(connect._STARTED) == 1          # and nothing new was started over it
         conn.chmod(0o600)
     finally:
-        assert requests.stop_started() == 1
+        assert connect.stop_started() == 1
 
     class Old:
         def hello(self):
@@ -688,8 +666,8 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
 
         def close(self):
             pass
-    assert requests.connect_job(Old)(None)["state"] == "version mismatch"
-    bad = requests.connect_job(make, "/nonexistent/motioncore serve")(None)
+    assert connect.connect_job(Old)(None)["state"] == "version mismatch"
+    bad = connect.connect_job(make, "/nonexistent/motioncore serve")(None)
     assert bad["state"] == "not running" and "could not find '/nonexistent/motioncore'" in bad["detail"]
     assert "Server command to the full path" in bad["detail"]
 
@@ -703,15 +681,15 @@ def test_start_a_local_server_finds_motioncore_of_a_venv(tmp_path, monkeypatch):
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     (venv / "bin" / "python").write_text("")
-    assert requests.resolve_command(str(venv)) == [str(exe), "serve"]
-    assert requests.resolve_command(f"{venv}/bin/python") == [str(exe), "serve"]
-    assert requests.resolve_command(f"{exe} serve --port 0") == [str(exe), "serve", "--port", "0"]
+    assert connect.resolve_command(str(venv)) == [str(exe), "serve"]
+    assert connect.resolve_command(f"{venv}/bin/python") == [str(exe), "serve"]
+    assert connect.resolve_command(f"{exe} serve --port 0") == [str(exe), "serve", "--port", "0"]
     monkeypatch.setenv("PATH", str(venv / "bin"))
-    assert requests.resolve_command("motioncore serve") == [str(exe), "serve"]
+    assert connect.resolve_command("motioncore serve") == [str(exe), "serve"]
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(ValueError, match="could not find 'motioncore'.*Server command to the full path"):
-        requests.resolve_command("motioncore serve")
+        connect.resolve_command("motioncore serve")
 
 
 @needs_data
