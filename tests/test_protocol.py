@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from motioncore_server import checks
 
 from motioncore.wire import protocol as P
 
@@ -236,21 +237,21 @@ def test_step6_ten_gigabyte_claim_is_arithmetic_not_allocation():
 def test_step7_check_array_and_check_field():
     arrays = codec().decode(client().encode("t", arrays={
         "x": np.zeros((4, 3), np.float32), "bad": np.array([1.0, np.nan], np.float32), "i": np.arange(3)})).arrays
-    assert P.check_array(arrays, "x", shape=(None, 3)).shape == (4, 3)
+    assert checks.check_array(arrays, "x", shape=(None, 3)).shape == (4, 3)
     for kw, name in [({"shape": (None, 4)}, "x"), ({"shape": (None,)}, "x"), ({"dtypes": ("float64",)}, "x"),
                      ({}, "bad"), ({}, "missing"), ({"max_size": 5}, "x"), ({}, "i")]:
         with pytest.raises(P.InvalidRequest) as ei:
-            P.check_array(arrays, name, **kw)
+            checks.check_array(arrays, name, **kw)
         assert ei.value.code == "invalid_request" and name in str(ei.value)
-    assert P.check_array(arrays, "bad", finite=False).shape == (2,)
-    assert P.check_array(arrays, "nope", required=False) is None
+    assert checks.check_array(arrays, "bad", finite=False).shape == (2,)
+    assert checks.check_array(arrays, "nope", required=False) is None
     c = {"n": 3, "f": 2, "b": True, "s": "a", "inf": 1e400}
-    assert P.check_field(c, "n", int, lo=1, hi=3) == 3 and P.check_field(c, "f", float) == 2.0
-    assert P.check_field(c, "zz", int, default=7) == 7
+    assert checks.check_field(c, "n", int, lo=1, hi=3) == 3 and checks.check_field(c, "f", float) == 2.0
+    assert checks.check_field(c, "zz", int, default=7) == 7
     for name, kind, kw in [("n", int, {"hi": 2}), ("b", int, {}), ("s", int, {}), ("zz", int, {}),
                            ("s", str, {"choices": ["b"]}), ("inf", float, {})]:
         with pytest.raises(P.InvalidRequest):
-            P.check_field(c, name, kind, **kw)
+            checks.check_field(c, name, kind, **kw)
 
 
 # ------------------------------------------------------------------------------- import hygiene
@@ -324,10 +325,10 @@ def test_audit_3_old_and_future_timestamps_are_stale_and_sessions_expire():
 def test_audit_9_huge_finite_values_are_out_of_range():
     arrays = codec().decode(client().encode("t", arrays={"big": np.array([0.0, 1e308]), "ok": np.ones(3)})).arrays
     with pytest.raises(P.InvalidRequest, match="beyond"):
-        P.check_array(arrays, "big", dtypes=("float64",))
-    assert P.check_array(arrays, "ok", dtypes=("float64",), bound=1.0).shape == (3,)
+        checks.check_array(arrays, "big", dtypes=("float64",))
+    assert checks.check_array(arrays, "ok", dtypes=("float64",), bound=1.0).shape == (3,)
     with pytest.raises(P.InvalidRequest, match="within"):
-        P.check_field({"v": 1e308}, "v", float)
+        checks.check_field({"v": 1e308}, "v", float)
 
 
 def test_anonymous_errors_carry_no_session():

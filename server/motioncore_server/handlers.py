@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from motioncore.wire.protocol import (
-    MAX_ABS,
     PROTOCOL_VERSION,
     Cancelled,
     InvalidRequest,
@@ -32,10 +31,9 @@ from motioncore.wire.protocol import (
     Message,
     ModelUnavailable,
     ProtocolError,
-    check_array,
-    check_field,
 )
 
+from .checks import MAX_ABS, check_array, check_field
 from .registry import CONTROLLER_KINDS, Registry, ServedModel
 
 FLOATS = ("float32", "float64")
