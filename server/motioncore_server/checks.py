@@ -1,5 +1,6 @@
 """Step 7 of a request's checks (docs/protocol.md), done by its handler on an already decoded message:
-each array's dtype, shape, finiteness and range, each field's JSON type and range. A failure raises
+each array's dtype, shape, finiteness and range, each field's JSON type and range, and the shared shapes of a
+request's path, clip and object track (with their limits). A failure raises
 ``InvalidRequest`` naming the array or field and what it got."""
 from __future__ import annotations
 
@@ -84,3 +85,80 @@ def check_field(content: Mapping[str, Any], name: str, kind: type | tuple[type, 
     if choices is not None and v not in choices:
         raise InvalidRequest(f"field {name!r} must be one of {list(choices)}, got {v!r}"[:200])
     return v
+
+
+# -------------------------------------------------------------------- the requests' own arrays and fields
+
+FLOATS = ("float32", "float64")
+MAX_ROLLOUT_FRAMES = 10_000   # frames one rollout request may ask for
+MAX_CLIP_FRAMES = 100_000     # T of an infill / style / retarget clip
+MAX_FEATURES = 8192           # D of a feature vector
+MAX_JOINTS = 512
+MAX_PATH_POINTS = 100_000     # N of a rollout request's path
+PATH_ARRAYS = {"points", "speed", "facing", "gait"}
+MAX_PATH_METRES = 1e4         # |coordinate| of a path point (10 km)
+MAX_SPEED = 100.0             # m/s along a path
+OBJECT_ARRAYS = ("object_rotations", "object_positions")
+
+
+def only_arrays(arrays: Mapping[str, np.ndarray], names: set[str]) -> None:
+    extra = sorted(set(arrays) - names)
+    if extra:
+        raise InvalidRequest(f"unexpected arrays {extra}; this request takes {sorted(names)}")
+
+
+def check_path(req: Any) -> None:
+    """The path form's arrays and fields (docs/protocol.md, pfnn.rollout path form)."""
+    c, arrays = req.content, req.arrays
+    check_field(c, "frames", int, default=None, lo=1, hi=MAX_ROLLOUT_FRAMES)
+    pts = check_array(arrays, "points", shape=(None, 2), dtypes=FLOATS, bound=MAX_PATH_METRES)
+    n = pts.shape[0]
+    if not 2 <= n <= MAX_PATH_POINTS:
+        raise InvalidRequest(f"array 'points' must have 2..{MAX_PATH_POINTS} points, got {n}")
+    speed = check_array(arrays, "speed", shape=(n,), dtypes=FLOATS, required=False, bound=MAX_SPEED)
+    if speed is not None and (speed < 0).any():
+        raise InvalidRequest(f"array 'speed' must be >= 0 m/s, point {int(np.argmax(speed < 0))} is negative")
+    check_array(arrays, "facing", shape=(n,), dtypes=FLOATS, required=False)
+    gait_arr = check_array(arrays, "gait", shape=(n, None), dtypes=FLOATS, required=False)
+    gait = c.get("gait")
+    if gait is not None:
+        if gait_arr is not None:
+            raise InvalidRequest("field 'gait' and array 'gait' are both given; send one")
+        if not (isinstance(gait, str) or (isinstance(gait, list) and len(gait) == n
+                                          and all(isinstance(g, str) for g in gait))):
+            raise InvalidRequest(f"field 'gait' must be a gait name or a list of {n} names (one per point)")
+
+
+def check_rotations(arrays: Mapping[str, np.ndarray], c: Mapping[str, Any], min_frames: int = 2
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The rotation form of a clip: rotations (T, J, 4) unit WXYZ, root (T, 3), optional ``joints`` names."""
+    rot = check_array(arrays, "rotations", shape=(None, None, 4), dtypes=FLOATS)
+    T, J = rot.shape[:2]
+    joints = check_field(c, "joints", list, default=None)
+    if joints is not None and (len(joints) != J or not all(isinstance(n, str) and 0 < len(n) <= 256 for n in joints)
+                               or len(set(joints)) != J):
+        raise InvalidRequest(f"field 'joints' must list {J} distinct joint names (one per column of 'rotations')")
+    if not min_frames <= T <= MAX_CLIP_FRAMES or not 1 <= J <= MAX_JOINTS:
+        raise InvalidRequest(f"array 'rotations' must have {min_frames}..{MAX_CLIP_FRAMES} frames and "
+                             f"1..{MAX_JOINTS} joints, got {(T, J)}")
+    norms = np.linalg.norm(np.asarray(rot, np.float64), axis=-1)
+    if np.abs(norms - 1.0).max() > 1e-3:
+        raise InvalidRequest("array 'rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
+    root = check_array(arrays, "root", shape=(T, 3), dtypes=FLOATS)
+    return rot, root
+
+
+def check_object(arrays: Mapping[str, np.ndarray], T: int) -> dict[str, np.ndarray]:
+    """The optional object track of a hands in-fill: ``object_rotations`` (T, 4) unit WXYZ and
+    ``object_positions`` (T, 3) in the root translation's space and units, both or neither."""
+    have = [k for k in OBJECT_ARRAYS if k in arrays]
+    if not have:
+        return {}
+    if len(have) == 1:
+        raise InvalidRequest(f"array {have[0]!r} needs {[k for k in OBJECT_ARRAYS if k not in have][0]!r}: send the "
+                             "object's rotations and positions together, or neither")
+    oq = check_array(arrays, "object_rotations", shape=(T, 4), dtypes=FLOATS)
+    op = check_array(arrays, "object_positions", shape=(T, 3), dtypes=FLOATS)
+    if np.abs(np.linalg.norm(np.asarray(oq, np.float64), axis=-1) - 1.0).max() > 1e-3:
+        raise InvalidRequest("array 'object_rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
+    return {"object_rotations": np.asarray(oq, np.float64), "object_positions": np.asarray(op, np.float64)}

@@ -31,7 +31,7 @@ from motioncore.tasks.locomotion import UNITS_PER_METRE, Controller
 from motioncore.tasks.paths import Path as RootPath
 from motioncore.wire.protocol import InvalidRequest, WholeFramesRequired
 
-from .handlers import MAX_ROLLOUT_FRAMES
+from .checks import MAX_ROLLOUT_FRAMES
 from .registry import CONTROLLER_KINDS, ServedModel, has_object_cond, register_loader
 
 log = logging.getLogger("motioncore_server")
