@@ -33,6 +33,9 @@ _WHEELS_RE = re.compile(r"^wheels\s*=\s*\[.*?\]\s*$", re.S | re.M)
 # The library modules the add-on runs as they are (stdlib, numpy and zmq only; tests/test_addon_vendor.py):
 VENDORED = (
     "wire/protocol.py",    # the wire format
+    "wire/errors.py",      # its typed errors (codes)
+    "wire/replay.py",      # its replay protection
+    "wire/jsonwire.py",    # its header JSON (msgspec or stdlib)
     "wire/client.py",      # the server client (Client methods, connection files)
     "eval/fcurve.py",      # Blender's F-curve Bezier in numpy: the add-on evaluates your keys' curves with it
     "core/quat_np.py",     # WXYZ quaternions in numpy

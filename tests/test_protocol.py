@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from motioncore_server import checks
 
+from motioncore.wire import jsonwire
 from motioncore.wire import protocol as P
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -256,7 +257,10 @@ def test_step7_check_array_and_check_field():
 
 # ------------------------------------------------------------------------------- import hygiene
 
-@pytest.mark.parametrize("module", ["protocol.py", "client.py"])
+WIRE = ("protocol", "errors", "replay", "jsonwire", "client")
+
+
+@pytest.mark.parametrize("module", [f"{m}.py" for m in WIRE])
 def test_protocol_and_client_import_only_stdlib_numpy_zmq(module):
     tree = ast.parse((ROOT / "src" / "motioncore" / "wire" / module).read_text())
     # msgspec: optional (imported under try, with the standard library as the fallback)
@@ -265,9 +269,9 @@ def test_protocol_and_client_import_only_stdlib_numpy_zmq(module):
         if isinstance(node, ast.Import):
             names = [a.name.split(".")[0] for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:   # relative: only .protocol
-                assert node.module in (None, "protocol") and all(a.name in ("protocol",) for a in node.names) \
-                    or node.module == "protocol", ast.dump(node)
+            if node.level:   # relative: only the other wire modules
+                assert node.level == 1 and (node.module in WIRE or node.module is None
+                                            and all(a.name in WIRE for a in node.names)), ast.dump(node)
                 continue
             names = [node.module.split(".")[0]]
         else:
@@ -339,7 +343,7 @@ def test_anonymous_errors_carry_no_session():
 
 def test_both_json_codecs_write_the_same_header(json_backend):
     h = {"a": [1, 2.5, None, "é"], "b": {"c": True}}
-    assert json.loads(P._dumps(h)) == h and P._loads(P._dumps(h)) == h
+    assert json.loads(jsonwire.dumps(h)) == h and jsonwire.loads(jsonwire.dumps(h)) == h
     with pytest.raises(ValueError):
-        P._dumps({"v": [1.0, {"w": float("inf")}]})
-    assert P.JSON_BACKEND == json_backend
+        jsonwire.dumps({"v": [1.0, {"w": float("inf")}]})
+    assert jsonwire.JSON_BACKEND == json_backend

@@ -27,11 +27,9 @@ per-request checks, is the server's (``motioncore_server.checks``). No pickle an
 """
 from __future__ import annotations
 
-import collections
 import hashlib
 import hmac
 import itertools
-import json
 import math
 import os
 import re
@@ -42,17 +40,37 @@ from typing import Any
 
 import numpy as np
 
-try:   # a C JSON codec when installed (pip dependency; the add-on ships its wheels), else the standard library
-    import msgspec as _msgspec
-except ImportError:  # pragma: no cover - exercised by test_protocol's stdlib-fallback tests via use_json()
-    _msgspec = None
+from . import jsonwire
+from .errors import (  # noqa: F401  (the typed errors are part of this module's interface)
+    ERRORS,
+    BufferSpecError,
+    Busy,
+    Cancelled,
+    DtypeError,
+    FrameError,
+    HeaderError,
+    InternalError,
+    InvalidRequest,
+    ModelUnavailable,
+    ProtocolError,
+    ReplayError,
+    ShuttingDown,
+    SignatureError,
+    StaleMessage,
+    TooLarge,
+    UnknownType,
+    VersionError,
+    WholeFramesRequired,
+    error_from_content,
+)
+from .replay import WINDOW_S, ReplayGuard, SignatureHistory
 
+use_json = jsonwire.use_json   # select the JSON codec (msgspec or stdlib)
 PROTOCOL_VERSION = 2
 DELIMITER = b"<MC|MSG>"
 SIGNATURE_SCHEME = "hmac-sha256"
 SIGNATURE_BYTES = 64  # hex digits of a SHA-256 HMAC
 REQUEST, REPLY = "req", "rep"   # the signed header's "dir": client -> server, server -> client
-WINDOW_S = 60.0       # a message's "ts" must lie within this many seconds of the receiver's clock
 ZAP_USERNAME = b"motioncore"   # ZMTP PLAIN user name; the password is transport_token(key)
 
 # Wire dtype name -> numpy dtype. Always little-endian; nothing else (above all no object dtype) decodes.
@@ -73,126 +91,6 @@ IDEMPOTENT = frozenset({"hello", "health", "models", "pfnn.rollout", "mann.rollo
 
 _ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}\Z")
 _TYPE_RE = re.compile(r"[a-z][a-z0-9_.]{0,63}\Z")
-
-
-# --------------------------------------------------------------------------------------------- errors
-
-class ProtocolError(Exception):
-    """Root of every typed error on the wire. ``code`` is the string sent in an error reply."""
-
-    code = "protocol_error"
-
-    def __init__(self, message: str, *, parent_id: str | None = None, details: dict | None = None):
-        super().__init__(message)
-        self.message, self.parent_id, self.details = message, parent_id, details or {}
-
-    def to_content(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.details:
-            out["details"] = self.details
-        return out
-
-
-class FrameError(ProtocolError):
-    """Step 1: no delimiter, too many identity frames, or too few / too many frames after it."""
-    code = "bad_frames"
-
-
-class TooLarge(ProtocolError):
-    """Step 2: a frame or the whole message exceeds the limits (also raised by clients before sending)."""
-    code = "too_large"
-
-
-class SignatureError(ProtocolError):
-    """Step 3: the HMAC does not match (wrong key or altered message)."""
-    code = "bad_signature"
-
-
-class ReplayError(ProtocolError):
-    """Step 3: a signature seen recently (a replayed message)."""
-    code = "replayed"
-
-
-class StaleMessage(ProtocolError):
-    """Step 4b: the header's timestamp is outside the receiver's window (an old capture, or clock skew)."""
-    code = "stale"
-
-
-class HeaderError(ProtocolError):
-    """Step 4: the header is not UTF-8 JSON or does not match the schema."""
-    code = "bad_header"
-
-
-class VersionError(ProtocolError):
-    """Step 4: the header's protocol version is not this one."""
-    code = "bad_version"
-
-
-class DtypeError(ProtocolError):
-    """Step 5: a buffer's dtype is not in the allow-list."""
-    code = "bad_dtype"
-
-
-class BufferSpecError(ProtocolError):
-    """Step 6: a buffer's shape is malformed or its byte length is not prod(shape) * itemsize."""
-    code = "bad_buffer"
-
-
-class InvalidRequest(ProtocolError):
-    """Step 7: the request is well formed but its fields or arrays are wrong for its type."""
-    code = "invalid_request"
-
-
-class WholeFramesRequired(InvalidRequest):
-    """Step 7, ``infill``: the model fills whole frames and the keys cover part of a frame (key every joint
-    and the root on a keyed frame, or send whole frames)."""
-    code = "whole_frames"
-
-
-class UnknownType(ProtocolError):
-    """No handler for this message type."""
-    code = "unknown_type"
-
-
-class Busy(ProtocolError):
-    """The server's queue is full; try again later."""
-    code = "busy"
-
-
-class Cancelled(ProtocolError):
-    """The request was cancelled by a ``cancel`` request."""
-    code = "cancelled"
-
-
-class ShuttingDown(ProtocolError):
-    """The server is shutting down and will not finish this request."""
-    code = "shutting_down"
-
-
-class ModelUnavailable(ProtocolError):
-    """No loaded or loadable model serves this request (or the named one failed to load)."""
-    code = "model_unavailable"
-
-
-class InternalError(ProtocolError):
-    """The handler raised an unexpected exception; the server stays up."""
-    code = "internal"
-
-
-ERRORS: dict[str, type[ProtocolError]] = {c.code: c for c in (
-    FrameError, TooLarge, SignatureError, ReplayError, StaleMessage, HeaderError, VersionError, DtypeError,
-    BufferSpecError, InvalidRequest, WholeFramesRequired, UnknownType, Busy, Cancelled, ShuttingDown, ModelUnavailable,
-    InternalError)}
-
-
-def error_from_content(content: Mapping[str, Any], parent_id: str | None = None) -> ProtocolError:
-    """The typed exception for an ``error`` reply's content (unknown codes give a plain ProtocolError)."""
-    code = str(content.get("code", "protocol_error"))
-    cls = ERRORS.get(code, ProtocolError)
-    err = cls(str(content.get("message", "")), parent_id=parent_id, details=content.get("details") or {})
-    if cls is ProtocolError:
-        err.code = code
-    return err
 
 
 # --------------------------------------------------------------------------------------------- limits
@@ -257,104 +155,6 @@ def _view(frame: Any) -> memoryview:
     return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    raise TypeError(f"content value of type {type(o).__name__} is not JSON serialisable")
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _check_finite(obj: Any, depth: int = 0) -> None:
-    """ValueError on NaN or infinity anywhere in ``obj`` (the C codec would write them as null)."""
-    t = type(obj)
-    if t is float or isinstance(obj, (float, np.floating)):
-        if not math.isfinite(obj):
-            raise ValueError(f"out of range float value {obj!r}")
-    elif t is dict:
-        if depth > 64:
-            raise ValueError("nested too deeply")
-        for v in obj.values():
-            if type(v) not in _SCALARS:
-                _check_finite(v, depth + 1)
-    elif t is list or t is tuple:
-        if depth > 64:
-            raise ValueError("nested too deeply")
-        for v in obj:
-            if type(v) not in _SCALARS:
-                _check_finite(v, depth + 1)
-
-
-_SCALARS = frozenset({str, int, bool, type(None)})
-
-# Built once: json.dumps/loads with options build a new encoder/decoder per call.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_json_default)
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _std_dumps(obj: Any) -> bytes:
-    return _ENCODER.encode(obj).encode()
-
-
-def _std_loads(raw: Any) -> Any:
-    text = bytes(raw).decode("utf-8")
-    start = len(text) - len(text.lstrip(" \t\n\r")) if text[:1] in " \t\n\r" else 0
-    h, end = _DECODER.raw_decode(text, start)   # what JSONDecoder.decode does, less its regex calls
-    if end != len(text) and text[end:].strip(" \t\n\r"):
-        raise ValueError(f"extra data at character {end}")
-    return h
-
-
-def _ms_hook(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, str):   # subclasses (e.g. torch's TorchVersion), as the stdlib encoder takes them
-        return str(o)
-    if isinstance(o, float):
-        return float(o)
-    if isinstance(o, int):
-        return int(o)
-    if isinstance(o, dict):
-        return dict(o)
-    if isinstance(o, (list, tuple)):
-        return list(o)
-    raise TypeError(f"content value of type {type(o).__name__} is not JSON serialisable")
-
-
-def use_json(backend: str | None = None) -> str:
-    """Select the JSON codec: "msgspec" (C, the default when installed) or "stdlib"; returns the one in use.
-
-    Both write the same strict JSON (no NaN or infinity: ValueError) and read it the same way."""
-    global _dumps, _loads, JSON_BACKEND
-    if backend is None:
-        backend = "msgspec" if _msgspec is not None else "stdlib"
-    if backend == "msgspec":
-        if _msgspec is None:
-            raise ValueError("msgspec is not installed")
-        enc, dec = _msgspec.json.Encoder(enc_hook=_ms_hook), _msgspec.json.Decoder()
-        encode, decode = enc.encode, dec.decode
-
-        def _dumps(obj: Any) -> bytes:
-            _check_finite(obj)
-            return encode(obj)
-
-        def _loads(raw: Any) -> Any:
-            return decode(raw)
-    elif backend == "stdlib":
-        _dumps, _loads = _std_dumps, _std_loads
-    else:
-        raise ValueError(f"unknown JSON backend {backend!r}")
-    JSON_BACKEND = backend
-    return backend
-
-
-JSON_BACKEND = ""
-_dumps, _loads = _std_dumps, _std_loads
-use_json()
-
-
 def transport_token(key: bytes | str) -> bytes:
     """The ZMTP PLAIN password derived from the HMAC key: the server's ZAP handler refuses a connection
     without it, so a peer that lacks the key never gets a message into the server (nor costs it memory)."""
@@ -373,66 +173,6 @@ def _wire_array(name: str, a: Any) -> tuple[dict[str, Any], np.ndarray]:
         arr = np.ascontiguousarray(arr)
     flat = arr.reshape(-1).view(np.uint8)  # (nbytes,) view, no copy
     return {"name": name, "dtype": wire, "shape": list(arr.shape)}, flat
-
-
-class SignatureHistory:
-    """Bounded set of recently seen signatures (oldest forgotten first), as Jupyter's digest history."""
-
-    def __init__(self, size: int = 1 << 15):
-        self.size = size
-        self._order: collections.deque[bytes] = collections.deque()
-        self._seen: set[bytes] = set()
-
-    def check_and_add(self, sig: bytes) -> bool:
-        """False if ``sig`` was seen (a replay); otherwise remember it and return True."""
-        if sig in self._seen:
-            return False
-        self._seen.add(sig)
-        self._order.append(sig)
-        if len(self._order) > self.size:
-            self._seen.discard(self._order.popleft())
-        return True
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-
-class ReplayGuard:
-    """Server side of step 4b: per sender session, the highest ``seq`` seen and the newest ``ts``.
-
-    A request is accepted only if its ``seq`` is above its session's highest (so each is accepted once,
-    however many other messages arrive in between) and its ``ts`` is within ``window_s`` of now. A
-    session is forgotten once its newest ``ts`` is older than the window: every message it ever sent is
-    then stale, so forgetting it re-opens nothing."""
-
-    def __init__(self, window_s: float = WINDOW_S):
-        self.window_s = window_s
-        self._last: dict[str, list] = {}   # session -> [highest seq, newest ts]
-        self._sweep_at = 0.0
-
-    def check(self, session: str, seq: int, ts: float, msg_id: str, now: float | None = None) -> None:
-        now = time.time() if now is None else now
-        if not abs(now - ts) <= self.window_s:
-            raise StaleMessage(f"message timestamp {ts:.3f} is {now - ts:+.1f} s from this side's clock "
-                               f"(window {self.window_s:g} s): an old message, or the clocks differ", parent_id=msg_id)
-        last = self._last.get(session)
-        if last is None:
-            self._last[session] = [seq, ts]
-        elif seq <= last[0]:
-            raise ReplayError(f"message replayed (session {session} already sent seq {last[0]} >= {seq})",
-                              parent_id=msg_id)
-        else:
-            last[0] = seq
-            if ts > last[1]:
-                last[1] = ts
-        if now >= self._sweep_at:
-            self._sweep_at = now + self.window_s / 4
-            old = now - self.window_s
-            for k in [k for k, v in self._last.items() if v[1] < old]:
-                del self._last[k]
-
-    def __len__(self) -> int:
-        return len(self._last)
 
 
 class Codec:
@@ -487,7 +227,7 @@ class Codec:
                   "parent_id": parent_id, "server_session": None if anon else self.session,
                   "content": content if isinstance(content, dict) else dict(content or {}), "buffers": descs}
         try:
-            hb = _dumps(header)
+            hb = jsonwire.dumps(header)
         except (ValueError, TypeError) as e:
             raise InvalidRequest(f"content of {type!r} is not strict JSON ({e})") from e
         return [DELIMITER, self.sign(hb, bufs), hb, *bufs]
@@ -596,7 +336,7 @@ def _arrays(descs: list[dict], bufs: list[Any], lim: Limits, msg_id: str) -> dic
 
 def _parse_header(raw: Any) -> dict[str, Any]:
     try:
-        h = _loads(raw)
+        h = jsonwire.loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise HeaderError(f"header is not UTF-8 JSON ({str(e)[:120]})") from None
     if type(h) is not dict:
