@@ -1,14 +1,15 @@
 """motioncore for Blender: a thin client of the motion server (see docs/protocol.md).
 
-Imports only its bundled protocol/client copies (``vendor/``, made by scripts/build_addon.py), bpy,
-numpy and the standard library; never torch or the motioncore package. Pure logic (key merging, rig
-maps, the worker thread) lives in bpy-free modules so plain pytest covers it.
+Two layers (addon/README.md): ``core/`` computes (bpy-free, plain pytest covers it), ``blender/`` talks to
+Blender; both use the library copies in ``vendor/`` (made by scripts/build_addon.py). Imports only those
+copies, bpy, numpy and the standard library; never torch or the motioncore package.
 """
 from __future__ import annotations
 
 import bpy
 
-from . import operators, panels, props, requests
+from .blender import modal, operators, panels, props
+from .core import connect
 
 classes = (*props.classes, *operators.classes, *panels.classes)
 
@@ -20,9 +21,9 @@ def register() -> None:
 
 
 def unregister() -> None:
-    operators.stop_draining()
-    operators.stop_worker()
-    requests.stop_started()   # a server Connect started goes with the add-on
+    modal.stop_draining()
+    modal.stop_worker()
+    connect.stop_started()   # a server Connect started goes with the add-on
     props.unregister_props()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def addon_fcurves():
-    """addon/fcurves.py as a package module, without registering the add-on."""
+    """addon/blender/fcurves.py as a package module, without registering the add-on."""
     spec = importlib.machinery.ModuleSpec("_mc_addon", None, is_package=True)
     pkg = importlib.util.module_from_spec(spec)
     pkg.__path__ = [str(ROOT / "addon")]
     sys.modules["_mc_addon"] = pkg
-    return importlib.import_module("_mc_addon.fcurves")
+    return importlib.import_module("_mc_addon.blender.fcurves")
 
 
 def armature(name: str, n: int):

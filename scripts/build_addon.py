@@ -1,4 +1,4 @@
-"""Build the Blender extension zip: vendor motioncore.wire (protocol, client), fetch pyzmq and msgspec wheels, zip the add-on.
+"""Build the Blender extension zip: vendor the library modules it runs (VENDORED), fetch pyzmq and msgspec wheels, zip the add-on.
 
     python scripts/build_addon.py                 # -> dist/motioncore_blender-<version>.zip
     python scripts/build_addon.py --skip-wheels   # offline: no wheels, no wheels list in the manifest
@@ -18,7 +18,6 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VENDORED = ("protocol.py", "client.py")
 PYZMQ = "pyzmq==27.3.0"
 MSGSPEC = "msgspec==0.22.0"   # the protocol's C JSON codec; without it the vendored protocol falls back to json
 WHEELS = (PYZMQ, MSGSPEC)
@@ -31,28 +30,39 @@ EXCLUDE_FILES = {"README.md"}
 _WHEELS_RE = re.compile(r"^wheels\s*=\s*\[.*?\]\s*$", re.S | re.M)
 
 
-LIBRARY = ("core/fcurve.py",)   # pure numpy modules of the library the add-on runs as they are
+# The library modules the add-on runs as they are (stdlib, numpy and zmq only; tests/test_addon_vendor.py):
+VENDORED = (
+    "wire/protocol.py",    # the wire format
+    "wire/errors.py",      # its typed errors (codes)
+    "wire/replay.py",      # its replay protection
+    "wire/jsonwire.py",    # its header JSON (msgspec or stdlib)
+    "wire/client.py",      # the server client (Client methods, connection files)
+    "core/fcurve.py",      # Blender's F-curve Bezier in numpy: the add-on evaluates your keys' curves with it
+    "core/quat_np.py",     # WXYZ quaternions in numpy
+    "core/axes.py",        # Y-up <-> Z-up
+    "retarget/rest.py",    # rest alignment: a rig's pose onto the model's skeleton and back
+)
+_RELATIVE = re.compile(r"^from \.\.\w+\.(\w+) import", re.M)   # from ..core.quat_np import -> from .quat_np import
 
 
-def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore" / "wire") -> list[Path]:
-    """Copy wire/protocol.py and wire/client.py into ``addon_dir/vendor`` (the only rewrite: an absolute
-    ``motioncore`` import between them becomes relative), and ``LIBRARY`` (Blender's F-curve Bezier in numpy:
-    the add-on evaluates your keys' curves with it) unchanged. Returns the written files."""
+def vendored_text(text: str) -> str:
+    """A library module as the add-on holds it, flat in ``vendor/``: the one rewrite is an import of another
+    vendored module, ``from ..<folder>.<module> import`` -> ``from .<module> import``."""
+    return _RELATIVE.sub(r"from .\1 import", text)
+
+
+def vendor(addon_dir: Path, src_dir: Path = ROOT / "src" / "motioncore") -> list[Path]:
+    """Copy ``VENDORED`` from the library (``src_dir``) into ``addon_dir/vendor`` (`vendored_text`), with an
+    ``__init__.py``. Returns the written files."""
     out_dir = addon_dir / "vendor"
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for rel in LIBRARY:
-        src = src_dir.parent / rel
-        (out_dir / src.name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    for rel in VENDORED:
+        src = src_dir / rel
+        (out_dir / src.name).write_text(vendored_text(src.read_text(encoding="utf-8")), encoding="utf-8")
         written.append(out_dir / src.name)
-    for name in VENDORED:
-        text = (src_dir / name).read_text(encoding="utf-8")
-        text = re.sub(r"^from motioncore.wire import protocol", "from . import protocol", text, flags=re.M)
-        (out_dir / name).write_text(text, encoding="utf-8")
-        written.append(out_dir / name)
     init = out_dir / "__init__.py"
-    init.write_text('"""Copies of motioncore.wire.protocol, motioncore.wire.client and motioncore.core.fcurve '
-                    '(scripts/build_addon.py)."""\n')
+    init.write_text('"""Copies of motioncore modules (scripts/build_addon.py VENDORED); do not edit."""\n')
     return [init, *written]
 
 
@@ -121,7 +131,7 @@ def build_zip(addon_dir: Path, dist_dir: Path, wheels: list[Path] | None) -> Pat
 
 
 def build(addon_dir: Path = ROOT / "addon", dist_dir: Path = ROOT / "dist", *, skip_wheels: bool = False,
-          src_dir: Path = ROOT / "src" / "motioncore" / "wire") -> Path:
+          src_dir: Path = ROOT / "src" / "motioncore") -> Path:
     vendor(addon_dir, src_dir)
     wheels = None if skip_wheels else download_wheels(addon_dir)
     return build_zip(addon_dir, dist_dir, wheels)

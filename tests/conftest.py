@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,15 @@ def mocap_data() -> Path:
     if not data_root().is_dir():
         pytest.skip(f"mocap folder {data_root()} absent (set MOTIONCORE_DATA)")
     return data_root()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``MOTIONCORE_SKIP_BLENDER=1``: every test marked ``blender`` (each one that launches the real bpy) skips."""
+    if os.environ.get("MOTIONCORE_SKIP_BLENDER") == "1":
+        skip = pytest.mark.skip(reason="MOTIONCORE_SKIP_BLENDER=1")
+        for item in items:
+            if item.get_closest_marker("blender"):
+                item.add_marker(skip)
 
 
 def unexpected_skips(skips: list[tuple[str, str]]) -> list[tuple[str, str]]:

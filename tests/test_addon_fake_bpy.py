@@ -10,10 +10,10 @@ import shutil
 import sys
 from pathlib import Path
 
-import fakebpy
 import numpy as np
 import pytest
 from conftest import needs_data, server_process
+from helpers import fakebpy
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = "_mc_fake_addon"
@@ -54,7 +54,8 @@ def addon(tmp_path, monkeypatch, server):
     try:
         spec.loader.exec_module(mod)
         mod.register()
-        ops, props = sys.modules[f"{PKG}.operators"], sys.modules[f"{PKG}.props"]
+        ops, props = sys.modules[f"{PKG}.blender.operators"], sys.modules[f"{PKG}.blender.props"]
+        assert props.MotioncorePreferences.bl_idname == PKG   # Blender keys add-on preferences by the package
         settings = fakebpy.new_group(props.MotioncoreSceneSettings)
         prefs = fakebpy.new_group(props.MotioncorePreferences)
         prefs.connection_file = str(server[1])
@@ -152,7 +153,7 @@ def test_style_operator_reads_the_example_action(addon):
     sk = clip.skeleton
     bones = [(n, sk.names[p] if p >= 0 else None) for n, p in zip(sk.names, sk.parents, strict=True)]
     rig = _rig(bpy, "Stylist", seed=3, bones=bones)
-    rigmap = sys.modules[f"{PKG}.rigmap"]
+    rigmap = sys.modules[f"{PKG}.core.rigmap"]
     ex = bpy.data.actions.new("Example")
     rig.animation_data_create().action = ex
     for f in range(0, 120):
@@ -185,7 +186,7 @@ def test_connect_map_bones_and_errors(addon, server, tmp_path, monkeypatch):
     dead.write_text(json.dumps({**json.loads(Path(server[1]).read_text()), "port": 9}))   # nothing listens on 9
     dead.chmod(0o600)   # as a server leaves it (a file others can read is refused: tested in test_addon_logic)
     prefs.connection_file = str(dead)
-    ops.stop_worker()
+    sys.modules[f"{PKG}.blender.modal"].stop_worker()
     fakebpy.key_pose(arm, 1, {"Hips": (1, 0, 0, 0)})
     fakebpy.key_pose(arm, 9, {"Hips": (1, 0, 0, 0)})
     op = ops.MOTIONCORE_OT_connect()
@@ -205,7 +206,7 @@ def test_retarget_operator_between_rigs_with_other_rolls(addon):
     scene.frame_start, scene.frame_end = 1, 20
     op = ops.MOTIONCORE_OT_retarget()
     assert op.execute(ctx(src, [dst])) == {"FINISHED"}, op.reports
-    rigmap = sys.modules[f"{PKG}.rigmap"]
+    rigmap = sys.modules[f"{PKG}.core.rigmap"]
     s_ch, d_ch = _channels(src), _channels(dst)
     for b, _ in BANDAI12:     # model-space rotations agree: each bone turns the same in the world
         qs = np.array([s_ch[(f'pose.bones["{b}"].rotation_quaternion', i)].evaluate(10) for i in range(4)])
@@ -230,7 +231,7 @@ def test_interactive_path_worker_timer_drain_then_modal_write_with_progress(addo
     t = time.perf_counter()
     assert op.invoke(c, fakebpy.event("NONE")) == {"RUNNING_MODAL"}
     assert time.perf_counter() - t < 0.5 and c.window_manager.handlers == [op]   # the UI thread is free
-    assert bpy.app.timers.is_registered(ops.drain_results) and arm.animation_data is None
+    assert bpy.app.timers.is_registered(sys.modules[f"{PKG}.blender.modal"].drain_results) and arm.animation_data is None
     deadline = time.monotonic() + 60
     out = {"PASS_THROUGH"}
     while out == {"PASS_THROUGH"} and time.monotonic() < deadline:

@@ -23,39 +23,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import needs_data, server_process
+from helpers.addon import addon_module
+from helpers.blender import build_addon_module
 
 ROOT = Path(__file__).resolve().parents[1]
 ADDON = ROOT / "addon"
 SRC = ROOT / "src" / "motioncore"
-PKG = "_motioncore_addon_under_test"
 
 
-def _addon_module(name: str) -> types.ModuleType:
-    """Import addon/<name>.py as PKG.<name> without running addon/__init__.py (which needs bpy)."""
-    if PKG not in sys.modules:
-        spec = importlib.machinery.ModuleSpec(PKG, None, is_package=True)
-        pkg = importlib.util.module_from_spec(spec)
-        pkg.__path__ = [str(ADDON)]
-        sys.modules[PKG] = pkg
-    return importlib.import_module(f"{PKG}.{name}")
+keys = addon_module("core.keys")
+rigmap = addon_module("core.rigmap")
+jobs = addon_module("core.jobs")
+fcurves = addon_module("blender.fcurves")
+requests = addon_module("core.requests")
+connect = addon_module("core.connect")
 
 
-keys = _addon_module("keys")
-rigmap = _addon_module("rigmap")
-jobs = _addon_module("jobs")
-fcurves = _addon_module("fcurves")
-requests = _addon_module("requests")
-
-
-def _build_module() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("_build_addon_under_test", ROOT / "scripts" / "build_addon.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build_addon = _build_module()
+build_addon = build_addon_module()
 
 
 # ------------------------------------------------------------------------------------------ key merge
@@ -372,15 +356,6 @@ def test_ensure_fcurves_picks_the_api_by_blender_version(monkeypatch, version, k
 
 # ------------------------------------------------------------------------------ vendoring and build
 
-def test_vendored_copies_equal_the_library(tmp_path):
-    addon = tmp_path / "addon"
-    shutil.copytree(ADDON, addon, ignore=shutil.ignore_patterns("__pycache__", "wheels"))
-    written = build_addon.vendor(addon)
-    assert {p.name for p in written} == {"__init__.py", "protocol.py", "client.py"}
-    for name in ("protocol.py", "client.py"):
-        assert (addon / "vendor" / name).read_bytes() == (SRC / "wire" / name).read_bytes()
-
-
 def test_build_skip_wheels_zip_layout(tmp_path):
     addon, dist = tmp_path / "addon", tmp_path / "dist"
     shutil.copytree(ADDON, addon, ignore=shutil.ignore_patterns("__pycache__", "wheels"))
@@ -394,7 +369,7 @@ def test_build_skip_wheels_zip_layout(tmp_path):
         names = set(z.namelist())
         manifest = tomllib.loads(z.read("blender_manifest.toml").decode())
         assert z.read("vendor/client.py") == (SRC / "wire" / "client.py").read_bytes()
-    assert {"blender_manifest.toml", "__init__.py", "operators.py", "keys.py", "vendor/protocol.py"} <= names
+    assert {"blender_manifest.toml", "__init__.py", "blender/operators.py", "core/keys.py", "vendor/protocol.py"} <= names
     assert not any(n.endswith(("README.md", ".pyc")) or n.startswith("wheels/") for n in names)
     assert "wheels" not in manifest and manifest["id"] == "motioncore"   # no wheels: no wheels list
 
@@ -427,7 +402,7 @@ ALLOWED_TOP = {"bpy", "bpy_extras", "mathutils", "numpy", "zmq", "__future__"} |
 
 
 def test_addon_imports_only_bpy_numpy_stdlib_and_relative():
-    for py in sorted(ADDON.glob("*.py")):
+    for py in sorted(p for p in ADDON.rglob("*.py") if "vendor" not in p.parts):
         tree = ast.parse(py.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -438,8 +413,21 @@ def test_addon_imports_only_bpy_numpy_stdlib_and_relative():
                 continue
             assert set(tops) <= ALLOWED_TOP, f"{py.name} imports {tops}"
         assert "sys.path" not in py.read_text(), py.name
-    for pure in ("keys.py", "rigmap.py", "jobs.py"):
-        assert "bpy" not in {n.split(".")[0] for n in _imported(ADDON / pure)}, pure
+    core = sorted((ADDON / "core").glob("*.py"))
+    assert {p.stem for p in core} >= {"keys", "rigmap", "rigclip", "requests", "jobs"}
+    for pure in core:   # the computing layer: no bpy (nor a module of the Blender layer), even lazily
+        assert not {n.split(".")[0] for n in _imported(pure)} & {"bpy", "bpy_extras", "mathutils"}, pure.name
+        rel = {(n.level, n.module) for n in ast.walk(ast.parse(pure.read_text()))
+               if isinstance(n, ast.ImportFrom) and n.level}
+        assert all(m is None or not m.startswith("blender") for _, m in rel), (pure.name, rel)
+
+
+def test_core_imports_without_bpy(monkeypatch):
+    """Every module of addon/core imports in a process where ``bpy`` cannot be imported."""
+    monkeypatch.setitem(sys.modules, "bpy", None)
+    for pure in sorted((ADDON / "core").glob("*.py")):
+        if pure.stem != "__init__":
+            addon_module(f"core.{pure.stem}")
 
 
 def _imported(py: Path) -> set[str]:
@@ -453,7 +441,7 @@ def _imported(py: Path) -> set[str]:
 
 
 def test_operator_ids_and_classes_tuple():
-    tree = ast.parse((ADDON / "operators.py").read_text())
+    tree = ast.parse((ADDON / "blender" / "operators.py").read_text())
     ids = {n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
            and any(isinstance(t, ast.Name) and t.id == "bl_idname" for t in n.targets)}
     assert ids == {"motioncore.connect", "motioncore.infill", "motioncore.hands_infill", "motioncore.walk_path",
@@ -531,7 +519,7 @@ def built_addon(tmp_path_factory):
     try:
         yield types.SimpleNamespace(client=importlib.import_module(f"{name}.vendor.client"),
                                     protocol=importlib.import_module(f"{name}.vendor.protocol"),
-                                    keys=importlib.import_module(f"{name}.keys"))
+                                    keys=importlib.import_module(f"{name}.core.keys"))
     finally:
         for m in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[m]
@@ -598,34 +586,11 @@ def _mixamo_rig_clip(style: str, frames: int, seed: int = 0):
 
 @needs_data
 @pytest.mark.timeout(120)
-def test_infill_job_maps_a_rolled_mixamo_rig_to_the_model(server, built_addon):
-    """The in-fill operator's job for a Mixamo rig with rolled bones equals a request in the model's own
-    joint names: bones map through the presets and rotations leave the bones' rest frames."""
-    q, js, bones, pose, offsets, _ = _mixamo_rig_clip("normal", 31)
-    req = _addon_module("requests")
-    known = np.zeros((31, len(bones)), bool)
-    known[[0, 30]] = True
-    model_rot = np.stack([rigmap.to_model(pose[:, n], offsets[b]) for n, b in enumerate(bones)], axis=1)
-    assert np.allclose(model_rot, q, atol=1e-9) or _same_rotation(model_rot, q, 1e-9)
-    with built_addon.client.Client(server, timeout=60) as c:
-        content, arrays = req.infill_job(model_rot, known, bones, "anyorder-body")(c)
-        direct_names = c.call("infill", {"model": "anyorder-body", "joints": js}, {
-            "rotations": q.astype(np.float32), "root": np.zeros((31, 3), np.float32),
-            "known": np.concatenate([known, known.all(1, keepdims=True)], 1)})
-    assert arrays["rotations"].shape == (1, 31, len(bones), 4)   # the request's columns, in its order
-    assert content["unmapped"] == [] and "joint_Root" in content["rest_joints"]
-    assert content["rest_joints"] == [j for j in content["skeleton"]["joints"] if j not in js]
-    np.testing.assert_allclose(arrays["rotations"], direct_names.arrays["rotations"], atol=1e-6)
-    np.testing.assert_allclose(arrays["rotations"][0, [0, 30]], q[[0, 30]].astype(np.float32), atol=1e-7)
-
-
-@needs_data
-@pytest.mark.timeout(120)
 def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon):
     """Style from example for a Mixamo rig with rolled bones: the job's style code equals the one from
     the clip in the model's own joints, with the rig's object location as the ground root."""
     q, js, bones, pose, offsets, clip = _mixamo_rig_clip("elderly", 150)
-    req = _addon_module("requests")
+    req = addon_module("core.requests")
     hips = clip.motion.positions[:150, 1]
     location = np.stack([hips[:, 0], -hips[:, 2], np.zeros(150)], 1) / 100.0   # Blender Z-up metres
     points = np.array([[0.0, 0.0], [0.0, 2.0]], np.float32)
@@ -638,10 +603,9 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
     np.testing.assert_allclose(arrays["z"], ref.arrays["z"], atol=1e-4)
     # how much the stance height moves the code (the clip's actor stands 2.5 cm off the model's rest): the
     # bundled learnet-biped's code moves up to ~46% of its largest value; a measured weakness of the style
-    # model (issue 15), not of the add-on, so recorded rather than bounded
-    print(f"style code, ground root vs true hips height: {np.abs(arrays['z'] - near.arrays['z']).max():.3f} "
-          f"of max {np.abs(near.arrays['z']).max():.3f}")
-    assert np.isfinite(near.arrays["z"]).all() and not np.allclose(arrays["z"], near.arrays["z"])
+    # model (issue 15), not of the add-on, bounded so that a worse model shows
+    moved = float(np.abs(arrays["z"] - near.arrays["z"]).max() / np.abs(near.arrays["z"]).max())
+    assert np.isfinite(near.arrays["z"]).all() and 0.0 < moved < 0.6, moved
 
 
 @pytest.mark.timeout(60)
@@ -675,10 +639,10 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
     asked and reports "connected", and "version mismatch" for a server speaking another protocol."""
     conn = tmp_path / "conn.json"
     make = lambda: built_addon.client.Client(conn, timeout=5)      # noqa: E731
-    down = requests.connect_job(make)(None)
+    down = connect.connect_job(make)(None)
     assert down["state"] == "not running" and "Connect" in down["detail"]
     cmd = f"{sys.executable} -m motioncore_server --connection-file {conn} --port 0 --device cpu --workers 1"
-    up = requests.connect_job(make, cmd, wait_s=60)(None)
+    up = connect.connect_job(make, cmd, wait_s=60)(None)
     try:
         assert up["state"] == "connected" and up["started"] > 0, up
         assert "learnet-biped" in up["hello"]["models"] and "style.adapt" in up["detail"]
@@ -688,13 +652,13 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
         assert f"pid {info['pid']}" in up["detail"], up["detail"]
         # a connection file others can read: its key is no secret, the server is not talked to
         conn.chmod(0o644)
-        bad = requests.connect_job(make, cmd)(None)
+        bad = connect.connect_job(make, cmd)(None)
         assert bad["state"] == "not trusted", bad   # refused by the add-on's check or the wire client's (one rule)
         assert "readable or writable by others" in bad["detail"] or "other users can read" in bad["detail"], bad
-        assert len(requests._STARTED) == 1          # and nothing new was started over it
+        assert len(connect._STARTED) == 1          # and nothing new was started over it
         conn.chmod(0o600)
     finally:
-        assert requests.stop_started() == 1
+        assert connect.stop_started() == 1
 
     class Old:
         def hello(self):
@@ -702,8 +666,8 @@ def test_connect_job_states_and_starting_a_local_server(tmp_path, built_addon):
 
         def close(self):
             pass
-    assert requests.connect_job(Old)(None)["state"] == "version mismatch"
-    bad = requests.connect_job(make, "/nonexistent/motioncore serve")(None)
+    assert connect.connect_job(Old)(None)["state"] == "version mismatch"
+    bad = connect.connect_job(make, "/nonexistent/motioncore serve")(None)
     assert bad["state"] == "not running" and "could not find '/nonexistent/motioncore'" in bad["detail"]
     assert "Server command to the full path" in bad["detail"]
 
@@ -717,15 +681,15 @@ def test_start_a_local_server_finds_motioncore_of_a_venv(tmp_path, monkeypatch):
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     (venv / "bin" / "python").write_text("")
-    assert requests.resolve_command(str(venv)) == [str(exe), "serve"]
-    assert requests.resolve_command(f"{venv}/bin/python") == [str(exe), "serve"]
-    assert requests.resolve_command(f"{exe} serve --port 0") == [str(exe), "serve", "--port", "0"]
+    assert connect.resolve_command(str(venv)) == [str(exe), "serve"]
+    assert connect.resolve_command(f"{venv}/bin/python") == [str(exe), "serve"]
+    assert connect.resolve_command(f"{exe} serve --port 0") == [str(exe), "serve", "--port", "0"]
     monkeypatch.setenv("PATH", str(venv / "bin"))
-    assert requests.resolve_command("motioncore serve") == [str(exe), "serve"]
+    assert connect.resolve_command("motioncore serve") == [str(exe), "serve"]
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(ValueError, match="could not find 'motioncore'.*Server command to the full path"):
-        requests.resolve_command("motioncore serve")
+        connect.resolve_command("motioncore serve")
 
 
 @needs_data

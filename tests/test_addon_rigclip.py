@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_addon_logic import _addon_module
+from helpers.addon import addon_module
 
-rc = _addon_module("rigclip")
-rm = _addon_module("rigmap")
+rc = addon_module("core.rigclip")
+rm = addon_module("core.rigmap")
 
 
 def _rand_quats(n: int, seed: int = 0) -> np.ndarray:

@@ -252,12 +252,11 @@ def test_registered_and_resolved():
 @needs_data
 @pytest.mark.blender
 @pytest.mark.timeout(600)
-@pytest.mark.skipif(os.environ.get("MOTIONCORE_SKIP_BLENDER") == "1", reason="MOTIONCORE_SKIP_BLENDER=1")
 def test_matches_real_blender_fcurves(tmp_path):
     """Blender 5.0.1 evaluates the same keys: inserted keys (the animator keying the context and the
     target) on a real Bandai test clip's BVH Euler channels and root location, and the BVH importer's own
     curves with all keys but the context and target deleted (set to Bezier: the importer makes them Linear)."""
-    from test_blender_real import bpy_python
+    from helpers.blender import bpy_python
 
     from motioncore.core.motion import Motion
     from motioncore.data import load

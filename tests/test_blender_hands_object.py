@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_blender_real import bpy_python
+from helpers.blender import bpy_python
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDS: dict[str, str] = {}   # "right" / "left" -> the mug3 take's BVH (filled by `_hands`, at run time)

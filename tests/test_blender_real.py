@@ -8,54 +8,25 @@ with tilted and rolled bones (world rotations checked); In-fill against the live
 frame of the gap equal to the server's answer, user keys unchanged, one undo); Style from example; and
 In-fill with the server down (a clear error, nothing written).
 
-Skip with ``MOTIONCORE_SKIP_BLENDER=1`` on a machine that cannot fetch the wheels.
+Marker ``blender``: skipped with ``MOTIONCORE_SKIP_BLENDER=1`` on a machine that cannot fetch the wheels.
 """
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import server_process
+from helpers.blender import ROOT, VERSIONS, bpy_python, build_addon_zip
 
-ROOT = Path(__file__).resolve().parents[1]
-VERSIONS = {"5.0.1": "bpy==5.0.1", "4.2": "bpy==4.2.*"}
-VENVS = Path(os.environ.get("MOTIONCORE_BLENDER_VENVS", Path.home() / ".cache" / "motioncore" / "blender"))
-
-pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.skipif(os.environ.get("MOTIONCORE_SKIP_BLENDER") == "1",
-                                 reason="MOTIONCORE_SKIP_BLENDER=1")]
-
-
-def bpy_python(version: str) -> Path:
-    """The venv's python with ``bpy`` (created on first use)."""
-    venv = VENVS / f"bpy-{version}"
-    py = venv / "bin" / "python"
-    ok = venv / ".ready"
-    if not ok.exists():
-        if sys.version_info[:2] != (3, 11):
-            pytest.skip("the bpy 4.2-5.0 wheels need Python 3.11")
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q", VERSIONS[version], "numpy", "pyzmq==27.3.0"],
-                           capture_output=True, text=True)
-        if r.returncode:
-            pytest.fail(f"could not install {VERSIONS[version]} (set MOTIONCORE_SKIP_BLENDER=1 to skip the real-Blender "
-                        f"tests on a machine without PyPI):\n{r.stderr[-2000:]}")
-        ok.write_text(VERSIONS[version])
-    return py
+pytestmark = [pytest.mark.timeout(600), pytest.mark.blender]
 
 
 @pytest.fixture(scope="module")
 def addon_zip(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import build_addon
-    finally:
-        sys.path.pop(0)
-    return build_addon.build(dist_dir=tmp_path_factory.mktemp("dist"), skip_wheels=True)
+    return build_addon_zip(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_blender_real import bpy_python
+from helpers.blender import bpy_python
 
 ROOT = Path(__file__).resolve().parents[1]
 BANDAI = {"dataset-2": "bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz",
@@ -197,7 +197,6 @@ def test_style_from_example_in_blender_matches_the_library_and_its_verdict(versi
            "hips_rise_cm": float(np.ptp(got.global_transforms()[1][:, hips, 1])), "op_s": info["op_s"],
            "blender_vs_library_file_mean_deg": float(bench().angle_deg(quat_to_matrix(got.rotations),
                                                                        quat_to_matrix(walk_file.rotations)).mean())}
-    print("\nstyle from example in Blender:", json.dumps(rec))
     assert not missing, missing
     assert layer[0] <= ROT_DEG and layer[1] <= HIPS_CM, rec                # Blender writes the reply exactly
     assert rec["code_sent_vs_reply_abs"] <= 1e-5, rec                      # the server's code is the library's

@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 import torch
 from conftest import needs_data, server_process
-from test_addon_logic import _addon_module
+from helpers.addon import addon_module
 
 from motioncore.core.rotations import quat_normalize
 from motioncore.wire import protocol as P
 from motioncore.wire.client import Client
 
-rc = _addon_module("rigclip")
-rm = _addon_module("rigmap")
-requests = _addon_module("requests")
+rc = addon_module("core.rigclip")
+rm = addon_module("core.rigmap")
+qn = addon_module("vendor.quat_np")
+requests = addon_module("core.requests")
 T = 16
 A = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])   # model Y-up -> Blender Z-up
 
@@ -160,7 +161,7 @@ def test_matrix_to_quat_inverts_quat_to_matrix_through_scale():
     q = _rand_quats(500)
     q[:4] = np.eye(4)   # the pivots: w, x, y, z dominant
     m = rc.quat_to_matrix(q) * np.random.default_rng(1).uniform(0.01, 100, size=(500, 1, 1))
-    np.testing.assert_allclose(rc.matrix_to_quat(m), q, atol=1e-9)
+    np.testing.assert_allclose(qn.matrix_to_quat(m), q, atol=1e-9)
 
 
 def test_an_empty_keyed_like_the_importer_converts_comes_back_as_the_data():
@@ -175,7 +176,7 @@ def test_an_empty_keyed_like_the_importer_converts_comes_back_as_the_data():
         m[:, :3, 3] = p @ A.T / s
         rest = np.eye(4)
         rot, pos = rc.object_in_parent([rest], [np.zeros((20, 3))], [np.tile([1.0, 0, 0, 0], (20, 1))], m)
-        oq, op = requests.object_to_model(rc.matrix_to_quat(rot), pos, s)
+        oq, op = requests.object_to_model(qn.matrix_to_quat(rot), pos, s)
         np.testing.assert_allclose(np.abs(np.sum(oq * q, -1)), 1.0, atol=1e-12)
         np.testing.assert_allclose(op, p, atol=1e-9)
 
@@ -303,7 +304,7 @@ def test_the_object_turns_with_the_root_when_the_wrist_has_a_keyed_parent():
 
 
 def test_the_hand_side_from_names():
-    rmap = _addon_module("rigmap")
+    rmap = addon_module("core.rigmap")
     assert rmap.hand_side(["leftHand", "WRIST"]) == "l" and rmap.hand_side(["rightHand"]) == "r"
     assert rmap.hand_side(["Armature", "hand.L", "forearm.L"]) == "l" and rmap.hand_side(["hand_r"]) == "r"
     assert rmap.hand_side(["Armature", "WRIST", "THUMB_CMC_FE"]) is None

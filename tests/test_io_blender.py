@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import needs_data
-from test_blender_real import ROOT, bpy_python
+from helpers.blender import ROOT, bpy_python
 
-pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.skipif(os.environ.get("MOTIONCORE_SKIP_BLENDER") == "1", reason="MOTIONCORE_SKIP_BLENDER=1")]
+pytestmark = [pytest.mark.timeout(600), pytest.mark.blender]
 
 
 def _py() -> Path:

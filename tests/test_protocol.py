@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from motioncore_server import checks
 
+from motioncore.wire import jsonwire
 from motioncore.wire import protocol as P
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +102,7 @@ def test_error_content_maps_to_typed_exceptions():
         assert type(err) is cls and err.code == code and err.message == "boom" and err.parent_id == "p"
     other = P.error_from_content({"code": "from_the_future", "message": "?"})
     assert type(other) is P.ProtocolError and other.code == "from_the_future"
-    assert len(set(P.ERRORS)) == len(P.ERRORS) == 16
+    assert len(set(P.ERRORS)) == len(P.ERRORS) == 17
 
 
 # -------------------------------------------------------------------------- step 1: frame count
@@ -236,26 +238,29 @@ def test_step6_ten_gigabyte_claim_is_arithmetic_not_allocation():
 def test_step7_check_array_and_check_field():
     arrays = codec().decode(client().encode("t", arrays={
         "x": np.zeros((4, 3), np.float32), "bad": np.array([1.0, np.nan], np.float32), "i": np.arange(3)})).arrays
-    assert P.check_array(arrays, "x", shape=(None, 3)).shape == (4, 3)
+    assert checks.check_array(arrays, "x", shape=(None, 3)).shape == (4, 3)
     for kw, name in [({"shape": (None, 4)}, "x"), ({"shape": (None,)}, "x"), ({"dtypes": ("float64",)}, "x"),
                      ({}, "bad"), ({}, "missing"), ({"max_size": 5}, "x"), ({}, "i")]:
         with pytest.raises(P.InvalidRequest) as ei:
-            P.check_array(arrays, name, **kw)
+            checks.check_array(arrays, name, **kw)
         assert ei.value.code == "invalid_request" and name in str(ei.value)
-    assert P.check_array(arrays, "bad", finite=False).shape == (2,)
-    assert P.check_array(arrays, "nope", required=False) is None
+    assert checks.check_array(arrays, "bad", finite=False).shape == (2,)
+    assert checks.check_array(arrays, "nope", required=False) is None
     c = {"n": 3, "f": 2, "b": True, "s": "a", "inf": 1e400}
-    assert P.check_field(c, "n", int, lo=1, hi=3) == 3 and P.check_field(c, "f", float) == 2.0
-    assert P.check_field(c, "zz", int, default=7) == 7
+    assert checks.check_field(c, "n", int, lo=1, hi=3) == 3 and checks.check_field(c, "f", float) == 2.0
+    assert checks.check_field(c, "zz", int, default=7) == 7
     for name, kind, kw in [("n", int, {"hi": 2}), ("b", int, {}), ("s", int, {}), ("zz", int, {}),
                            ("s", str, {"choices": ["b"]}), ("inf", float, {})]:
         with pytest.raises(P.InvalidRequest):
-            P.check_field(c, name, kind, **kw)
+            checks.check_field(c, name, kind, **kw)
 
 
 # ------------------------------------------------------------------------------- import hygiene
 
-@pytest.mark.parametrize("module", ["protocol.py", "client.py"])
+WIRE = ("protocol", "errors", "replay", "jsonwire", "client")
+
+
+@pytest.mark.parametrize("module", [f"{m}.py" for m in WIRE])
 def test_protocol_and_client_import_only_stdlib_numpy_zmq(module):
     tree = ast.parse((ROOT / "src" / "motioncore" / "wire" / module).read_text())
     # msgspec: optional (imported under try, with the standard library as the fallback)
@@ -264,9 +269,9 @@ def test_protocol_and_client_import_only_stdlib_numpy_zmq(module):
         if isinstance(node, ast.Import):
             names = [a.name.split(".")[0] for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:   # relative: only .protocol
-                assert node.module in (None, "protocol") and all(a.name in ("protocol",) for a in node.names) \
-                    or node.module == "protocol", ast.dump(node)
+            if node.level:   # relative: only the other wire modules
+                assert node.level == 1 and (node.module in WIRE or node.module is None
+                                            and all(a.name in WIRE for a in node.names)), ast.dump(node)
                 continue
             names = [node.module.split(".")[0]]
         else:
@@ -324,10 +329,10 @@ def test_audit_3_old_and_future_timestamps_are_stale_and_sessions_expire():
 def test_audit_9_huge_finite_values_are_out_of_range():
     arrays = codec().decode(client().encode("t", arrays={"big": np.array([0.0, 1e308]), "ok": np.ones(3)})).arrays
     with pytest.raises(P.InvalidRequest, match="beyond"):
-        P.check_array(arrays, "big", dtypes=("float64",))
-    assert P.check_array(arrays, "ok", dtypes=("float64",), bound=1.0).shape == (3,)
+        checks.check_array(arrays, "big", dtypes=("float64",))
+    assert checks.check_array(arrays, "ok", dtypes=("float64",), bound=1.0).shape == (3,)
     with pytest.raises(P.InvalidRequest, match="within"):
-        P.check_field({"v": 1e308}, "v", float)
+        checks.check_field({"v": 1e308}, "v", float)
 
 
 def test_anonymous_errors_carry_no_session():
@@ -338,7 +343,7 @@ def test_anonymous_errors_carry_no_session():
 
 def test_both_json_codecs_write_the_same_header(json_backend):
     h = {"a": [1, 2.5, None, "é"], "b": {"c": True}}
-    assert json.loads(P._dumps(h)) == h and P._loads(P._dumps(h)) == h
+    assert json.loads(jsonwire.dumps(h)) == h and jsonwire.loads(jsonwire.dumps(h)) == h
     with pytest.raises(ValueError):
-        P._dumps({"v": [1.0, {"w": float("inf")}]})
-    assert P.JSON_BACKEND == json_backend
+        jsonwire.dumps({"v": [1.0, {"w": float("inf")}]})
+    assert jsonwire.JSON_BACKEND == json_backend

@@ -6,7 +6,6 @@ Most tests run the server in a thread of this process (fast); SIGTERM, restart a
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import hmac
 import json
@@ -17,7 +16,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import uuid
 from collections import Counter
@@ -27,101 +25,20 @@ import numpy as np
 import pytest
 import torch
 import zmq
-from motioncore_server.app import Server, ServerConfig
+from helpers.server import Raw, X, spawn, stop, thread_server
+from motioncore_server.app import ServerConfig
 from motioncore_server.handlers import DEBUG_HANDLERS, HANDLERS
 from motioncore_server.registry import Loader, Registry, ServedModel, debug_mlp
 
 from motioncore.models.checkpoint import load_state_into, save_model
 from motioncore.wire import protocol as P
-from motioncore.wire.client import Client, add_subcommands, ping, read_connection_file, secure_socket
+from motioncore.wire.client import Client, add_subcommands, ping, read_connection_file
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(60)
 
 
 # ----------------------------------------------------------------------------------------- helpers
-
-@contextlib.contextmanager
-def thread_server(folder: Path, registry: Registry | None = None, **cfg):
-    """A started server serving from a thread; stopped (and checked stopped) on exit."""
-    cfg.setdefault("debug", True)
-    conn = folder / f"server-{uuid.uuid4().hex[:8]}.json"
-    srv = Server(ServerConfig(port=0, connection_file=conn, **cfg), registry=registry)
-    srv.start()
-    t = threading.Thread(target=srv.serve, name="test-server", daemon=True)
-    t.start()
-    try:
-        yield srv
-    finally:
-        srv.request_stop(force=True)
-        t.join(10)
-        assert not t.is_alive(), "server thread did not stop"
-
-
-class Raw:
-    """A bare DEALER speaking the protocol, for pipelining and crafted messages."""
-
-    def __init__(self, conn: Path, key: str | None = None, **opts):
-        self.info = read_connection_file(conn)
-        self.codec = P.Codec(key or self.info["key"], P.CLIENT_LIMITS)
-        self.ctx = zmq.Context()
-        self.sock = self.ctx.socket(zmq.DEALER)
-        self.sock.linger = 0
-        for k, v in opts.items():
-            self.sock.setsockopt(getattr(zmq, k), v)
-        secure_socket(self.sock, self.info["key"])   # the transport token of the real key
-        self.sock.connect(f"tcp://127.0.0.1:{self.info['port']}")
-
-    def send(self, type: str, content=None, arrays=None) -> str:
-        rid = P.new_id()
-        self.sock.send_multipart(self.codec.encode(type, content, arrays, id=rid), copy=False)
-        return rid
-
-    def recv(self, timeout: float = 10.0) -> P.Message:
-        if not self.sock.poll(int(timeout * 1000)):
-            raise TimeoutError("no message")
-        return self.codec.decode(self.sock.recv_multipart())
-
-    def until_final(self, rid: str, timeout: float = 10.0) -> tuple[list[P.Message], P.Message]:
-        """(progress messages, final) for request ``rid``; other messages are skipped."""
-        prog = []
-        end = time.monotonic() + timeout
-        while True:
-            m = self.recv(max(0.01, end - time.monotonic()))
-            if m.parent_id != rid:
-                continue
-            if m.is_final:
-                return prog, m
-            prog.append(m)
-
-    def close(self) -> None:
-        self.sock.close()
-        self.ctx.term()
-
-
-def spawn(conn: Path, log: Path, *args: str) -> tuple[subprocess.Popen, dict]:
-    """``python -m motioncore_server --debug`` in a subprocess; returns once it listens."""
-    with log.open("a") as err:
-        p = subprocess.Popen([sys.executable, "-m", "motioncore_server", "--connection-file", str(conn), "--debug",
-                              *args], stdout=subprocess.PIPE, stderr=err, text=True)
-    line = p.stdout.readline()
-    if not line:
-        p.wait(10)
-        raise RuntimeError(f"server did not start:\n{log.read_text()[-3000:]}")
-    return p, json.loads(line)
-
-
-def stop(p: subprocess.Popen) -> int:
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-    try:
-        return p.wait(15)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stdout.close()
-
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
@@ -135,7 +52,6 @@ def client(srv):
         yield c
 
 
-X = np.linspace(-1, 1, 342, dtype=np.float32)
 
 
 # ------------------------------------------------------------------------------------- basics
@@ -567,9 +483,7 @@ def test_load_eight_processes_two_hundred_mixed_requests_each(tmp_path):
     conn = tmp_path / "conn.json"
     p, _ = spawn(conn, tmp_path / "server.log", "--queue", "256")
     try:
-        t0 = time.perf_counter()
         res = run_load(conn)
-        wall = time.perf_counter() - t0
         with Client(conn) as c:
             h = c.health(stats=True)
     finally:
@@ -578,8 +492,6 @@ def test_load_eight_processes_two_hundred_mixed_requests_each(tmp_path):
         assert o["sent"] == o["finals"] == 200 and o["bad"] == 0, o
         assert set(o["codes"]) <= {"result", "unknown_type", "model_unavailable"}, o["codes"]
     assert h["inflight"] == 0 and h["send_failures"] == {"unroutable": 0, "full": 0, "dropped_overflow": 0}
-    print(f"\nload: 8 x 200 requests in {wall:.2f} s; p50 {res['p50_us']:.0f} us, p99 {res['p99_us']:.0f} us; "
-          f"largest batch {h['largest_batch']}, batches {h['batches']} for {h['batched_requests']} rollouts")
 
 
 # -------------------------------------------------------------------------------- command line

@@ -16,9 +16,8 @@ import time
 import numpy as np
 import pytest
 import zmq
+from helpers.server import Raw, rss_kb, spawn, stop, thread_server
 from motioncore_server.app import Server, ServerConfig
-from test_fuzz import rss_kb
-from test_server import Raw, spawn, stop, thread_server
 
 from motioncore.wire import protocol as P
 from motioncore.wire.client import Client, ConnectionFileError, RequestTimeout, check_private_file, read_connection_file

@@ -119,3 +119,69 @@ def test_joints_are_mapped_by_name_and_fill_limits_the_frames(served):
         c.call("infill", {"model": "tiny-body"}, {"rotations": q, "root": root, "known": partial})
     with pytest.raises(P.InvalidRequest, match="fill"):
         c.call("infill", {"model": "tiny-body"}, {"rotations": q, "root": root, "known": known, "fill": known})
+
+
+def test_partial_keys_for_a_whole_frames_model_get_the_whole_frames_code(served):
+    """Keys covering part of a frame, for a model that fills whole frames: the typed code ``whole_frames`` (a
+    subtype of invalid_request) the add-on branches on to resend whole frames, never the message text."""
+    p, c, q, root = served
+    known = np.zeros((T, q.shape[1] + 1), bool)
+    known[[0, T - 1]] = True
+    known[5, 0] = True   # one joint keyed on frame 5: part of a frame
+    with pytest.raises(P.WholeFramesRequired) as e:
+        c.infill_rotations(q, root, known, model="tiny-body")
+    assert e.value.code == "whole_frames" and isinstance(e.value, P.InvalidRequest)
+    assert p.poll() is None and c.health()["status"] == "ok"
+
+
+class _Unlisted:
+    """The served client with ``group_frames`` left out of the model listing (an older server's), counting
+    requests; ``rename`` turns a ``whole_frames`` error into a plain invalid_request with the same text."""
+
+    def __init__(self, client: Client, rename: bool = False):
+        self.c, self.rename, self.sent = client, rename, []
+
+    def models(self):
+        return [{**m, "group_frames": False} for m in self.c.models()]
+
+    def submit(self, type, content, arrays):
+        self.sent.append(np.asarray(arrays["known"]).copy())
+        return self.c.submit(type, content, arrays)
+
+    def result(self, rid, **kw):
+        try:
+            return self.c.result(rid, **kw)
+        except P.WholeFramesRequired as e:
+            if self.rename:
+                raise P.InvalidRequest(e.message) from None
+            raise
+
+
+def test_the_addon_resends_whole_frames_on_the_code_not_the_text(served):
+    from helpers.addon import addon_module
+
+    from motioncore.core.axes import y_up_to_z_up
+
+    req = addon_module("core.requests")
+    p, c, q, root = served
+    sk = c.models()[0]["skeleton"]
+    J = len(sk["names"])
+    heads = np.zeros((J, 3))
+    for j, par in enumerate(sk["parents"]):   # the model's rest heads (Y-up) in Blender's axes
+        heads[j] = (heads[par] if par >= 0 else 0.0) + np.asarray(sk["offsets"][j])
+    known = np.zeros((T, J + 1), bool)
+    known[:5] = known[-1] = True
+    known[10, 3] = True   # part of a frame
+    seg = {"rotations": q.astype(np.float64), "known": known, "root": y_up_to_z_up(root)}
+    job = req.infill_segments_job([seg], sk["names"], y_up_to_z_up(heads), sk["parents"], "tiny-body")
+    unlisted = _Unlisted(c)
+    content, arrays = job(unlisted)
+    first, second = unlisted.sent   # partial frames first, refused by code; then whole frames
+    assert not (first.all(1) | ~first.any(1)).all() and (second.all(1) | ~second.any(1)).all()
+    whole = arrays["known.0"]
+    assert (whole.all(1) | ~whole.any(1)).all() and whole[10].all()   # resent in whole frames (`whole_frames`)
+    np.testing.assert_allclose(arrays["rotations.0"][0][whole[:, :-1]], q[whole[:, :-1]], atol=1e-5)
+    renamed = _Unlisted(c, rename=True)   # the same words under another code: no retry
+    with pytest.raises(P.InvalidRequest, match="whole frames"):
+        job(renamed)
+    assert len(renamed.sent) == 1 and p.poll() is None

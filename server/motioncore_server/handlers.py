@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from motioncore.wire.protocol import (
-    MAX_ABS,
     PROTOCOL_VERSION,
     Cancelled,
     InvalidRequest,
@@ -32,21 +31,25 @@ from motioncore.wire.protocol import (
     Message,
     ModelUnavailable,
     ProtocolError,
-    check_array,
-    check_field,
 )
 
+from .checks import (
+    FLOATS,
+    MAX_ABS,
+    MAX_CLIP_FRAMES,
+    MAX_FEATURES,
+    MAX_JOINTS,
+    MAX_ROLLOUT_FRAMES,
+    OBJECT_ARRAYS,
+    PATH_ARRAYS,
+    check_array,
+    check_field,
+    check_object,
+    check_path,
+    check_rotations,
+    only_arrays,
+)
 from .registry import CONTROLLER_KINDS, Registry, ServedModel
-
-FLOATS = ("float32", "float64")
-MAX_ROLLOUT_FRAMES = 10_000   # frames one rollout request may ask for
-MAX_CLIP_FRAMES = 100_000     # T of an infill / style / retarget clip
-MAX_FEATURES = 8192           # D of a feature vector
-MAX_JOINTS = 512
-MAX_PATH_POINTS = 100_000     # N of a rollout request's path
-PATH_ARRAYS = {"points", "speed", "facing", "gait"}
-MAX_PATH_METRES = 1e4         # |coordinate| of a path point (10 km)
-MAX_SPEED = 100.0             # m/s along a path
 
 
 @dataclass
@@ -154,12 +157,6 @@ def cancel(req: Message, ctx: Context) -> Result:
 
 # ------------------------------------------------------------------------------------ model requests
 
-def _only(arrays: Mapping[str, np.ndarray], names: set[str]) -> None:
-    extra = sorted(set(arrays) - names)
-    if extra:
-        raise InvalidRequest(f"unexpected arrays {extra}; this request takes {sorted(names)}")
-
-
 def _f32(**arrays: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, np.float32) for k, v in arrays.items()}
 
@@ -189,28 +186,6 @@ def _run(model: ServedModel, req: Message, inputs: dict[str, np.ndarray], ctx: C
     return Result(dict(content), dict(arrays))
 
 
-def _check_path(req: Message) -> None:
-    """The path form's arrays and fields (docs/protocol.md, pfnn.rollout path form)."""
-    c = req.content
-    check_field(c, "frames", int, default=None, lo=1, hi=MAX_ROLLOUT_FRAMES)
-    pts = check_array(req.arrays, "points", shape=(None, 2), dtypes=FLOATS, bound=MAX_PATH_METRES)
-    n = pts.shape[0]
-    if not 2 <= n <= MAX_PATH_POINTS:
-        raise InvalidRequest(f"array 'points' must have 2..{MAX_PATH_POINTS} points, got {n}")
-    speed = check_array(req.arrays, "speed", shape=(n,), dtypes=FLOATS, required=False, bound=MAX_SPEED)
-    if speed is not None and (speed < 0).any():
-        raise InvalidRequest(f"array 'speed' must be >= 0 m/s, point {int(np.argmax(speed < 0))} is negative")
-    check_array(req.arrays, "facing", shape=(n,), dtypes=FLOATS, required=False)
-    gait_arr = check_array(req.arrays, "gait", shape=(n, None), dtypes=FLOATS, required=False)
-    gait = c.get("gait")
-    if gait is not None:
-        if gait_arr is not None:
-            raise InvalidRequest("field 'gait' and array 'gait' are both given; send one")
-        if not (isinstance(gait, str) or (isinstance(gait, list) and len(gait) == n
-                                          and all(isinstance(g, str) for g in gait))):
-            raise InvalidRequest(f"field 'gait' must be a gait name or a list of {n} names (one per point)")
-
-
 def _default_model(req: Message, ctx: Context, ok: Callable[[dict], bool]) -> str:
     """The request's ``model`` field, or the first available model serving its type that ``ok`` accepts."""
     name = check_field(req.content, "model", str, default=None)
@@ -226,8 +201,8 @@ def _default_model(req: Message, ctx: Context, ok: Callable[[dict], bool]) -> st
 def path_rollout(req: Message, ctx: Context) -> Result:
     """The path form of pfnn.rollout / mann.rollout: a root path (metres) -> an animation (run by a
     controller checkpoint; see docs/protocol.md)."""
-    _only(req.arrays, PATH_ARRAYS)
-    _check_path(req)
+    only_arrays(req.arrays, PATH_ARRAYS)
+    check_path(req)
     name = _default_model(req, ctx, lambda m: m["kind"] in CONTROLLER_KINDS)  # debug models take features
     model = ctx.server.registry.get(req.type, name)
     inputs = {k: np.asarray(v, np.float64) for k, v in req.arrays.items()}
@@ -239,7 +214,7 @@ def pfnn_rollout(req: Message, ctx: Context) -> Result | Batched:
     if "points" in req.arrays:
         return path_rollout(req, ctx)
     frames = check_field(req.content, "frames", int, default=1, lo=1, hi=MAX_ROLLOUT_FRAMES)
-    _only(req.arrays, {"x", "phase"})
+    only_arrays(req.arrays, {"x", "phase"})
     x = check_array(req.arrays, "x", shape=(None,), dtypes=FLOATS, max_size=MAX_FEATURES)
     phase = check_array(req.arrays, "phase", shape=(), dtypes=FLOATS)
     model = _model(req, ctx)
@@ -255,7 +230,7 @@ def mann_rollout(req: Message, ctx: Context) -> Result | Batched:
     if "points" in req.arrays:
         return path_rollout(req, ctx)
     frames = check_field(req.content, "frames", int, default=1, lo=1, hi=MAX_ROLLOUT_FRAMES)
-    _only(req.arrays, {"x"})
+    only_arrays(req.arrays, {"x"})
     x = check_array(req.arrays, "x", shape=(None,), dtypes=FLOATS, max_size=MAX_FEATURES)
     model = _model(req, ctx)
     inputs = _f32(x=x)
@@ -275,7 +250,7 @@ def infill(req: Message, ctx: Context) -> Result:
     check_field(req.content, "seed", int, default=None, lo=0, hi=2**63 - 1)
     if "rotations" in req.arrays:
         return _infill_rotations(req, ctx)
-    _only(req.arrays, {"motion", "known"})
+    only_arrays(req.arrays, {"motion", "known"})
     motion = check_array(req.arrays, "motion", shape=(None, None), dtypes=FLOATS)
     known = check_array(req.arrays, "known", shape=(motion.shape[0],), dtypes=("bool",))
     T, D = motion.shape
@@ -288,25 +263,6 @@ def infill(req: Message, ctx: Context) -> Result:
     return _run(model, req, {"motion": np.asarray(motion, np.float32), "known": known}, ctx)
 
 
-def _check_rotations(arrays: Mapping[str, np.ndarray], c: Mapping[str, Any], min_frames: int = 2
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The rotation form of a clip: rotations (T, J, 4) unit WXYZ, root (T, 3), optional ``joints`` names."""
-    rot = check_array(arrays, "rotations", shape=(None, None, 4), dtypes=FLOATS)
-    T, J = rot.shape[:2]
-    joints = check_field(c, "joints", list, default=None)
-    if joints is not None and (len(joints) != J or not all(isinstance(n, str) and 0 < len(n) <= 256 for n in joints)
-                               or len(set(joints)) != J):
-        raise InvalidRequest(f"field 'joints' must list {J} distinct joint names (one per column of 'rotations')")
-    if not min_frames <= T <= MAX_CLIP_FRAMES or not 1 <= J <= MAX_JOINTS:
-        raise InvalidRequest(f"array 'rotations' must have {min_frames}..{MAX_CLIP_FRAMES} frames and "
-                             f"1..{MAX_JOINTS} joints, got {(T, J)}")
-    norms = np.linalg.norm(np.asarray(rot, np.float64), axis=-1)
-    if np.abs(norms - 1.0).max() > 1e-3:
-        raise InvalidRequest("array 'rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
-    root = check_array(arrays, "root", shape=(T, 3), dtypes=FLOATS)
-    return rot, root
-
-
 def _infill_rotations(req: Message, ctx: Context) -> Result:
     c = req.content
     check_field(c, "temperature", (int, float), default=0.0, lo=0.0, hi=10.0)
@@ -314,8 +270,8 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
     check_field(c, "samples", int, default=1, lo=1, hi=MAX_SAMPLES)
     check_field(c, "fps", (int, float), default=None, lo=1.0, hi=1000.0)
     check_field(c, "mirror", bool, default=False)
-    _only(req.arrays, {"rotations", "root", "known", "fill", *OBJECT_ARRAYS})
-    rot, root = _check_rotations(req.arrays, c)
+    only_arrays(req.arrays, {"rotations", "root", "known", "fill", *OBJECT_ARRAYS})
+    rot, root = check_rotations(req.arrays, c)
     T, J = rot.shape[:2]
     known = check_array(req.arrays, "known", shape=None, dtypes=("bool",))
     if known.shape not in ((T,), (T, J + 1)):
@@ -330,30 +286,11 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
         if (fill & known).any():
             raise InvalidRequest("array 'fill' marks known elements; fill only unknown ones")
         inputs["fill"] = fill
-    inputs.update(_check_object(req.arrays, T))
+    inputs.update(check_object(req.arrays, T))
     # no model named: the deterministic body model for the single best answer, the any-order one for variations
     best = "infill-body" if "infill-body" in ctx.server.registry.names() else None
     model = _model(req, ctx, best if float(c.get("temperature") or 0.0) == 0.0 else None)
     return _run(model, req, inputs, ctx)
-
-
-OBJECT_ARRAYS = ("object_rotations", "object_positions")
-
-
-def _check_object(arrays: Mapping[str, np.ndarray], T: int) -> dict[str, np.ndarray]:
-    """The optional object track of a hands in-fill: ``object_rotations`` (T, 4) unit WXYZ and
-    ``object_positions`` (T, 3) in the root translation's space and units, both or neither."""
-    have = [k for k in OBJECT_ARRAYS if k in arrays]
-    if not have:
-        return {}
-    if len(have) == 1:
-        raise InvalidRequest(f"array {have[0]!r} needs {[k for k in OBJECT_ARRAYS if k not in have][0]!r}: send the "
-                             "object's rotations and positions together, or neither")
-    oq = check_array(arrays, "object_rotations", shape=(T, 4), dtypes=FLOATS)
-    op = check_array(arrays, "object_positions", shape=(T, 3), dtypes=FLOATS)
-    if np.abs(np.linalg.norm(np.asarray(oq, np.float64), axis=-1) - 1.0).max() > 1e-3:
-        raise InvalidRequest("array 'object_rotations' must hold unit quaternions WXYZ (|q| within 1e-3 of 1)")
-    return {"object_rotations": np.asarray(oq, np.float64), "object_positions": np.asarray(op, np.float64)}
 
 
 def style_adapt(req: Message, ctx: Context) -> Result:
@@ -361,7 +298,7 @@ def style_adapt(req: Message, ctx: Context) -> Result:
     code z (Z,), plus a root path (the path form of pfnn.rollout) -> the path walked in the exemplar's
     style: the rollout arrays plus z, to send again instead of the exemplar."""
     c = req.content
-    _only(req.arrays, PATH_ARRAYS | {"rotations", "root", "z"})
+    only_arrays(req.arrays, PATH_ARRAYS | {"rotations", "root", "z"})
     if ("z" in req.arrays) == ("rotations" in req.arrays):
         raise InvalidRequest("send either an exemplar clip (arrays 'rotations' and 'root') or a style code (array 'z')")
     if "z" in req.arrays:
@@ -369,10 +306,10 @@ def style_adapt(req: Message, ctx: Context) -> Result:
         if "root" in req.arrays:
             raise InvalidRequest("array 'root' belongs to an exemplar clip; with 'z' send no clip")
     else:
-        _check_rotations(req.arrays, c, min_frames=2)
+        check_rotations(req.arrays, c, min_frames=2)
         check_field(c, "fps", float, default=None, lo=1.0, hi=1000.0)
         check_field(c, "root_space", str, default="joint", choices=("joint", "ground"))
-    _check_path(req)
+    check_path(req)
     name = _default_model(req, ctx, lambda m: True)
     inputs = {k: np.asarray(v, np.float64) for k, v in req.arrays.items()}
     return _run(ctx.server.registry.get(req.type, name), req, inputs, ctx)
@@ -423,7 +360,7 @@ def retarget(req: Message, ctx: Context) -> Result:
     scale = req.content.get("scale", "legs")
     if not (scale in ("legs", None) or (type(scale) in (int, float) and 0 < scale < 1e3)):
         raise InvalidRequest("field 'scale' must be \"legs\", null or a positive number")
-    _only(req.arrays, {"rotations", "root"})
+    only_arrays(req.arrays, {"rotations", "root"})
     rot = check_array(req.arrays, "rotations", shape=(None, src.num_joints, 4), dtypes=FLOATS)
     root = check_array(req.arrays, "root", shape=(rot.shape[0], 3), dtypes=FLOATS)
     if not 1 <= rot.shape[0] <= MAX_CLIP_FRAMES:

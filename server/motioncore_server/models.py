@@ -24,14 +24,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from motioncore.errors import MotioncoreError
+from motioncore.errors import MotioncoreError, WholeFramesError
 from motioncore.models.checkpoint import load_state_into
 from motioncore.models.registry import BUNDLED, build, bundled_names
 from motioncore.tasks.locomotion import UNITS_PER_METRE, Controller
 from motioncore.tasks.paths import Path as RootPath
-from motioncore.wire.protocol import InvalidRequest
+from motioncore.wire.protocol import InvalidRequest, WholeFramesRequired
 
-from .handlers import MAX_ROLLOUT_FRAMES
+from .checks import MAX_ROLLOUT_FRAMES
 from .registry import CONTROLLER_KINDS, ServedModel, has_object_cond, register_loader
 
 log = logging.getLogger("motioncore_server")
@@ -198,6 +198,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
                             seed=int(content.get("seed") or 0), check=check, object_track=track,
                             mirror=bool(content.get("mirror")))
+        except WholeFramesError as e:   # a code of its own: the add-on resends whole frames on it
+            raise WholeFramesRequired(str(e)) from None
         except MotioncoreError as e:  # ShapeError and the key-layout errors name what was wrong
             raise InvalidRequest(str(e)) from None
         ctx.progress(S, S)

@@ -27,6 +27,10 @@ class DataError(MotioncoreError):
     """A dataset is missing, unreadable or not what its registry entry promises."""
 
 
+class WholeFramesError(MotioncoreError):
+    """A checkpoint that fills whole frames (``group_frames``) got keys that cover part of a frame."""
+
+
 class ShapeError(MotioncoreError, ValueError):
     """An array argument has the wrong shape or dtype."""
 

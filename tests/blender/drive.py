@@ -125,7 +125,7 @@ def main() -> None:
     res["operators"] = sorted(n for n in dir(bpy.ops.motioncore) if not n.startswith("_"))
     mod = sys.modules.get("bl_ext.user_default.motioncore")
     res["addon_module"] = mod is not None
-    fc = sys.modules["bl_ext.user_default.motioncore.fcurves"]
+    fc = sys.modules["bl_ext.user_default.motioncore.blender.fcurves"]
 
     # bulk writing against a keyframe_insert loop on a twin armature
     a, b = armature("Bulk"), armature("Loop")
@@ -223,8 +223,8 @@ def main() -> None:
 
 
 def _mods():
-    return (sys.modules["bl_ext.user_default.motioncore.requests"], sys.modules["bl_ext.user_default.motioncore.rigmap"],
-            sys.modules["bl_ext.user_default.motioncore.keys"], sys.modules["bl_ext.user_default.motioncore.vendor.client"])
+    return (sys.modules["bl_ext.user_default.motioncore.core.requests"], sys.modules["bl_ext.user_default.motioncore.core.rigmap"],
+            sys.modules["bl_ext.user_default.motioncore.core.keys"], sys.modules["bl_ext.user_default.motioncore.vendor.client"])
 
 
 def _fk(local: np.ndarray, parents: list[int], mul) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Runs INSIDE a venv with the real ``bpy`` wheel: world-space rest alignment (addon/rigrest.py, issue 12
+"""Runs INSIDE a venv with the real ``bpy`` wheel: world-space rest alignment (retarget/rest.py vendored into the add-on, issue 12
 item 3) on a rig made by Blender's own BVH importer at its defaults.
 
     python rest_align.py ADDON_DIR BVH MODEL.json OUT.json [REREST]
@@ -38,7 +38,8 @@ def addon_module(addon_dir: str, name: str) -> types.ModuleType:
 def main() -> None:
     addon_dir, bvh, model_path, out_path = sys.argv[1:5]
     rerest = sys.argv[5] if len(sys.argv) > 5 else ""
-    rigmap, rigrest, requests = (addon_module(addon_dir, n) for n in ("rigmap", "rigrest", "requests"))
+    rigmap, rigrest, qn, requests = (addon_module(addon_dir, n) for n in ("core.rigmap", "vendor.rest", "vendor.quat_np",
+                                                                          "core.requests"))
     model = json.loads(open(model_path).read())
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.import_anim.bvh(filepath=bvh)
@@ -93,7 +94,7 @@ def main() -> None:
                 continue   # the model's root joint sits at the root translation, not at its rest offset
             if np.linalg.norm(heads[cols[k]] - heads[c]) < 1e-6 * np.ptp(heads, axis=0).max():
                 continue   # a zero-length rig bone (CMU's lowerback starts at the root) has no direction
-            mdir = rigrest.quat_apply(g[:, j], np.broadcast_to(off[k], (len(fr), 3)))
+            mdir = qn.quat_apply(g[:, j], np.broadcast_to(off[k], (len(fr), 3)))
             rdir = requests.z_up_to_y_up(hd[:, cols[k]] - hd[:, c])
             cos = np.sum(mdir * rdir, -1) / (np.linalg.norm(mdir, axis=-1) * np.linalg.norm(rdir, axis=-1) + 1e-12)
             direct = db[names[cols[k]]].parent is not None and db[names[cols[k]]].parent.name == names[c]
@@ -103,9 +104,9 @@ def main() -> None:
             kinds[key] = "several" if len(kids) > 1 else "single" if direct else "through unmapped rig bones"
             worst[key] = float(np.degrees(np.arccos(np.clip(cos, -1, 1))).max())
     back = rigrest.model_to_rig(q, loc, np.ones(loc.shape[:2], bool), al)
-    rt = float(np.degrees(rigrest._angle(back, loc)).max())   # every bone: unmapped ones are kept
+    rt = float(np.degrees(qn.quat_angle(back, loc)).max())   # every bone: unmapped ones are kept
     json.dump({"bones": worst, "kinds": kinds, "round_trip_deg": rt, "rest_same": al["rest_same"],
-               "rest_deg": float(np.degrees(rigrest._angle(al["rt"], rigrest.IDENT)).max()), "frames": len(fr),
+               "rest_deg": float(np.degrees(qn.quat_angle(al["rt"], qn.IDENT)).max()), "frames": len(fr),
                "multi": [model["names"][j] for j in range(len(par))
                          if sum(1 for k in range(len(par)) if par[k] == j and cols[k] >= 0) > 1]},
               open(out_path, "w"))

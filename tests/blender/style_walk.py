@@ -49,7 +49,7 @@ def main() -> None:
         res["connect"] = run(bpy.ops.motioncore.connect)
         # what the operator sends and gets back (style.adapt): kept to tell the Blender layer's error apart
         # from the walk's (an autoregressive rollout amplifies float32 rounding of the exemplar)
-        reqs = sys.modules[key + ".requests"]
+        reqs = sys.modules[key + ".core.requests"]
         sent: dict = {}
         plain_call = reqs.call
 

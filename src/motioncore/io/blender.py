@@ -26,13 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.axes import Y_UP_TO_Z_UP, y_up_to_z_up, z_up_to_y_up
 from ..core.motion import Motion
 from ..core.rotations import quat_apply, quat_inv, quat_mul, quat_normalize
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 
 SUFFIXES = (".fbx", ".blend")
-A = np.array([np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0])   # Y-up -> Z-up, WXYZ
+A = Y_UP_TO_Z_UP   # Y-up -> Z-up, WXYZ
 UNITS = 100.0   # centimetres per Blender metre
 
 
@@ -43,16 +44,6 @@ def _bpy():
         raise MotioncoreError(".fbx and .blend need Blender's Python module: pip install -e '.[blender]' "
                               "(bpy 5.0.1, Python 3.11)") from None
     return bpy
-
-
-def _y_up(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, np.float64)
-    return np.stack([v[..., 0], v[..., 2], -v[..., 1]], -1)
-
-
-def _z_up(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, np.float64)
-    return np.stack([v[..., 0], -v[..., 2], v[..., 1]], -1)
 
 
 def _parents_first(bones) -> list:
@@ -97,7 +88,7 @@ def read_blender(path: str | os.PathLike) -> Motion:
     mrot = _rotation_of(mw)
     rest_w = np.array([quat_mul(mrot, _q(b.matrix_local)) for b in bones])                     # (J, 4)
     heads = np.array([(mw @ np.r_[np.array(b.head_local), 1.0])[:3] for b in bones]) * UNITS    # world, Z-up
-    hy = _y_up(heads)
+    hy = z_up_to_y_up(heads)
     offsets = np.array([hy[j] - hy[pj] if pj >= 0 else hy[j] for j, pj in enumerate(parents)])
     sk = Skeleton(tuple(names), np.array(parents), offsets)
     T = hi - lo + 1
@@ -112,7 +103,7 @@ def read_blender(path: str | os.PathLike) -> Motion:
             w = quat_mul(mrot, _q(pb.matrix))
             glob[i, j] = quat_mul(quat_mul(quat_inv(A), quat_mul(w, quat_inv(rest_w[j]))), A)
             head[i, j] = (mw @ np.r_[np.array(pb.head), 1.0])[:3]
-    head = _y_up(head * UNITS)
+    head = z_up_to_y_up(head * UNITS)
     local = glob.copy()
     pos = np.empty((T, len(bones), 3))
     pos[:, 0] = head[:, 0]
@@ -158,7 +149,7 @@ def write_blender(path: str | os.PathLike, motion: Motion) -> Path:
     bpy.context.view_layer.objects.active = obj
     obj.select_set(True)
     rest = sk.rest_positions() / UNITS                                          # (J, 3) Y-up metres
-    heads = _z_up(rest)
+    heads = y_up_to_z_up(rest)
     kids = [[c for c in range(sk.num_joints) if sk.parents[c] == j] for j in range(sk.num_joints)]
     bpy.ops.object.mode_set(mode="EDIT")
     for j, n in enumerate(sk.names):
@@ -187,7 +178,7 @@ def write_blender(path: str | os.PathLike, motion: Motion) -> Path:
             pb.rotation_quaternion = quat_mul(quat_mul(quat_inv(c), motion.rotations[i, j]), c)
             pb.keyframe_insert("rotation_quaternion", frame=f)
             if j in moving:   # translation from the rest offset, in the bone's rest frame (metres, Z up)
-                d = _z_up(motion.positions[i, j] - sk.offsets[j]) / UNITS
+                d = y_up_to_z_up(motion.positions[i, j] - sk.offsets[j]) / UNITS
                 pb.location = quat_apply(quat_inv(rest_q[n]), d)
                 pb.keyframe_insert("location", frame=f)
     scene.frame_start, scene.frame_end = 1, T

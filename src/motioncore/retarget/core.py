@@ -30,18 +30,17 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..core.kinematics import find_body_joints, mirror_map
+from ..core.kinematics import find_body_joints
 from ..core.motion import Motion
 from ..core.rotations import (
-    matrix_to_quat,
     quat_apply,
-    quat_between,
     quat_continuity,
     quat_inv,
     quat_mul,
     quat_normalize,
 )
 from ..core.skeleton import Skeleton
+from . import rest
 from .mapping import JointMap, RetargetError, _roles, detect_preset
 
 __all__ = ["leg_length", "leg_scale", "rest_rotations", "retarget"]
@@ -62,96 +61,17 @@ def _pairs_of(joint_map: JointMap | Mapping[str, str], source: Skeleton, target:
     return out
 
 
-def _chain(c: int, pairs: dict[int, int], target: Skeleton) -> list[int]:
-    """Mapped target joints going down from child c: the first mapped joint (depth-first, parents
-    first), then the first mapped joint below that one, and so on."""
-    out, stack = [], [c]
-    while stack:
-        k = stack.pop(0)
-        if k in pairs:
-            out.append(k)
-            stack = target.children(k)
-        else:
-            stack = target.children(k) + stack
-    return out
-
-
-def _bone_pairs(j: int, pairs: dict[int, int], target: Skeleton, pt: np.ndarray, ps: np.ndarray,
-                eps: float, mirror: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Matching rest direction vectors (target, source) that fix mapped target joint j's reference
-    rotation. Per child branch, the bone to the first mapped joint whose vector is non-zero in both
-    rigs. Branches that start at mirror partners (left/right legs, shoulders) give instead their
-    across vector (left - right), taken in the source one mapped level deeper if zero there (CMU
-    clavicles all start at one point); their own bones, which differ in slant between rigs, are only
-    used (as the pair's mean direction) when j has no unpaired branch."""
-    def ok(a: np.ndarray, b: np.ndarray) -> bool:
-        return bool(np.linalg.norm(a) > eps and np.linalg.norm(b) > eps)
-
-    chains = [ch for ch in (_chain(c, pairs, target) for c in target.children(j)) if ch]
-    firsts = [ch[0] for ch in chains]
-    Pairs = tuple[list[np.ndarray], list[np.ndarray]]  # (target vectors, source vectors)
-    single: Pairs = ([], [])
-    across: Pairs = ([], [])
-    mean: Pairs = ([], [])
-    for n, ch in enumerate(chains):
-        partner = firsts.index(mirror[ch[0]]) if mirror[ch[0]] in firsts and mirror[ch[0]] != ch[0] else -1
-        if partner > n:  # a left/right pair, seen once
-            other = chains[partner]
-            a = pt[ch[0]] - pt[other[0]]
-            b = next((ps[pairs[x]] - ps[pairs[y]] for x, y in zip(ch, other) if ok(a, ps[pairs[x]] - ps[pairs[y]])), None)
-            if b is not None:
-                across[0].append(a)
-                across[1].append(b)
-        dst = mean if partner >= 0 else single
-        for k in ch:
-            a, b = pt[k] - pt[j], ps[pairs[k]] - ps[pairs[j]]
-            if ok(a, b):
-                dst[0].append(a)
-                dst[1].append(b)
-                break
-    if not single[0] and len(mean[0]) == 2:
-        single = ([mean[0][0] / np.linalg.norm(mean[0][0]) + mean[0][1] / np.linalg.norm(mean[0][1])],
-                  [mean[1][0] / np.linalg.norm(mean[1][0]) + mean[1][1] / np.linalg.norm(mean[1][1])])
-        if not ok(single[0][0], single[1][0]):
-            single = ([], [])
-    if not single[0] and not across[0]:
-        single = mean
-    return single[0] + across[0], single[1] + across[1]
-
-
-def _align(vt: list[np.ndarray], vs: list[np.ndarray]) -> np.ndarray:
-    """Unit WXYZ rotation taking directions vt onto vs: shortest arc for one, Kabsch for several."""
-    a = np.array([v / np.linalg.norm(v) for v in vt])  # (K, 3)
-    b = np.array([v / np.linalg.norm(v) for v in vs])
-    if len(a) > 1:
-        U, S, Vt = np.linalg.svd(b.T @ a)  # H = sum b a^T; best R = U diag(1, 1, d) V^T
-        if S[1] > 1e-9 * S[0]:
-            d = np.sign(np.linalg.det(U @ Vt))
-            return quat_normalize(matrix_to_quat(U @ np.diag([1.0, 1.0, d]) @ Vt))
-    return quat_between(a[0], b[0])
-
-
 def rest_rotations(source: Skeleton, target: Skeleton,
                    joint_map: JointMap | Mapping[str, str]) -> tuple[np.ndarray, np.ndarray]:
     """Global reference rotations ``(Rs, Rt)``, each (Jt, 4) WXYZ, per *target* joint: ``Rs[j]`` the
     source rest rotation of j's source joint (identity; for unmapped j, identity) and ``Rt[j]`` the
     target joint's rotation when the target is posed like the source rest pose (see module doc)."""
     pairs = _pairs_of(joint_map, source, target)
-    pt, ps = target.rest_positions(), source.rest_positions()
-    eps = 1e-9 * max(np.ptp(pt, axis=0).max(), np.ptp(ps, axis=0).max(), 1.0)
-    Jt, mirror = target.num_joints, mirror_map(target)
     rs_all = source.forward_kinematics(np.tile([1.0, 0, 0, 0], (source.num_joints, 1)), source.offsets)[0]
-    Rs, Rt = np.tile([1.0, 0, 0, 0], (Jt, 1)), np.tile([1.0, 0, 0, 0], (Jt, 1))
-    for j in range(Jt):
-        p = target.parents[j]
-        pre = Rt[p] if p >= 0 else Rt[j]
-        if j in pairs:
-            Rs[j] = rs_all[pairs[j]]
-            vt, vs = _bone_pairs(j, pairs, target, pt, ps, eps, mirror)
-            if vt:
-                vt = [quat_apply(pre, v) for v in vt]
-                pre = quat_mul(_align(vt, vs), pre)  # vs: world-space source rest bones
-        Rt[j] = quat_normalize(pre)
+    Rs = np.tile([1.0, 0, 0, 0], (target.num_joints, 1))
+    for j, s in pairs.items():
+        Rs[j] = rs_all[s]
+    Rt = rest.rest_rotations(target.names, list(target.parents), target.offsets, pairs, source.rest_positions())
     return Rs, Rt
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
-from ..errors import MotioncoreError, ShapeError
+from ..errors import MotioncoreError, ShapeError, WholeFramesError
 
 __all__ = ["fill_clip", "fill_clip_at", "fill_joints", "Filled", "interp_channels", "mask_runs", "mirror_x",
            "resample_frames"]
@@ -285,7 +285,7 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         raise MotioncoreError("fill: nothing to fill")
     full = keys.all(1)
     if cfg.group_frames and not ((full | ~keys.any(1)).all() and (todo.all(1) | ~todo.any(1)).all()):
-        raise MotioncoreError("this checkpoint fills whole frames (group_frames): key every joint and the root "
+        raise WholeFramesError("this checkpoint fills whole frames (group_frames): key every joint and the root "
                               "on a keyed frame, or use a per-element checkpoint for partial keys")
     body = body_joints(sk)
     needed: set[int] = set()   # the rotations the placement reads: the facing joints' ancestors (a joint's

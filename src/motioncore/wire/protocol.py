@@ -23,36 +23,54 @@ accepted once per (session, seq) and only within ``window_s`` seconds of its ``t
 allow-list, (6) each buffer's shape (every dimension bounded) and length. Each failure raises its own
 :class:`ProtocolError` subclass with a distinct ``code``.
 Only then are the buffers wrapped with ``np.frombuffer`` (read-only views, no copy). Step (7), the
-per-request checks, uses :func:`check_array` and :func:`check_field`. No pickle anywhere.
+per-request checks, is the server's (``motioncore_server.checks``). No pickle anywhere.
 """
 from __future__ import annotations
 
-import collections
 import hashlib
 import hmac
 import itertools
-import json
 import math
 import os
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 
-try:   # a C JSON codec when installed (pip dependency; the add-on ships its wheels), else the standard library
-    import msgspec as _msgspec
-except ImportError:  # pragma: no cover - exercised by test_protocol's stdlib-fallback tests via use_json()
-    _msgspec = None
+from . import jsonwire
+from .errors import (  # noqa: F401  (the typed errors are part of this module's interface)
+    ERRORS,
+    BufferSpecError,
+    Busy,
+    Cancelled,
+    DtypeError,
+    FrameError,
+    HeaderError,
+    InternalError,
+    InvalidRequest,
+    ModelUnavailable,
+    ProtocolError,
+    ReplayError,
+    ShuttingDown,
+    SignatureError,
+    StaleMessage,
+    TooLarge,
+    UnknownType,
+    VersionError,
+    WholeFramesRequired,
+    error_from_content,
+)
+from .replay import WINDOW_S, ReplayGuard, SignatureHistory
 
+use_json = jsonwire.use_json   # select the JSON codec (msgspec or stdlib)
 PROTOCOL_VERSION = 2
 DELIMITER = b"<MC|MSG>"
 SIGNATURE_SCHEME = "hmac-sha256"
 SIGNATURE_BYTES = 64  # hex digits of a SHA-256 HMAC
 REQUEST, REPLY = "req", "rep"   # the signed header's "dir": client -> server, server -> client
-WINDOW_S = 60.0       # a message's "ts" must lie within this many seconds of the receiver's clock
 ZAP_USERNAME = b"motioncore"   # ZMTP PLAIN user name; the password is transport_token(key)
 
 # Wire dtype name -> numpy dtype. Always little-endian; nothing else (above all no object dtype) decodes.
@@ -73,120 +91,6 @@ IDEMPOTENT = frozenset({"hello", "health", "models", "pfnn.rollout", "mann.rollo
 
 _ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}\Z")
 _TYPE_RE = re.compile(r"[a-z][a-z0-9_.]{0,63}\Z")
-
-
-# --------------------------------------------------------------------------------------------- errors
-
-class ProtocolError(Exception):
-    """Root of every typed error on the wire. ``code`` is the string sent in an error reply."""
-
-    code = "protocol_error"
-
-    def __init__(self, message: str, *, parent_id: str | None = None, details: dict | None = None):
-        super().__init__(message)
-        self.message, self.parent_id, self.details = message, parent_id, details or {}
-
-    def to_content(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.details:
-            out["details"] = self.details
-        return out
-
-
-class FrameError(ProtocolError):
-    """Step 1: no delimiter, too many identity frames, or too few / too many frames after it."""
-    code = "bad_frames"
-
-
-class TooLarge(ProtocolError):
-    """Step 2: a frame or the whole message exceeds the limits (also raised by clients before sending)."""
-    code = "too_large"
-
-
-class SignatureError(ProtocolError):
-    """Step 3: the HMAC does not match (wrong key or altered message)."""
-    code = "bad_signature"
-
-
-class ReplayError(ProtocolError):
-    """Step 3: a signature seen recently (a replayed message)."""
-    code = "replayed"
-
-
-class StaleMessage(ProtocolError):
-    """Step 4b: the header's timestamp is outside the receiver's window (an old capture, or clock skew)."""
-    code = "stale"
-
-
-class HeaderError(ProtocolError):
-    """Step 4: the header is not UTF-8 JSON or does not match the schema."""
-    code = "bad_header"
-
-
-class VersionError(ProtocolError):
-    """Step 4: the header's protocol version is not this one."""
-    code = "bad_version"
-
-
-class DtypeError(ProtocolError):
-    """Step 5: a buffer's dtype is not in the allow-list."""
-    code = "bad_dtype"
-
-
-class BufferSpecError(ProtocolError):
-    """Step 6: a buffer's shape is malformed or its byte length is not prod(shape) * itemsize."""
-    code = "bad_buffer"
-
-
-class InvalidRequest(ProtocolError):
-    """Step 7: the request is well formed but its fields or arrays are wrong for its type."""
-    code = "invalid_request"
-
-
-class UnknownType(ProtocolError):
-    """No handler for this message type."""
-    code = "unknown_type"
-
-
-class Busy(ProtocolError):
-    """The server's queue is full; try again later."""
-    code = "busy"
-
-
-class Cancelled(ProtocolError):
-    """The request was cancelled by a ``cancel`` request."""
-    code = "cancelled"
-
-
-class ShuttingDown(ProtocolError):
-    """The server is shutting down and will not finish this request."""
-    code = "shutting_down"
-
-
-class ModelUnavailable(ProtocolError):
-    """No loaded or loadable model serves this request (or the named one failed to load)."""
-    code = "model_unavailable"
-
-
-class InternalError(ProtocolError):
-    """The handler raised an unexpected exception; the server stays up."""
-    code = "internal"
-
-
-ERRORS: dict[str, type[ProtocolError]] = {c.code: c for c in (
-    FrameError, TooLarge, SignatureError, ReplayError, StaleMessage, HeaderError, VersionError, DtypeError,
-    BufferSpecError, InvalidRequest, UnknownType, Busy, Cancelled, ShuttingDown, ModelUnavailable,
-    InternalError)}
-
-
-def error_from_content(content: Mapping[str, Any], parent_id: str | None = None) -> ProtocolError:
-    """The typed exception for an ``error`` reply's content (unknown codes give a plain ProtocolError)."""
-    code = str(content.get("code", "protocol_error"))
-    cls = ERRORS.get(code, ProtocolError)
-    err = cls(str(content.get("message", "")), parent_id=parent_id, details=content.get("details") or {})
-    if cls is ProtocolError:
-        err.code = code
-    return err
 
 
 # --------------------------------------------------------------------------------------------- limits
@@ -251,104 +155,6 @@ def _view(frame: Any) -> memoryview:
     return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    raise TypeError(f"content value of type {type(o).__name__} is not JSON serialisable")
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _check_finite(obj: Any, depth: int = 0) -> None:
-    """ValueError on NaN or infinity anywhere in ``obj`` (the C codec would write them as null)."""
-    t = type(obj)
-    if t is float or isinstance(obj, (float, np.floating)):
-        if not math.isfinite(obj):
-            raise ValueError(f"out of range float value {obj!r}")
-    elif t is dict:
-        if depth > 64:
-            raise ValueError("nested too deeply")
-        for v in obj.values():
-            if type(v) not in _SCALARS:
-                _check_finite(v, depth + 1)
-    elif t is list or t is tuple:
-        if depth > 64:
-            raise ValueError("nested too deeply")
-        for v in obj:
-            if type(v) not in _SCALARS:
-                _check_finite(v, depth + 1)
-
-
-_SCALARS = frozenset({str, int, bool, type(None)})
-
-# Built once: json.dumps/loads with options build a new encoder/decoder per call.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_json_default)
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _std_dumps(obj: Any) -> bytes:
-    return _ENCODER.encode(obj).encode()
-
-
-def _std_loads(raw: Any) -> Any:
-    text = bytes(raw).decode("utf-8")
-    start = len(text) - len(text.lstrip(" \t\n\r")) if text[:1] in " \t\n\r" else 0
-    h, end = _DECODER.raw_decode(text, start)   # what JSONDecoder.decode does, less its regex calls
-    if end != len(text) and text[end:].strip(" \t\n\r"):
-        raise ValueError(f"extra data at character {end}")
-    return h
-
-
-def _ms_hook(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, str):   # subclasses (e.g. torch's TorchVersion), as the stdlib encoder takes them
-        return str(o)
-    if isinstance(o, float):
-        return float(o)
-    if isinstance(o, int):
-        return int(o)
-    if isinstance(o, dict):
-        return dict(o)
-    if isinstance(o, (list, tuple)):
-        return list(o)
-    raise TypeError(f"content value of type {type(o).__name__} is not JSON serialisable")
-
-
-def use_json(backend: str | None = None) -> str:
-    """Select the JSON codec: "msgspec" (C, the default when installed) or "stdlib"; returns the one in use.
-
-    Both write the same strict JSON (no NaN or infinity: ValueError) and read it the same way."""
-    global _dumps, _loads, JSON_BACKEND
-    if backend is None:
-        backend = "msgspec" if _msgspec is not None else "stdlib"
-    if backend == "msgspec":
-        if _msgspec is None:
-            raise ValueError("msgspec is not installed")
-        enc, dec = _msgspec.json.Encoder(enc_hook=_ms_hook), _msgspec.json.Decoder()
-        encode, decode = enc.encode, dec.decode
-
-        def _dumps(obj: Any) -> bytes:
-            _check_finite(obj)
-            return encode(obj)
-
-        def _loads(raw: Any) -> Any:
-            return decode(raw)
-    elif backend == "stdlib":
-        _dumps, _loads = _std_dumps, _std_loads
-    else:
-        raise ValueError(f"unknown JSON backend {backend!r}")
-    JSON_BACKEND = backend
-    return backend
-
-
-JSON_BACKEND = ""
-_dumps, _loads = _std_dumps, _std_loads
-use_json()
-
-
 def transport_token(key: bytes | str) -> bytes:
     """The ZMTP PLAIN password derived from the HMAC key: the server's ZAP handler refuses a connection
     without it, so a peer that lacks the key never gets a message into the server (nor costs it memory)."""
@@ -367,66 +173,6 @@ def _wire_array(name: str, a: Any) -> tuple[dict[str, Any], np.ndarray]:
         arr = np.ascontiguousarray(arr)
     flat = arr.reshape(-1).view(np.uint8)  # (nbytes,) view, no copy
     return {"name": name, "dtype": wire, "shape": list(arr.shape)}, flat
-
-
-class SignatureHistory:
-    """Bounded set of recently seen signatures (oldest forgotten first), as Jupyter's digest history."""
-
-    def __init__(self, size: int = 1 << 15):
-        self.size = size
-        self._order: collections.deque[bytes] = collections.deque()
-        self._seen: set[bytes] = set()
-
-    def check_and_add(self, sig: bytes) -> bool:
-        """False if ``sig`` was seen (a replay); otherwise remember it and return True."""
-        if sig in self._seen:
-            return False
-        self._seen.add(sig)
-        self._order.append(sig)
-        if len(self._order) > self.size:
-            self._seen.discard(self._order.popleft())
-        return True
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-
-class ReplayGuard:
-    """Server side of step 4b: per sender session, the highest ``seq`` seen and the newest ``ts``.
-
-    A request is accepted only if its ``seq`` is above its session's highest (so each is accepted once,
-    however many other messages arrive in between) and its ``ts`` is within ``window_s`` of now. A
-    session is forgotten once its newest ``ts`` is older than the window: every message it ever sent is
-    then stale, so forgetting it re-opens nothing."""
-
-    def __init__(self, window_s: float = WINDOW_S):
-        self.window_s = window_s
-        self._last: dict[str, list] = {}   # session -> [highest seq, newest ts]
-        self._sweep_at = 0.0
-
-    def check(self, session: str, seq: int, ts: float, msg_id: str, now: float | None = None) -> None:
-        now = time.time() if now is None else now
-        if not abs(now - ts) <= self.window_s:
-            raise StaleMessage(f"message timestamp {ts:.3f} is {now - ts:+.1f} s from this side's clock "
-                               f"(window {self.window_s:g} s): an old message, or the clocks differ", parent_id=msg_id)
-        last = self._last.get(session)
-        if last is None:
-            self._last[session] = [seq, ts]
-        elif seq <= last[0]:
-            raise ReplayError(f"message replayed (session {session} already sent seq {last[0]} >= {seq})",
-                              parent_id=msg_id)
-        else:
-            last[0] = seq
-            if ts > last[1]:
-                last[1] = ts
-        if now >= self._sweep_at:
-            self._sweep_at = now + self.window_s / 4
-            old = now - self.window_s
-            for k in [k for k, v in self._last.items() if v[1] < old]:
-                del self._last[k]
-
-    def __len__(self) -> int:
-        return len(self._last)
 
 
 class Codec:
@@ -481,7 +227,7 @@ class Codec:
                   "parent_id": parent_id, "server_session": None if anon else self.session,
                   "content": content if isinstance(content, dict) else dict(content or {}), "buffers": descs}
         try:
-            hb = _dumps(header)
+            hb = jsonwire.dumps(header)
         except (ValueError, TypeError) as e:
             raise InvalidRequest(f"content of {type!r} is not strict JSON ({e})") from e
         return [DELIMITER, self.sign(hb, bufs), hb, *bufs]
@@ -590,7 +336,7 @@ def _arrays(descs: list[dict], bufs: list[Any], lim: Limits, msg_id: str) -> dic
 
 def _parse_header(raw: Any) -> dict[str, Any]:
     try:
-        h = _loads(raw)
+        h = jsonwire.loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise HeaderError(f"header is not UTF-8 JSON ({str(e)[:120]})") from None
     if type(h) is not dict:
@@ -660,78 +406,3 @@ def message_nbytes(arrays: Mapping[str, Any] | None) -> tuple[int, int]:
     """(total, largest) buffer bytes of ``arrays`` as they would go on the wire (for client-side limit checks)."""
     sizes = [np.asarray(a).nbytes for a in (arrays or {}).values()]
     return sum(sizes), max(sizes, default=0)
-
-
-# ------------------------------------------------------------------------ step 7: per-request checks
-
-MAX_ABS = 1e6   # default range of a float array element (check_array) and of a number field (check_field)
-
-@overload
-def check_array(arrays: Mapping[str, np.ndarray], name: str, *, shape: Sequence[int | None] | None = ...,
-                dtypes: Sequence[str] = ..., finite: bool = ..., required: Literal[True] = ...,
-                max_size: int | None = ..., bound: float = ...) -> np.ndarray: ...
-
-
-@overload
-def check_array(arrays: Mapping[str, np.ndarray], name: str, *, shape: Sequence[int | None] | None = ...,
-                dtypes: Sequence[str] = ..., finite: bool = ..., required: bool,
-                max_size: int | None = ..., bound: float = ...) -> np.ndarray | None: ...
-
-
-def check_array(arrays: Mapping[str, np.ndarray], name: str, *, shape: Sequence[int | None] | None = None,
-                dtypes: Sequence[str] = ("float32",), finite: bool = True, required: bool = True,
-                max_size: int | None = None, bound: float = MAX_ABS) -> np.ndarray | None:
-    """Return ``arrays[name]`` after checking dtype, shape (None = any length), finiteness and range: with
-    ``finite`` (the default) every float must be finite and within ``[-bound, bound]``, so a huge but
-    finite input (1e308) cannot overflow inside a model.
-
-    Raises InvalidRequest naming the array and what it got.
-    """
-    a = arrays.get(name)
-    if a is None:
-        if required:
-            raise InvalidRequest(f"missing array {name!r}")
-        return None
-    wire = _DTYPE_NAMES.get(a.dtype, str(a.dtype))
-    if wire not in dtypes:
-        raise InvalidRequest(f"array {name!r} must have dtype {' or '.join(dtypes)}, got {wire}")
-    if shape is not None:
-        ok = len(shape) == a.ndim and all(s is None or s == n for s, n in zip(shape, a.shape, strict=True))
-        if not ok:
-            want = "(" + ", ".join("N" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-            raise InvalidRequest(f"array {name!r} must have shape {want}, got {tuple(a.shape)}")
-    if max_size is not None and a.size > max_size:
-        raise InvalidRequest(f"array {name!r} has {a.size} elements, limit {max_size}")
-    if finite and a.dtype.kind == "f" and a.size and not (np.abs(a) <= bound).all():
-        if not np.isfinite(a).all():
-            raise InvalidRequest(f"array {name!r} holds NaN or infinity")
-        raise InvalidRequest(f"array {name!r} holds values beyond +-{bound:g} (largest magnitude "
-                             f"{float(np.abs(a).max()):g})")
-    return a
-
-
-_MISSING = object()
-
-
-def check_field(content: Mapping[str, Any], name: str, kind: type | tuple[type, ...], *, default: Any = _MISSING,
-                lo: float | None = None, hi: float | None = None, choices: Sequence[Any] | None = None) -> Any:
-    """Return ``content[name]`` after checking its JSON type and range; ``default`` makes it optional."""
-    if name not in content or content[name] is None:
-        if default is _MISSING:
-            raise InvalidRequest(f"missing field {name!r}")
-        return default
-    v = content[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if float in kinds and int not in kinds and isinstance(v, int) and not isinstance(v, bool):
-        v = float(v)
-    if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
-        raise InvalidRequest(f"field {name!r} must be {'/'.join(k.__name__ for k in kinds)}, got {v!r}"[:200])
-    if isinstance(v, float) and not math.isfinite(v):
-        raise InvalidRequest(f"field {name!r} must be finite, got {v!r}")
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and lo is None and hi is None and abs(v) > MAX_ABS:
-        raise InvalidRequest(f"field {name!r} must be within +-{MAX_ABS:g}, got {v!r}"[:200])
-    if lo is not None and v < lo or hi is not None and v > hi:  # type: ignore[operator]
-        raise InvalidRequest(f"field {name!r} must be in [{lo}, {hi}], got {v!r}")
-    if choices is not None and v not in choices:
-        raise InvalidRequest(f"field {name!r} must be one of {list(choices)}, got {v!r}"[:200])
-    return v

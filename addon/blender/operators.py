@@ -1,9 +1,5 @@
-"""Operators: properties -> plain request -> server job (worker thread) -> keys written in one UNDO step.
-
-``invoke`` submits the job to the worker thread and polls it from a modal timer *event* (the write
-then happens inside this UNDO operator, not in a timer callback). ``execute`` (scripts, and
-``bpy.app.background`` where timers never fire) runs the request synchronously.
-"""
+"""Operators: properties -> plain request -> server job (worker thread, `modal`) -> keys written in one UNDO
+step. What they read from the scene is in `scene_read`, the job machinery in `modal`."""
 from __future__ import annotations
 
 import hashlib
@@ -13,318 +9,27 @@ from typing import Any
 import bpy
 import numpy as np
 
-from . import fcurves, keys, requests, rigmap
-from .jobs import JobResult, Worker, connection_path, run_sync
+from ..core import connect, keys, requests, rigmap
+from ..core.jobs import Worker, run_sync
+from . import fcurves
+from .modal import _ServerOperator, client_factory, worker
 from .props import bone_map, preferences, scene, settings
 from .rigio import infill_segments, object_track, read_pose, read_rig, write_rotations_in_mode, write_segment
+from .scene_read import (
+    _armature,
+    _hips_bone,
+    _parents_first,
+    _pose_bones,
+    _preset,
+    _rig_skeleton,
+    _scene_fps,
+    _scene_frames,
+    _selected_bones,
+    curve_points,
+    rest_offsets,
+    rig_units_per_metre,
+)
 
-_WORKER: Worker | None = None
-# Results travel worker -> bpy.app.timers callback -> modal operator: the timer drains finished jobs into
-# _READY; the operator waiting for one picks it up on its next window-manager timer event and writes the
-# keys itself, so the write is inside its UNDO step (one Ctrl+Z), never inside the timer callback.
-_PENDING: dict[tuple[int, int], Worker] = {}
-_READY: dict[tuple[int, int], JobResult] = {}
-DRAIN_S = 0.05
-
-
-def drain_results() -> float | None:
-    """The ``bpy.app.timers`` callback: move finished jobs' results (or a stopped worker's error) from the
-    workers into _READY. Returns the next interval, or None to unregister when nothing is waiting."""
-    for key, w in list(_PENDING.items()):
-        res = w.poll(key[1]) if w.alive else JobResult(key[1], error=RuntimeError("the worker thread stopped"))
-        if res is not None:
-            _READY[key] = res
-            del _PENDING[key]
-    return DRAIN_S if _PENDING else None
-
-
-def _await(worker: Worker, job_id: int) -> tuple[int, int]:
-    key = (id(worker), job_id)
-    _PENDING[key] = worker
-    timers: Any = bpy.app.timers
-    if not timers.is_registered(drain_results):
-        timers.register(drain_results, first_interval=DRAIN_S)
-    return key
-
-
-def stop_draining() -> None:
-    timers: Any = bpy.app.timers
-    if timers.is_registered(drain_results):
-        timers.unregister(drain_results)
-    _PENDING.clear()
-    _READY.clear()
-
-
-def client_factory(context: bpy.types.Context) -> Callable[[], Any]:
-    prefs = preferences(context)
-    path = connection_path(prefs.connection_file, prefs.host, prefs.port, prefs.key)
-    timeout = float(prefs.timeout)
-
-    def make() -> Any:
-        from .vendor.client import Client  # vendored copy (scripts/build_addon.py)
-        c = Client(path, timeout=timeout)
-        try:   # never talk to a server whose connection file others could have written or read
-            requests.check_connection_file(c.path)
-        except ValueError:
-            c.close()
-            raise
-        return c
-    return make
-
-
-def worker(context: bpy.types.Context, *, restart: bool = False) -> Worker:
-    global _WORKER
-    if _WORKER is not None and (restart or not _WORKER.alive):
-        _WORKER.stop()
-        _WORKER = None
-    if _WORKER is None:
-        _WORKER = Worker(client_factory(context))
-    return _WORKER
-
-
-def stop_worker() -> None:
-    global _WORKER
-    if _WORKER is not None:
-        _WORKER.stop()
-        _WORKER = None
-
-
-describe_error = requests.describe_error
-
-
-class _ServerOperator(bpy.types.Operator):
-    """Base: subclasses build a job in ``prepare`` and write its result in ``apply``."""
-
-    bl_options = {"REGISTER", "UNDO"}
-    label = "motioncore"
-    # plain attributes only: Blender reads class annotations as property definitions
-    _job_id = 0
-    _key = (0, 0)   # (id of the worker, job id): the _READY slot to wait for
-    _cancelling = False
-    _timer = None
-    _worker = None
-
-    def prepare(self, context: bpy.types.Context) -> Callable[[Any], Any]:
-        raise NotImplementedError
-
-    def make_worker(self, context: bpy.types.Context) -> Worker:
-        return worker(context)
-
-    def apply(self, context: bpy.types.Context, value: Any) -> str:
-        raise NotImplementedError
-
-    def _prepare(self, context: bpy.types.Context) -> Callable[[Any], Any] | None:
-        self._state: dict[str, Any] = {}
-        try:
-            return self.prepare(context)
-        except ValueError as e:
-            self.report({"ERROR"}, f"{self.label}: {e}")
-            return None
-
-    def _finish(self, context: bpy.types.Context, res: JobResult) -> set[str]:
-        if getattr(res.error, "code", None) == "cancelled":
-            self.report({"WARNING"}, f"{self.label}: cancelled; nothing written")
-            return {"CANCELLED"}
-        if res.error is not None:
-            self.report({"ERROR"}, describe_error(self.label, res.error))
-            return {"CANCELLED"}
-        try:
-            msg = self.apply(context, res.value)
-        except ValueError as e:
-            self.report({"ERROR"}, f"{self.label}: {e}")
-            return {"CANCELLED"}
-        settings(context).last_report = f"{self.label}: {msg}"   # what scripts and tests read back
-        self.report({"INFO"}, msg)
-        return {"FINISHED"}
-
-    def execute(self, context: bpy.types.Context) -> set[str]:  # type: ignore[override]
-        job = self._prepare(context)
-        if job is None:
-            return {"CANCELLED"}
-        self._state["sync"] = True   # nothing can change the keys between prepare and apply
-        return self._finish(context, run_sync(client_factory(context), job))
-
-    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:  # type: ignore[override]
-        if bpy.app.background:
-            return self.execute(context)
-        job = self._prepare(context)
-        if job is None:
-            return {"CANCELLED"}
-        self._worker = self.make_worker(context)
-        self._job_id = self._worker.submit(job)
-        self._key = _await(self._worker, self._job_id)
-        self._cancelling = False
-        wm: Any = context.window_manager
-        self._timer = wm.event_timer_add(0.05, window=context.window)
-        wm.modal_handler_add(self)
-        self._show(context, "waiting for the server... (Esc cancels)")
-        return {"RUNNING_MODAL"}
-
-    def modal(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:  # type: ignore[override]
-        w = self._worker
-        if event.type == "ESC" and event.value == "PRESS":
-            if self._cancelling or w is None:   # a second Esc: stop waiting at once
-                _PENDING.pop(self._key, None)
-                self._end(context)
-                self.report({"WARNING"}, f"{self.label}: stopped waiting; nothing written")
-                return {"CANCELLED"}
-            w.cancel(self._job_id)              # the server stops the job; its reply ends this operator
-            self._cancelling = True
-            self._show(context, "cancelling... (Esc again to stop waiting)")
-            return {"RUNNING_MODAL"}
-        if event.type != "TIMER":
-            return {"PASS_THROUGH"}
-        res = _READY.pop(self._key, None)   # put there by drain_results (bpy.app.timers)
-        if res is None and self._key not in _PENDING:
-            res = JobResult(self._job_id, error=RuntimeError("the result was lost (add-on reloaded?)"))
-        if res is None:
-            ctl = w.control(self._job_id) if w is not None else None
-            if ctl is not None and not self._cancelling:
-                self._show(context, ctl.text())
-            return {"PASS_THROUGH"}
-        self._end(context)
-        return self._finish(context, res)
-
-    def _show(self, context: bpy.types.Context, text: str) -> None:
-        """Progress in the status bar and the Motion panel."""
-        line = f"motioncore {self.label}: {text}"
-        ws: Any = context.workspace
-        if ws is not None:
-            ws.status_text_set(line)
-        settings(context).progress = line
-        for area in getattr(context.screen, "areas", ()):
-            if area.type == "VIEW_3D":
-                area.tag_redraw()
-
-    def _end(self, context: bpy.types.Context) -> None:
-        if self._timer is not None:
-            wm: Any = context.window_manager
-            wm.event_timer_remove(self._timer)
-            self._timer = None
-        ws: Any = context.workspace
-        if ws is not None:
-            ws.status_text_set(None)
-        settings(context).progress = ""
-
-
-# ------------------------------------------------------------------------------------------ helpers
-
-def _armature(context: bpy.types.Context) -> Any:
-    obj = context.active_object
-    if obj is None or obj.type != "ARMATURE":
-        raise ValueError("select an armature (active object)")
-    return obj
-
-
-def _scene_frames(context: bpy.types.Context) -> tuple[int, int]:
-    sc = scene(context)
-    preview = (sc.frame_preview_start, sc.frame_preview_end) if sc.use_preview_range else None
-    return keys.effective_range((sc.frame_start, sc.frame_end), preview)
-
-
-def _scene_fps(context: bpy.types.Context) -> float:
-    r = scene(context).render
-    return float(r.fps) / float(r.fps_base)
-
-
-def _is_selected(pb: Any) -> bool:
-    sel = getattr(pb, "select", None)   # PoseBone.select where it exists, else Bone.select
-    return bool(pb.bone.select if sel is None else sel)
-
-
-def _selected_bones(obj: Any) -> list[str]:
-    return [pb.name for pb in obj.pose.bones if _is_selected(pb)] or [pb.name for pb in obj.pose.bones]
-
-
-def rest_offsets(obj: Any) -> dict[str, np.ndarray]:
-    """Bone name -> `rigmap.rest_offset` from each bone's rest rotation in armature space."""
-    return {b.name: rigmap.rest_offset(np.array(tuple(b.matrix_local.to_quaternion()), np.float64))
-            for b in obj.data.bones}
-
-
-def _preset(context: bpy.types.Context) -> str | None:
-    p = settings(context).rig_preset
-    return None if p == "AUTO" else p
-
-
-def curve_points(curve_obj: Any, depsgraph: Any = None) -> np.ndarray:
-    """(N, 2) ground points (model x, z; scene units) of the curve as Blender evaluates and draws it (Bezier
-    handles, NURBS order and weights, poly: its tessellation at the curve's resolution), in world space
-    (the object's transform applied). Blender is Z-up: model x = x, model z = -y. A curve that evaluates
-    to a surface (bevel, extrude) falls back to its first spline's control points."""
-    if not curve_obj.data.splines:
-        raise ValueError(f"curve {curve_obj.name!r} has no splines")
-    mw = np.array([list(r) for r in curve_obj.matrix_world], np.float64)
-    world = None
-    try:
-        dg = depsgraph or bpy.context.evaluated_depsgraph_get()
-        ev = curve_obj.evaluated_get(dg)
-        me = ev.to_mesh()
-        try:
-            if me is not None and len(me.vertices) >= 2 and not len(me.polygons):
-                co = np.empty(3 * len(me.vertices), np.float32)
-                me.vertices.foreach_get("co", co)
-                local = co.reshape(-1, 3).astype(np.float64)
-                # the edges chain the points in order along the spline: follow them from an end
-                ed = np.empty(2 * len(me.edges), np.int32)
-                me.edges.foreach_get("vertices", ed)
-                order = _chain_order(ed.reshape(-1, 2), local.shape[0])
-                world = local[order] @ mw[:3, :3].T + mw[:3, 3]
-        finally:
-            ev.to_mesh_clear()
-    except (RuntimeError, AttributeError):
-        world = None
-    if world is None:
-        sp = curve_obj.data.splines[0]
-        pts = [p.co for p in (sp.bezier_points if sp.type == "BEZIER" else sp.points)]
-        world = np.array([tuple(p)[:3] for p in pts], np.float64) @ mw[:3, :3].T + mw[:3, 3]
-    if world.shape[0] < 2:
-        raise ValueError(f"curve {curve_obj.name!r} needs at least 2 points, has {world.shape[0]}")
-    return np.stack([world[:, 0], -world[:, 1]], axis=1)
-
-
-def _chain_order(edges: np.ndarray, n: int) -> np.ndarray:
-    """Vertex indices in order along a chain of edges (an open spline from its first end; a cyclic one from
-    vertex 0); vertices on no edge are left out."""
-    nbr: dict[int, list[int]] = {}
-    for u, v in edges.tolist():
-        nbr.setdefault(u, []).append(v)
-        nbr.setdefault(v, []).append(u)
-    if not nbr:
-        return np.arange(n)
-    ends = sorted(k for k, v in nbr.items() if len(v) == 1)
-    cur = ends[0] if ends else min(nbr)
-    out, seen = [cur], {cur}
-    while True:
-        nxt = [w for w in nbr[cur] if w not in seen]
-        if not nxt:
-            return np.array(out)
-        cur = nxt[0]
-        out.append(cur)
-        seen.add(cur)
-
-
-def rig_units_per_metre(arm: Any, hips: str | None) -> float:
-    """Scene units per metre of the rig: the nearest power of ten to its hips' rest height over 0.95 m (a BVH
-    imported at scale 1 is in centimetres: 100; a rig in metres: 1)."""
-    bone = arm.data.bones.get(hips) if hips else None
-    mw = np.array([list(r) for r in arm.matrix_world], np.float64)
-    h = float((mw[:3, :3] @ np.array(tuple(bone.head_local), np.float64))[2]) if bone is not None else 0.0
-    if h <= 1e-6:
-        return 1.0
-    return float(10.0 ** max(0.0, np.round(np.log10(h / 0.95))))   # metres, cm or mm; never below metres
-
-
-def _hips_bone(arm: Any, bones: list[str]) -> str | None:
-    """The rig's hips: a mapped bone named like hips or pelvis, else the first with children."""
-    for b in bones:
-        n = b.lower()
-        if "hip" in n and not any(t in n for t in ("left", "right", "_l", "_r", ".l", ".r")) or "pelvis" in n:
-            return b
-    return next((b for b in bones if arm.data.bones[b].children), bones[0] if bones else None)
-
-
-# ---------------------------------------------------------------------------------------- operators
 
 class MOTIONCORE_OT_connect(_ServerOperator):
     """Say hello to the motion server (starting a local one if the preferences ask) and show its status"""
@@ -338,10 +43,10 @@ class MOTIONCORE_OT_connect(_ServerOperator):
         worker(context, restart=True)   # preferences may have changed
         prefs = preferences(context)
         cmd = str(prefs.server_command) if prefs.start_server else ""
-        return requests.connect_job(client_factory(context), cmd)
+        return connect.connect_job(client_factory(context), cmd)
 
     def make_worker(self, context: bpy.types.Context) -> Worker:
-        return Worker(lambda: None)     # the job makes its own clients (see requests.connect_job)
+        return Worker(lambda: None)     # the job makes its own clients (see connect.connect_job)
 
     def execute(self, context: bpy.types.Context) -> set[str]:  # type: ignore[override]
         job = self._prepare(context)
@@ -693,27 +398,6 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
         added += fcurves.write_location(tgt, frames, loc)
         miss = f"; unmapped: {', '.join(content.get('unmapped', []))}" if content.get("unmapped") else ""
         return f"retargeted {frames.size} frames onto {tgt.name!r} ({added} keys){miss}"
-
-
-def _pose_bones(obj: Any) -> Any:
-    return obj.pose.bones
-
-
-def _parents_first(bones: Any) -> list[Any]:
-    """The armature's bones with every parent before its children (the wire skeleton's rule)."""
-    out: list[Any] = []
-    todo = [b for b in bones if b.parent is None]
-    while todo:
-        b = todo.pop(0)
-        out.append(b)
-        todo.extend(b.children)
-    return out
-
-
-def _rig_skeleton(bones: list[Any]) -> dict[str, Any]:
-    names = [b.name for b in bones]
-    parents = [names.index(b.parent.name) if b.parent else -1 for b in bones]
-    return requests.rig_skeleton(names, parents, np.array([tuple(b.head_local) for b in bones], np.float64))
 
 
 classes = (MOTIONCORE_OT_connect, MOTIONCORE_OT_map_bones, MOTIONCORE_OT_walk_path, MOTIONCORE_OT_infill, MOTIONCORE_OT_hands_infill,

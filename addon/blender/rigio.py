@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from . import fcurves, keys, rigclip, rigmap
+from ..core import keys, rigclip, rigmap
+from ..vendor.quat_np import matrix_to_quat
+from . import fcurves
 
 
 def _path(bone: str, prop: str) -> str:
@@ -188,7 +190,7 @@ def object_track(arm: Any, obj: Any, rig: dict[str, Any], frames: np.ndarray, sc
         raise ValueError(f"the object {obj.name!r} has a degenerate transform (zero scale?) on some frame")
     locs, cq, off = _chain_channels(arm, rig, frames)
     rot, pos = rigclip.object_in_parent(rig["rests"], locs, cq, mats, off)
-    return rigclip.matrix_to_quat(rot), pos
+    return matrix_to_quat(rot), pos
 
 
 def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndarray, root: np.ndarray,

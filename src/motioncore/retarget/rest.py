@@ -1,6 +1,7 @@
-"""Any rest pose: a rig's pose carried onto the model's skeleton and back by world-space rest alignment, the
-math of ``motioncore.retarget`` (core.rest_rotations, twist.match_convention) vendored in plain numpy (the
-add-on ships without motioncore).
+"""Rest alignment, one implementation for the library and the Blender add-on: a rig's pose carried onto the
+model's skeleton and back by world-space rotation offsets. ``retarget.core`` (rest_rotations) and
+``retarget.twist`` (match_convention) use it; scripts/build_addon.py vendors it into the add-on with
+``core.quat_np`` (plain numpy, no other motioncore import).
 
 The rig's rest pose is the reference (every rig bone's rest frame identity, as a retarget source). Each
 mapped model joint j gets a constant world offset O_j = Rt_j T_j: Rt_j poses the model so its bones point
@@ -31,40 +32,19 @@ from typing import Any
 
 import numpy as np
 
-from .rigmap import quat_conj, quat_mul
+from ..core.quat_np import (
+    IDENT,
+    matrix_to_quat,
+    quat_about,
+    quat_angle,
+    quat_apply,
+    quat_between,
+    quat_conj,
+    quat_mean,
+    quat_mul,
+)
 
-IDENT = np.array([1.0, 0.0, 0.0, 0.0])
 SAME_DEG = 1.0   # every rest rotation within this of identity: the rig's rest is the model's (per-actor proportions)
-
-
-def quat_apply(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors (..., 3) by unit WXYZ quaternions (..., 4)."""
-    qv = np.concatenate([np.zeros(np.shape(v)[:-1] + (1,)), v], -1)
-    return quat_mul(quat_mul(q, qv), quat_conj(q))[..., 1:]
-
-
-def quat_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Shortest-arc unit quaternion taking direction u onto v (a 180 degree turn if antiparallel)."""
-    nuv = np.sqrt(u @ u * (v @ v))
-    w = nuv + u @ v
-    if w <= 1e-12 * nuv:
-        o = np.array([0.0, u[2], -u[1]]) if u[0] ** 2 < u[1] ** 2 else np.array([-u[2], 0.0, u[0]])
-        q = np.r_[0.0, o]
-    else:
-        q = np.r_[w, np.cross(u, v)]
-    return q / np.linalg.norm(q)
-
-
-def matrix_to_quat(m: np.ndarray) -> np.ndarray:
-    """Unit WXYZ quaternion (w >= 0) of a 3x3 rotation matrix (Shepperd)."""
-    t = [1 + m[0, 0] + m[1, 1] + m[2, 2], 1 + m[0, 0] - m[1, 1] - m[2, 2], 1 - m[0, 0] + m[1, 1] - m[2, 2],
-         1 - m[0, 0] - m[1, 1] + m[2, 2]]
-    wx, wy, wz = m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]
-    xy, xz, yz = m[1, 0] + m[0, 1], m[0, 2] + m[2, 0], m[2, 1] + m[1, 2]
-    cand = [[t[0], wx, wy, wz], [wx, t[1], xy, xz], [wy, xy, t[2], yz], [wz, xz, yz, t[3]]]
-    q = np.array(cand[int(np.argmax(t))])
-    q = q / np.linalg.norm(q)
-    return q if q[0] >= 0 else -q
 
 
 def _swap(name: str, a: str, b: str) -> str:
@@ -76,7 +56,7 @@ def _swap(name: str, a: str, b: str) -> str:
 
 
 def mirror_map(names: Sequence[str]) -> np.ndarray:
-    """(J,) index of each joint's left/right partner by name (itself when none); kinematics.mirror_map."""
+    """(J,) index of each joint's left/right partner by name (itself when none) (as core.kinematics.mirror_map)."""
     idx = {n: i for i, n in enumerate(names)}
     out = np.arange(len(names))
     for j, n in enumerate(names):
@@ -106,7 +86,7 @@ def _chain(c: int, pairs: dict[int, int], parents: Sequence[int]) -> list[int]:
 
 def _bone_pairs(j: int, pairs: dict[int, int], parents: Sequence[int], pt: np.ndarray, ps: np.ndarray,
                 eps: float, mirror: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(model, rig) rest direction vectors fixing joint j's rotation (retarget.core._bone_pairs)."""
+    """(model, rig) rest direction vectors fixing joint j's rotation ."""
     def ok(a: np.ndarray, b: np.ndarray) -> bool:
         return bool(np.linalg.norm(a) > eps and np.linalg.norm(b) > eps)
 
@@ -173,27 +153,10 @@ def rest_rotations(names: Sequence[str], parents: Sequence[int], offsets: np.nda
     return Rt
 
 
-def _angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Angle (radians) between rotations, from the chord (no floor from |q| != 1 or arccos near 1)."""
-    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
-    d = np.minimum(np.linalg.norm(a - b, axis=-1), np.linalg.norm(a + b, axis=-1))
-    return 4 * np.arcsin(np.clip(d / 2, 0.0, 1.0))
-
-
-def _mean_quat(q: np.ndarray) -> np.ndarray:
-    m = np.linalg.eigh(np.einsum("ni,nj->ij", q, q))[1][:, -1]
-    return m if m[0] >= 0 else -m
-
-
-def _axis_angle(u: np.ndarray, th: float) -> np.ndarray:
-    return np.r_[np.cos(th / 2), np.sin(th / 2) * u]
-
-
 def twists(g: np.ndarray, parents: Sequence[int], offsets: np.ndarray, ref: np.ndarray, mapped: np.ndarray
            ) -> np.ndarray:
     """(J, 4) constant twists T_j (right factors of the world rotations ``g`` (N, J, 4)) that bring the mapped
-    joints' local rotations closest to ``ref`` (J, 4) without moving any joint (twist.match_convention):
+    joints' local rotations closest to ``ref`` (J, 4) without moving any joint (``retarget.twist``):
     one child bone: the twist about it (5 degree grid, refined to 0.25); a leaf: the turn onto the mean;
     several bones: none."""
     g = np.array(g, np.float64)
@@ -209,7 +172,7 @@ def twists(g: np.ndarray, parents: Sequence[int], offsets: np.ndarray, ref: np.n
             continue
         if not kids:
             loc = quat_mul(quat_conj(gp), g[:, j])
-            out[j] = quat_mul(quat_conj(_mean_quat(loc)), ref[j])
+            out[j] = quat_mul(quat_conj(quat_mean(loc)), ref[j])
         else:
             bones = [c for c in kids if np.linalg.norm(offsets[c]) > 1e-9]
             if len(bones) != 1:
@@ -218,12 +181,12 @@ def twists(g: np.ndarray, parents: Sequence[int], offsets: np.ndarray, ref: np.n
             loc = quat_mul(quat_conj(gp), g[:, j])
 
             def cost(th: float, loc: np.ndarray = loc, u: np.ndarray = u, r: np.ndarray = ref[j]) -> float:
-                return float(_angle(quat_mul(loc, _axis_angle(u, th)), r).mean())
+                return float(quat_angle(quat_mul(loc, quat_about(u, th)), r).mean())
 
             coarse = np.radians(np.arange(0.0, 360.0, 5.0))
             best = coarse[int(np.argmin([cost(t) for t in coarse]))]
             fine = best + np.radians(np.arange(-5.0, 5.01, 0.25))
-            out[j] = _axis_angle(u, fine[int(np.argmin([cost(t) for t in fine]))])
+            out[j] = quat_about(u, fine[int(np.argmin([cost(t) for t in fine]))])
         g[:, j] = quat_mul(g[:, j], out[j])
     return out
 
@@ -285,7 +248,7 @@ def alignment(model: dict[str, Any], cols: Sequence[int], rig_heads: np.ndarray,
     off = np.asarray(model["offsets"], np.float64)
     pairs = {j: int(c) for j, c in enumerate(cols) if c >= 0}
     Rt = rest_rotations(model["names"], parents, off, pairs, rig_heads)
-    same = bool(_angle(Rt, IDENT).max() < np.radians(SAME_DEG))
+    same = bool(quat_angle(Rt, IDENT).max() < np.radians(SAME_DEG))
     O = np.tile(IDENT, (len(parents), 1)) if same else Rt.copy()   # the same rest, up to the import's float32
     ref = model.get("convention")
     if not same and ref is not None and keyed_locals is not None and len(keyed_locals):

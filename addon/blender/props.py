@@ -14,14 +14,14 @@ from bpy.props import (
     StringProperty,
 )
 
-from .rigmap import PRESETS
+from ..core.rigmap import PRESETS
 
 _PRESET_ITEMS = [("AUTO", "Auto", "Detect the naming scheme from the bone names")] + [
     (p, p.replace("_", " ").title(), f"{p} bone names") for p in PRESETS]
 
 
 class MotioncorePreferences(bpy.types.AddonPreferences):
-    bl_idname = __package__ or "motioncore"
+    bl_idname = (__package__ or "motioncore.blender").rpartition(".")[0]   # the extension's package, above blender/
 
     connection_file: StringProperty(  # type: ignore[valid-type]
         name="Connection File", subtype="FILE_PATH", default="",

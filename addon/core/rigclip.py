@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .rigmap import quat_mul
+from ..vendor.quat_np import quat_mul
 
 AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
@@ -201,29 +201,6 @@ def root_location(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats
         to_bone = mp @ (np.linalg.inv(rests[-2]) @ rb)
     inv = np.linalg.inv(to_bone)
     return np.einsum("tij,tj->ti", inv[:, :3, :3], head) + inv[:, :3, 3]
-
-
-def matrix_to_quat(m: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) -> (..., 4) unit WXYZ of the nearest rotation (polar decomposition: a scaled or sheared
-    matrix, such as an object's world matrix, gives its rotation), w >= 0."""
-    u, _, vt = np.linalg.svd(np.asarray(m, np.float64))
-    r = u @ vt
-    r = np.where((np.linalg.det(r) < 0)[..., None, None], -r, r)   # a mirrored object: its rotation part
-    t = np.trace(r, axis1=-2, axis2=-1)
-    cand = np.stack([1 + t, 1 + 2 * r[..., 0, 0] - t, 1 + 2 * r[..., 1, 1] - t, 1 + 2 * r[..., 2, 2] - t], -1)
-    i = np.argmax(cand, axis=-1)   # the numerically safe pivot
-    q = np.zeros(r.shape[:-2] + (4,))
-    s = np.sqrt(np.maximum(np.take_along_axis(cand, i[..., None], -1)[..., 0], 1e-300)) * 2   # 4 |q_i|
-    w = [r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]]
-    pairs = [r[..., 0, 1] + r[..., 1, 0], r[..., 0, 2] + r[..., 2, 0], r[..., 1, 2] + r[..., 2, 1]]
-    piv = [np.stack([s / 4, w[0] / s, w[1] / s, w[2] / s], -1),
-           np.stack([w[0] / s, s / 4, pairs[0] / s, pairs[1] / s], -1),
-           np.stack([w[1] / s, pairs[0] / s, s / 4, pairs[2] / s], -1),
-           np.stack([w[2] / s, pairs[1] / s, pairs[2] / s, s / 4], -1)]
-    for k in range(4):
-        q = np.where((i == k)[..., None], piv[k], q)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(q[..., :1] < 0, -q, q)
 
 
 def object_in_parent(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray],

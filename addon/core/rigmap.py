@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..vendor.axes import Y_UP_TO_Z_UP
+from ..vendor.quat_np import quat_conj, quat_mul
+
 _SIDES = {"l": ("Left", "L", "l"), "r": ("Right", "R", "r")}
 _FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
@@ -176,19 +179,6 @@ def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_prese
 
 # ---------------------------------------------------------------------------------------- rest pose
 
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product of WXYZ quaternions, broadcasting over leading axes."""
-    aw, ax, ay, az = np.moveaxis(np.asarray(a, np.float64), -1, 0)
-    bw, bx, by, bz = np.moveaxis(np.asarray(b, np.float64), -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
-
-
-def quat_conj(q: np.ndarray) -> np.ndarray:
-    """Conjugate (the inverse of a unit quaternion), WXYZ."""
-    return np.asarray(q, np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
-
-
 def correct_rest(q: np.ndarray, offset: np.ndarray) -> np.ndarray:
     """Express model-space local rotations ``q`` (..., 4) in a rig bone whose rest frame differs from the
     model joint's by the unit rotation ``offset`` (4,) (model rest frame -> rig rest frame, WXYZ):
@@ -203,7 +193,7 @@ def correct_rest(q: np.ndarray, offset: np.ndarray) -> np.ndarray:
 
 # Model skeletons are Y-up with every joint's rest frame on the world axes (BVH); Blender is Z-up and a
 # bone's rest frame has Y along the bone, rolled about it. Y-up -> Z-up is +90 degrees about X.
-Y_UP_TO_Z_UP = np.array([np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0])
+# Y_UP_TO_Z_UP: vendor/axes.py (the library's core/axes.py).
 
 
 def rest_offset(bone_rest: np.ndarray) -> np.ndarray:

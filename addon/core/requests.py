@@ -7,15 +7,12 @@ no renaming; rotations arrive already carried into the model's rest frames (`rig
 """
 from __future__ import annotations
 
-import shlex
-import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
 from . import jobs, keys, rigmap
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
@@ -109,27 +106,6 @@ def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: s
     return [of_bone.get(b) or (f"rig:{b}" if b in taken else b) for b in bones]
 
 
-def infill_job(rotations: np.ndarray, known: np.ndarray, bones: Sequence[str], model: str | None,
-               rig_preset: str | None = None, *, temperature: float = 0.0, samples: int = 1,
-               order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None) -> Job:
-    """In-fill: ``rotations`` (T, B, 4) model-space local rotations of the rig's ``bones`` (identity or
-    interpolated where unkeyed), ``known`` (T, B) keyed elements; root translation unknown except on
-    fully keyed frames (sent as zero: the rig's root motion is not filled)."""
-    rot = np.asarray(rotations, np.float32)
-    keyed = np.asarray(known, bool)
-    T = rot.shape[0]
-    mask = np.concatenate([keyed, keyed.all(axis=1, keepdims=True)], axis=1)
-    root = np.zeros((T, 3), np.float32)
-
-    def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        info = find_model(c, "infill", model)
-        names = joint_names(bones, info["skeleton"]["names"], rig_preset, overrides)
-        return call(c, "infill", {"model": info["name"], "joints": names, "temperature": float(temperature),
-                                  "samples": int(samples), "order": order, "seed": int(seed)},
-                    {"rotations": rot, "root": root, "known": mask})
-    return job
-
-
 def rig_units(info: dict[str, Any], names: Sequence[str], heads: np.ndarray, parents: Sequence[int]) -> float:
     """Model units per rig (armature) unit from the bones mapped to model joints whose parents are mapped
     too (`rigclip.units_scale`: the nearest power of ten, so a rig in the model's units is exact)."""
@@ -162,14 +138,15 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     refused (`check_object_model`; ``root_bone``: the bone whose translation is ``root``). ``heads`` (B, 3)
     rest heads and ``parents`` give the rig's units (`rig_units`) and rest pose; ``up`` (B,) each bone's
     nearest keyed ancestor (default ``parents``), ``root_parent`` the root bone's. The pose goes to the
-    model's skeleton by world-space rest alignment (`rigrest`) and the answer comes back the same way.
+    model's skeleton by world-space rest alignment (`vendor.rest`, the library's retarget/rest.py) and the answer comes back the same way.
     ``side`` ("l" / "r", hands): the rig's hand; a model trained on the other (`model_side`) gets the clip
     mirrored (the request's ``mirror``): the rig is aligned to the mirror image of the model's skeleton,
     which the server mirrors onto the model's and back. ``fps``: the scene's rate (the server resamples to
     the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
-    from . import rigrest
+    from ..vendor import rest
+    from ..vendor.quat_np import quat_apply
 
     ups = list(parents if up is None else up)
 
@@ -186,7 +163,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         cols = [col.get(n, -1) for n in mnames]
         sample = [np.asarray(g["rotations"], np.float64)[np.asarray(g["known"], bool).all(1)] for g in segments]
         mdl = mirrored_skeleton(mnames, sk["parents"], sk.get("offsets"), info.get("convention"), mirror)
-        al = rigrest.alignment(mdl, cols, z_up_to_y_up(heads), ups, np.concatenate(sample) if sample else None)
+        al = rest.alignment(mdl, cols, z_up_to_y_up(heads), ups, np.concatenate(sample) if sample else None)
         paths = _joint_paths(al, ups)
         rj = int(info.get("root_joint") or 0)
         mp = al["parents"][rj]
@@ -202,21 +179,21 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         whole = bool(info.get("group_frames"))
         for i, seg in enumerate(segments):
             loc = np.asarray(seg["rotations"], np.float64)
-            q, g = rigrest.rig_to_model(loc, al)
-            d = rigrest.rig_globals(loc, ups)
+            q, g = rest.rig_to_model(loc, al)
+            d = rest.rig_globals(loc, ups)
             rel = z_up_to_y_up(seg["root"])
             if root_parent >= 0:
-                rel = rigrest.quat_apply(d[:, root_parent], rel)
+                rel = quat_apply(d[:, root_parent], rel)
             if mp >= 0:
-                rel = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), rel)
+                rel = quat_apply(rigmap.quat_conj(g[:, mp]), rel)
             obj = None
             if object_name is not None:   # the object in the frame the root goes in: the same turns, the same units
                 oq, op = object_to_model(seg["object_rotations"], seg["object_positions"], 1.0)
                 if root_parent >= 0:
-                    oq, op = rigmap.quat_mul(d[:, root_parent], oq), rigrest.quat_apply(d[:, root_parent], op)
+                    oq, op = rigmap.quat_mul(d[:, root_parent], oq), quat_apply(d[:, root_parent], op)
                 if mp >= 0:
                     oq = rigmap.quat_mul(rigmap.quat_conj(g[:, mp]), oq)
-                    op = rigrest.quat_apply(rigmap.quat_conj(g[:, mp]), op)
+                    op = quat_apply(rigmap.quat_conj(g[:, mp]), op)
                 obj = (oq / np.linalg.norm(oq, axis=-1, keepdims=True), op * scale)
             known = np.asarray(seg["known"], bool)
             rc: dict[str, Any] = {}
@@ -240,7 +217,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                     rc, ra = call(c, "infill", content, send)
                     break
                 except Exception as e:   # a whole-frames model (the listing may not say so): whole frames
-                    if whole or attempt or "group_frames" not in str(getattr(e, "message", None) or e):
+                    if whole or attempt or getattr(e, "code", None) != "whole_frames":
                         raise
                     whole = True
             replies.append({**rc, "unmapped": unmapped})
@@ -251,12 +228,12 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
 
             def to_rig(qs: np.ndarray, root: np.ndarray, loc: np.ndarray = loc, known: np.ndarray = known
                        ) -> tuple[np.ndarray, np.ndarray]:
-                out = rigrest.model_to_rig(qs, loc, ~known[:, :-1], al)
+                out = rest.model_to_rig(qs, loc, ~known[:, :-1], al)
                 r = np.asarray(root, np.float64) / scale
                 if mp >= 0:
-                    r = rigrest.quat_apply(rigrest.model_globals(qs, al["parents"])[:, mp], r)
+                    r = quat_apply(rest.model_globals(qs, al["parents"])[:, mp], r)
                 if root_parent >= 0:
-                    r = rigrest.quat_apply(rigmap.quat_conj(rigrest.rig_globals(out, ups)[:, root_parent]), r)
+                    r = quat_apply(rigmap.quat_conj(rest.rig_globals(out, ups)[:, root_parent]), r)
                 return out, y_up_to_z_up(r)
 
             rots, roots = [], []
@@ -296,7 +273,7 @@ def correct(out: np.ndarray, root: np.ndarray, base: tuple[np.ndarray, np.ndarra
 
 def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,
                       mirror: bool) -> dict[str, Any]:
-    """The model skeleton `rigrest.alignment` aligns a rig to: the listing's names, parents, offsets (zeros
+    """The model skeleton `rest.alignment` aligns a rig to: the listing's names, parents, offsets (zeros
     when not listed) and ``convention``; with ``mirror`` its mirror image across x (offsets x -> -x, rotations
     (w, x, y, z) -> (w, x, -y, -z), as ``motioncore.tasks.infill.mirror_x``), the skeleton a left hand is
     posed on before the server mirrors it onto a right-hand model."""
@@ -310,7 +287,7 @@ def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any
 
 
 def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
-    """Per mapped model joint, the rig bones its local rotation depends on: its frame bone (`rigrest`) and the
+    """Per mapped model joint, the rig bones its local rotation depends on: its frame bone (`vendor.rest`, the library's retarget/rest.py) and the
     bones above it up to (not including) the frame bone of its nearest mapped model ancestor."""
     cols, parents, frames = al["cols"], al["parents"], al["frames"]
     out: dict[int, list[int]] = {}
@@ -360,183 +337,6 @@ def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], l
             arrays["speed"] = np.full(len(points), speed, np.float32)
         return call(c, "style.adapt", content, arrays)
     return job
-
-
-_STARTED: list[subprocess.Popen] = []   # servers Connect started (stopped when the add-on is disabled)
-
-
-def stop_started(timeout: float = 5.0) -> int:
-    """Terminate the servers Connect started; returns how many were still running."""
-    n = 0
-    while _STARTED:
-        p = _STARTED.pop()
-        if p.poll() is None:
-            n += 1
-            p.terminate()
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-    return n
-
-
-def _status(hello: dict[str, Any], where: str = "") -> dict[str, Any]:
-    v = hello.get("protocol_version")
-    if v != PROTOCOL_VERSION:
-        return {"state": "version mismatch", "detail": f"the server speaks protocol {v}, the add-on {PROTOCOL_VERSION}"
-                + (f" ({where})" if where else ""), "hello": hello}
-    types = ", ".join(t for t in hello.get("types", []) if not t.startswith("debug."))
-    return {"state": "connected", "hello": hello, "where": where,
-            "detail": f"{hello.get('device', '?')}: {len(hello.get('models', []))} models; {types}"
-                      + (f"; {where}" if where else "")}
-
-
-def check_connection_file(path: Any) -> None:
-    """Refuse a connection file the add-on cannot trust: its key signs every message, so a file another
-    user owns, or one others may read or write (anyone could then answer as the server), is not used.
-    Raises ValueError naming the file. (POSIX only; a missing file is the client's error to report.)"""
-    import os
-    import stat
-    if path is None or os.name != "posix":
-        return
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return
-    if st.st_uid != os.getuid():
-        raise ValueError(f"connection file {path} belongs to another user (uid {st.st_uid}): not used; point the "
-                         "add-on's Connection file preference at your own server's file")
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ValueError(f"connection file {path} is readable or writable by others (mode "
-                         f"{stat.S_IMODE(st.st_mode):o}): its key is not secret, so the server cannot be "
-                         "authenticated; restart the server (it writes the file 0600) or chmod 600 it")
-
-
-def _untrusted(message: str) -> bool:
-    """True for the wire client's refusals of a connection file others may read or that another user owns
-    (as opposed to a missing file, which means the server is not running)."""
-    return " has mode " in message or " belongs to " in message
-
-
-def server_identity(path: Any, hello: dict[str, Any]) -> str:
-    """Which server Connect reached: its connection file, endpoint, pid and session."""
-    import json
-    try:
-        info = json.loads(Path(path).read_text()) if path is not None else {}
-    except (OSError, ValueError):
-        info = {}
-    ep = f"tcp://{info.get('ip', '?')}:{info.get('port', '?')}" if info else "?"
-    sess = str(hello.get("server_session") or info.get("server_session") or "")[:8]
-    pid = info.get("pid")
-    return (f"server at {ep}" + (f" (pid {pid})" if pid else "") + (f", session {sess}" if sess else "")
-            + f", connection file {path}")
-
-
-def resolve_command(command: str) -> list[str]:
-    """The server command as argv, its program found: a name on PATH, an absolute path, a virtual
-    environment's folder (its bin/motioncore, Scripts\\motioncore.exe on Windows) or its Python alone
-    (the motioncore next to it; a Python with arguments runs as given). Blender's PATH rarely holds a venv's bin (only an activated shell's
-    does), so `motioncore` is also looked for in ~/.local/bin. Raises ValueError saying what to set."""
-    import os
-    import shutil
-    import sys
-    argv = shlex.split(command)
-    if not argv:
-        raise ValueError("the Server command preference is empty: set it to e.g. "
-                         "'/path/to/motioncore/.venv/bin/motioncore serve'")
-    prog = Path(os.path.expanduser(argv[0]))
-    exe = "motioncore.exe" if sys.platform == "win32" else "motioncore"
-    sub = "Scripts" if sys.platform == "win32" else "bin"
-    cands: list[Path] = []
-    if prog.is_dir():                                   # a venv folder
-        cands = [prog / sub / exe]
-        argv = [str(cands[0])] + (argv[1:] or ["serve"])
-    elif prog.name.startswith("python") and prog.parent.name in ("bin", "Scripts") and len(argv) == 1:
-        cands = [prog.parent / exe]                     # the venv's interpreter alone: its motioncore
-        argv = [str(cands[0]), "serve"]
-    elif prog.is_absolute() or os.sep in argv[0]:
-        cands = [prog]
-    else:
-        found = shutil.which(argv[0])
-        cands = [Path(found)] if found else [Path.home() / ".local" / "bin" / argv[0]]
-    for c in cands:
-        if c.is_file() and os.access(c, os.X_OK):
-            return [str(c)] + argv[1:]
-    raise ValueError(f"could not find {argv[0]!r} (looked at {', '.join(str(c) for c in cands)}; Blender's PATH "
-                     "does not include a virtual environment's bin folder): set Preferences > Add-ons > "
-                     "motioncore > Server command to the full path, e.g. '/path/to/motioncore/.venv/bin/motioncore "
-                     "serve', or to the venv's folder")
-
-
-def connect_job(make_client: Callable[[], Any], start_command: str = "", wait_s: float = 30.0
-                ) -> Callable[[Any], dict[str, Any]]:
-    """Connect: ``{"state": "connected" | "not running" | "version mismatch", "detail", "hello"?,
-    "started"?, "where"?}``; the detail names the server reached and its connection file. A connection
-    file that is not the user's own, or that others can read, is refused (`check_connection_file`). With
-    ``start_command`` (e.g. ``motioncore serve``; `resolve_command` finds the program) a server that is
-    not running is started as a subprocess (no shell) and waited for up to ``wait_s`` seconds. Makes its
-    own clients (the connection file may not exist before the server starts), so run it on a worker whose
-    factory returns None."""
-    def hello() -> dict[str, Any]:
-        c = make_client()
-        try:
-            path = getattr(c, "path", None)
-            check_connection_file(path)
-            h = c.hello()
-            return _status(h, server_identity(path, h) if path is not None else "")
-        finally:
-            c.close()
-
-    def job(_: Any) -> dict[str, Any]:
-        try:
-            return hello()
-        except ValueError as e:   # a connection file that cannot be trusted: never started over, never used
-            if getattr(e, "code", None) is None and str(e).startswith("connection file"):
-                return {"state": "not trusted", "detail": str(e)}
-            first: Exception = e
-        except Exception as e:   # no connection file, no reply, wrong key or version
-            if getattr(e, "code", None) == "connection_file" and _untrusted(str(e)):   # the client's own check
-                return {"state": "not trusted", "detail": str(e)}
-            first = e
-        if getattr(first, "code", None) == "bad_version":
-            return {"state": "version mismatch", "detail": describe_error("Connect", first)}
-        if not start_command:
-            return {"state": "not running", "detail": describe_error("Connect", first)}
-        try:
-            argv = resolve_command(start_command)
-        except ValueError as e:
-            return {"state": "not running", "detail": f"no server answered and it cannot be started: {e}"}
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True)
-        except (OSError, ValueError) as e:
-            return {"state": "not running", "detail": f"could not start {start_command!r}: {e}"}
-        _STARTED.append(proc)
-        deadline, last = time.monotonic() + wait_s, first
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                return {"state": "not running", "detail": f"{start_command!r} exited with code {proc.returncode}"}
-            try:
-                return {**hello(), "started": proc.pid}
-            except Exception as e:
-                last = e
-                time.sleep(0.25)
-        return {"state": "not running", "started": proc.pid,
-                "detail": f"started {start_command!r} (pid {proc.pid}) but it did not answer within {wait_s:g} s: {last}"}
-    return job
-
-
-def z_up_to_y_up(v: np.ndarray) -> np.ndarray:
-    """(..., 3) Blender Z-up vectors -> the models' Y-up axes: (x, y, z) = (X, Z, -Y)."""
-    v = np.asarray(v, np.float64)
-    return np.stack([v[..., 0], v[..., 2], -v[..., 1]], axis=-1)
-
-
-def y_up_to_z_up(v: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`z_up_to_y_up`: (X, Y, Z) = (x, -z, y)."""
-    v = np.asarray(v, np.float64)
-    return np.stack([v[..., 0], -v[..., 2], v[..., 1]], axis=-1)
 
 
 def rig_skeleton(names: Sequence[str], parents: Sequence[int], heads: np.ndarray) -> dict[str, Any]:

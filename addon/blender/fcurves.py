@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .keys import ChannelMerge, merge_channel
+from ..core.keys import ChannelMerge, merge_channel
 
 SLOTTED_ACTIONS = (4, 4, 0)
 GENERATED = "GENERATED"
@@ -308,7 +308,7 @@ def evaluate_user(fcmap: dict[tuple[str, int], Any], path: str, default: Sequenc
     GENERATED keys left out. A curve without GENERATED keys is Blender's own evaluation; one with them is
     Blender's default Bezier (Auto Clamped handles, the curve's auto smoothing, constant extrapolation) of the
     user's keys (``vendor.fcurve``, the library's parity-tested copy of Blender's handle rules)."""
-    from .vendor.fcurve import fcurve_evaluate
+    from ..vendor.fcurve import fcurve_evaluate
 
     frames = np.asarray(frames, np.float64)
     out = np.tile(np.asarray(default, np.float64), (len(frames), 1))

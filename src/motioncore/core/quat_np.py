@@ -1,0 +1,84 @@
+"""WXYZ quaternions in plain numpy float64: the few operations the add-on and rest alignment need.
+
+Vendored into the Blender add-on by scripts/build_addon.py (imports numpy only); ``core.rotations`` is the
+library's full set for numpy and torch alike. Legend: ``...`` leading dimensions; q (..., 4) WXYZ, unit
+unless said otherwise; m (..., 3, 3) rotation matrices acting on column vectors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+IDENT = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product of WXYZ quaternions (``b`` then ``a``), broadcasting over leading axes."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, np.float64), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, np.float64), -1, 0)
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    """Conjugate (the inverse of a unit quaternion), WXYZ."""
+    return np.asarray(q, np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def quat_apply(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors (..., 3) by unit WXYZ quaternions (..., 4)."""
+    qv = np.concatenate([np.zeros(np.shape(v)[:-1] + (1,)), v], -1)
+    return quat_mul(quat_mul(q, qv), quat_conj(q))[..., 1:]
+
+
+def quat_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Shortest-arc unit WXYZ quaternion taking direction u (3,) onto v (3,) (a 180 degree turn if antiparallel)."""
+    nuv = np.sqrt(u @ u * (v @ v))
+    w = nuv + u @ v
+    if w <= 1e-12 * nuv:
+        o = np.array([0.0, u[2], -u[1]]) if u[0] ** 2 < u[1] ** 2 else np.array([-u[2], 0.0, u[0]])
+        q = np.r_[0.0, o]
+    else:
+        q = np.r_[w, np.cross(u, v)]
+    return q / np.linalg.norm(q)
+
+
+def quat_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angle (radians) between WXYZ rotations, from the chord (no floor from |q| != 1 or arccos near 1)."""
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    d = np.minimum(np.linalg.norm(a - b, axis=-1), np.linalg.norm(a + b, axis=-1))
+    return 4 * np.arcsin(np.clip(d / 2, 0.0, 1.0))
+
+
+def quat_mean(q: np.ndarray) -> np.ndarray:
+    """Eigen-average (4,) of WXYZ quaternions (N, 4), sign-invariant; w >= 0."""
+    m = np.linalg.eigh(np.einsum("ni,nj->ij", q, q))[1][:, -1]
+    return m if m[0] >= 0 else -m
+
+
+def quat_about(u: np.ndarray, th: float) -> np.ndarray:
+    """Unit WXYZ turn by ``th`` radians about the unit axis ``u`` (3,)."""
+    return np.r_[np.cos(th / 2), np.sin(th / 2) * u]
+
+
+def matrix_to_quat(m: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) -> (..., 4) unit WXYZ of the nearest rotation (polar decomposition: a scaled or sheared
+    matrix, such as an object's world matrix, gives its rotation), w >= 0."""
+    u, _, vt = np.linalg.svd(np.asarray(m, np.float64))
+    r = u @ vt
+    r = np.where((np.linalg.det(r) < 0)[..., None, None], -r, r)   # a mirrored object: its rotation part
+    t = np.trace(r, axis1=-2, axis2=-1)
+    cand = np.stack([1 + t, 1 + 2 * r[..., 0, 0] - t, 1 + 2 * r[..., 1, 1] - t, 1 + 2 * r[..., 2, 2] - t], -1)
+    i = np.argmax(cand, axis=-1)   # the numerically safe pivot
+    q = np.zeros(r.shape[:-2] + (4,))
+    s = np.sqrt(np.maximum(np.take_along_axis(cand, i[..., None], -1)[..., 0], 1e-300)) * 2   # 4 |q_i|
+    w = [r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]]
+    pairs = [r[..., 0, 1] + r[..., 1, 0], r[..., 0, 2] + r[..., 2, 0], r[..., 1, 2] + r[..., 2, 1]]
+    piv = [np.stack([s / 4, w[0] / s, w[1] / s, w[2] / s], -1),
+           np.stack([w[0] / s, s / 4, pairs[0] / s, pairs[1] / s], -1),
+           np.stack([w[1] / s, pairs[0] / s, s / 4, pairs[2] / s], -1),
+           np.stack([w[2] / s, pairs[1] / s, pairs[2] / s, s / 4], -1)]
+    for k in range(4):
+        q = np.where((i == k)[..., None], piv[k], q)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., :1] < 0, -q, q)

@@ -1,0 +1,58 @@
+"""The library code the add-on runs is vendored by scripts/build_addon.py, never re-written: each copy equals
+its source but for the one import rewrite, imports only stdlib, numpy, zmq (msgspec optional) and the other
+copies, and no add-on module defines again what a copy provides."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from helpers.blender import build_addon_module
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "motioncore"
+ADDON = ROOT / "addon"
+build_addon = build_addon_module()
+
+
+def test_every_vendored_copy_equals_its_source(tmp_path):
+    written = build_addon.vendor(tmp_path)
+    assert {p.name for p in written} == {"__init__.py"} | {Path(r).name for r in build_addon.VENDORED}
+    for rel in build_addon.VENDORED:
+        src = (SRC / rel).read_text().splitlines()
+        got = (tmp_path / "vendor" / Path(rel).name).read_text().splitlines()
+        assert len(got) == len(src), rel
+        for a, b in zip(src, got):   # equal lines, or the import of another copy made flat
+            assert a == b or (a.startswith("from ..") and b == "from ." + a.split(".", 3)[3]), (rel, a, b)
+
+
+def test_the_rewrite_only_flattens_imports_of_other_copies():
+    assert build_addon.vendored_text("from ..core.quat_np import quat_mul\nx = 1\n") == \
+        "from .quat_np import quat_mul\nx = 1\n"
+    assert build_addon.vendored_text("from . import protocol as P\n") == "from . import protocol as P\n"
+
+
+def test_vendored_sources_import_only_stdlib_numpy_zmq_and_each_other():
+    copies = {Path(r).stem for r in build_addon.VENDORED}
+    allowed = set(sys.stdlib_module_names) | {"numpy", "zmq", "msgspec"}
+    for rel in build_addon.VENDORED:
+        for node in ast.walk(ast.parse((SRC / rel).read_text())):
+            if isinstance(node, ast.Import):
+                assert {a.name.split(".")[0] for a in node.names} <= allowed, (rel, ast.unparse(node))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    names = {(node.module or "").split(".")[-1]} if node.module else {a.name for a in node.names}
+                    assert names <= copies, (rel, ast.unparse(node))
+                else:
+                    assert node.module.split(".")[0] in allowed, (rel, ast.unparse(node))
+
+
+def test_no_addon_module_defines_what_a_copy_provides():
+    provided = set()
+    for rel in build_addon.VENDORED:
+        tree = ast.parse((SRC / rel).read_text())
+        provided |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+    assert {"quat_mul", "quat_apply", "z_up_to_y_up", "rest_rotations", "twists"} <= provided
+    again = {f"{f.relative_to(ADDON)}:{n.name}" for f in sorted(ADDON.rglob("*.py")) if "vendor" not in f.parts
+             for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.FunctionDef) and n.name in provided}
+    assert again == set()
