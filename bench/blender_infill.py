@@ -61,8 +61,12 @@ def errors(d: dict, info: dict, name: str, method: str) -> tuple[float, float]:
 
 
 def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps: float) -> tuple[float, float]:
-    """Max rotation difference (deg) and root difference (cm) between the add-on's written pose and
-    ``fill_clip_at`` run in-process on the BVH file's own values (frame f of Blender = row f - 1)."""
+    """Max rotation difference (deg) and root difference (cm) between the add-on's written pose and the same
+    in-fill computed in-process: ``fill_clip_at`` on the BVH file's own values (frame f of Blender = row
+    f - 1), applied as the add-on applies a deterministic model's answer, a correction of Blender's own Bezier
+    of the keys (``answer base^-1 bezier`` per joint, ``bezier + answer - base`` for the root; the Bezier
+    read from the same run's ``bezier`` poses)."""
+    from motioncore.core.rotations import quat_to_matrix
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
     from motioncore.tasks.infill import fill_clip_at
@@ -73,26 +77,34 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
     bones, par = info["bones"], info["parents"]
     col = [bones.index(n) for n in names]
     rj = int(meta["root_joint"])
-    loc = local_rotations(d[f"{name}/addon"], d[f"{name}/rest"], par)          # (F, B, 3, 3) Z-up
-    loc_model = A.T @ loc @ A                                                   # model axes
+    rest = d[f"{name}/rest"]
     frames = d[f"{name}/frames"]
-    m = d[f"{name}/addon"]
-    g = m[..., :3, :3] @ np.swapaxes(d[f"{name}/rest"][:, :3, :3], -1, -2)[None]
+    h, p = bones.index(names[rj]), par[bones.index(names[rj])]
+
+    def model_space(pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Locals in model axes (F, B, 3, 3) and the root bone's head relative to its parent (F, 3), Y-up."""
+        loc = A.T @ local_rotations(pose, rest, par) @ A
+        g = pose[..., :3, :3] @ np.swapaxes(rest[:, :3, :3], -1, -2)[None]
+        rel = pose[:, h, :3, 3] - (pose[:, p, :3, 3] if p >= 0 else 0.0)
+        if p >= 0:
+            rel = np.einsum("fji,fj->fi", g[:, p], rel)
+        return loc, rel @ A
+
+    add_loc, add_rel = model_space(d[f"{name}/addon"])
+    bez_loc, bez_rel = model_space(d[f"{name}/bezier"])
     worst_r, worst_p = 0.0, 0.0
-    from motioncore.core.rotations import quat_to_matrix
     for a, b in gaps:
         lo, hi = a - CONTEXT, b + CONTEXT
         rows = np.arange(lo, hi + 1) - 1
         known = ~((np.arange(lo, hi + 1) >= a) & (np.arange(lo, hi + 1) <= b))
-        f = fill_clip_at(model, meta, mo.rotations[rows], mo.positions[rows, rj], known, fps)
+        args = (model, meta, mo.rotations[rows], mo.positions[rows, rj], known, fps)
+        f, base = fill_clip_at(*args), fill_clip_at(*args, residual=0.0)
         sel = np.flatnonzero(np.isin(frames, np.arange(a, b + 1)))
-        ref = quat_to_matrix(f.rotations[0][~known])                           # (G, J, 3, 3)
-        worst_r = max(worst_r, float(angle_deg(loc_model[sel][:, col], ref).max()))
-        h, p = bones.index(names[rj]), par[bones.index(names[rj])]
-        rel = m[sel, h, :3, 3] - (m[sel, p, :3, 3] if p >= 0 else 0.0)
-        if p >= 0:
-            rel = np.einsum("fji,fj->fi", g[sel, p], rel)
-        worst_p = max(worst_p, float(np.linalg.norm(rel @ A - f.root[0][~known], axis=-1).max()))
+        ans, bas = quat_to_matrix(f.rotations[0][~known]), quat_to_matrix(base.rotations[0][~known])
+        ref = ans @ np.swapaxes(bas, -1, -2) @ bez_loc[sel][:, col]                 # (G, J, 3, 3)
+        worst_r = max(worst_r, float(angle_deg(add_loc[sel][:, col], ref).max()))
+        ref_root = bez_rel[sel] + f.root[0][~known] - base.root[0][~known]
+        worst_p = max(worst_p, float(np.linalg.norm(add_rel[sel] - ref_root, axis=-1).max()))
     return worst_r, worst_p
 
 

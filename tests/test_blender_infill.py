@@ -115,7 +115,7 @@ def test_connect_map_bones_and_hands_on_imported_rigs(version, tmp_path, CLIP, H
     assert loose.startswith("ERROR") and "not running" not in loose, loose
     assert "readable or writable by others" in loose or "other users can read or change" in loose, loose
     # item 10: the dog model on a human rig is a skeleton of another kind; the body map is kept
-    assert res["map_body"] == "Map bones: anyorder-body: 22 of 22 joints mapped", res["map_body"]
+    assert res["map_body"] == "Map bones: infill-body: 22 of 22 joints mapped", res["map_body"]
     assert res["map_dog"].startswith("ERROR") and "skeleton of another kind" in res["map_dog"], res["map_dog"]
     assert res["rows_after_dog"] == res["rows_body"] == 22
     # item 13: Map For has the hands model; the bones the report names are the bones that got keys

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_blender_real import bpy_python
+from helpers.blender import bpy_python
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -355,7 +355,7 @@ def live_infill(conn: str) -> dict:
     q = np.asarray(reply["rotations"], np.float64)
     q = q[0] if q.ndim == 4 else q                                   # (T, J, 4): the first sample
     out["window_frames"], out["sent_joints"] = int(len(q)), len(content["joints"])
-    out["known_frames"] = sorted(np.flatnonzero(np.asarray(sent["known"]).any(axis=1)).tolist())
+    out["known_frames"] = sorted(np.flatnonzero(np.asarray(sent["known"]).all(axis=1)).tolist())
     every = True
     for b in BONES:
         for i in range(4):
