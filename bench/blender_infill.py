@@ -237,7 +237,9 @@ def table(spec: dict, d: dict, res: dict) -> tuple[str, list[dict]]:
         c = cs[0]
         rig = ("FBX re-import (defaults)" if c.get("fbx") else
                "BVH, quaternion" if c["rotate_mode"] else "BVH defaults (Euler)")
-        names = f"{'Bandai' if c['set'].startswith('bandai') else 'CMU'} {', '.join(Path(x['path']).stem.split('_', 1)[-1] for x in cs)}"
+        bandai = c['set'].startswith('bandai')
+        names = f"{'Bandai' if bandai else 'CMU'} " + ", ".join(Path(x['path']).stem.split('_', 1)[-1] if bandai
+                                                               else Path(x['path']).stem for x in cs)
         bad = [r for r in reports if not r.startswith("In-fill: filled")]
         lines.append(f"| {names} | {rig} | {c['length']} | {int(w.sum())} | "
                      + " | ".join(f"{p:.1f} cm / {r:.1f}°" for p, r in cells)

@@ -385,8 +385,8 @@ def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray
     todo = ~keys if fill is None else _known_mask(fill, T, J)
     if (todo & keys).any():
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
-    if not keys.all(1).any():
-        raise MotioncoreError("known: in-fill needs at least one fully keyed frame (every joint and the root)")
+    if not keys.any(0).all():
+        raise MotioncoreError("known: every joint and the root need at least one key in the window")
     fq, fr = fill_body(model, meta, q, r, keys, todo, residual)
     fq = np.where(~todo[:, :J, None], q, fq)
     fr = np.where(~todo[:, J:], r, fr)
