@@ -385,8 +385,10 @@ def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray
     todo = ~keys if fill is None else _known_mask(fill, T, J)
     if (todo & keys).any():
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
-    if not keys.any(0).all():
-        raise MotioncoreError("known: every joint and the root need at least one key in the window")
+    bare = ~keys.any(0)   # a channel with no key in the window (sparse, staggered curves): it stays as sent
+    keys, todo = keys | bare, todo & ~bare
+    if not todo.any():
+        raise MotioncoreError("fill: nothing to fill (the channels with gaps have no key in the window)")
     fq, fr = fill_body(model, meta, q, r, keys, todo, residual)
     fq = np.where(~todo[:, :J, None], q, fq)
     fr = np.where(~todo[:, J:], r, fr)
