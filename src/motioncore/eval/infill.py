@@ -38,9 +38,10 @@ class _Sums:
     channels: int = 0
 
     def add(self, pq: np.ndarray, gq: np.ndarray, pp: np.ndarray, gp: np.ndarray,
-            mean: np.ndarray, std: np.ndarray) -> None:
+            mean: np.ndarray, std: np.ndarray, npss_on: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """``npss_on``: (predicted, true) global quaternions to take NPSS on instead of ``pq``, ``gq``."""
         q_err, p_err = l2q_frames(pq, gq), l2p_frames(pp, gp, mean, std)
-        emd, w = npss_terms(pq, gq)
+        emd, w = npss_terms(*(npss_on or (pq, gq)))
         self.l2q += float(q_err.sum())
         self.l2p += float(p_err.sum())
         self.frames += q_err.size

@@ -212,8 +212,6 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                   batch_size: int = 128) -> Results:
     """Sparse-keys benchmark: ``{model: {"L2Q" | "L2P" | "NPSS": {str(N): value}}}`` (the layout of
     ``evaluate_infill``, keyed by N instead of the gap length)."""
-    from .metrics import l2p_frames, l2q_frames, npss_terms
-
     rotations = quat_continuity(np.asarray(rotations, np.float64), axis=1)
     positions = np.asarray(positions, np.float64)
     N, T = rotations.shape[:2]
@@ -234,17 +232,8 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                     if not (np.isfinite(oq).all() and np.isfinite(op).all()):
                         raise MotioncoreError(f"model {name!r} returned non-finite values")
                     pq, pp = skeleton.forward_kinematics(np.asarray(oq, np.float64), np.asarray(op, np.float64))
-                    acc = sums[name, n]
-                    h = ~kf
-                    qe, pe = l2q_frames(pq[:, h], gq[:, h]), l2p_frames(pp[:, h], gp[:, h], x_mean, x_std)
-                    emd, w = npss_terms(pq, gq)
-                    acc.l2q += float(qe.sum())
-                    acc.l2p += float(pe.sum())
-                    acc.frames += qe.size
-                    acc.emd_w += float(np.sum(emd * w))
-                    acc.w += float(w.sum())
-                    acc.emd += float(emd.sum())
-                    acc.channels += emd.size
+                    h = ~kf   # L2Q and L2P between the keys, NPSS over the whole window
+                    sums[name, n].add(pq[:, h], gq[:, h], pp[:, h], gp[:, h], x_mean, x_std, npss_on=(pq, gq))
                 bar.update(1)
     out: Results = {m: {k: {} for k in METRICS} for m in models}
     for (m, n), acc in sums.items():

@@ -264,23 +264,8 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     sk = Skeleton.from_dict(meta["skeleton"])
     J, rj = sk.num_joints, int(meta["root_joint"])
     cfg = model.cfg
-    q = np.asarray(rotations, np.float64)
-    r = np.asarray(root, np.float64)
-    if q.ndim != 3 or q.shape[1:] != (J, 4):
-        raise ShapeError(f"rotations: expected (T, {J}, 4) for this checkpoint's {J}-joint skeleton, got {q.shape}")
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     T = q.shape[0]
-    if r.shape != (T, 3):
-        raise ShapeError(f"root: expected ({T}, 3), got {r.shape}")
-    if not (np.isfinite(q).all() and np.isfinite(r).all()):
-        raise ShapeError("rotations and root must be finite (unknown values too)")
-    keys = _known_mask(known, T, J)
-    if not keys.any():
-        raise MotioncoreError("known: no key given")
-    if keys.all():
-        raise MotioncoreError("known: every element is keyed; nothing to fill")
-    todo = ~keys if fill is None else _known_mask(fill, T, J)
-    if (todo & keys).any():
-        raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
     if not todo.any():
         raise MotioncoreError("fill: nothing to fill")
     full = keys.all(1)
@@ -362,13 +347,9 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
 
 
 
-def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
-                      fill: np.ndarray | None, residual: float = 1.0) -> Filled:
-    """``_fill_window`` for the deterministic ``infill-body`` (``tasks.body_fill``), with the same checks."""
-    from ..core.skeleton import Skeleton
-    from .body_fill import fill_body
-
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fill: np.ndarray | None, J: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One window's arrays checked against a J-joint checkpoint: (rotations, root, keys, todo) (T, J + 1 masks)."""
     q, r = np.asarray(rotations, np.float64), np.asarray(root, np.float64)
     if q.ndim != 3 or q.shape[1:] != (J, 4):
         raise ShapeError(f"rotations: expected (T, {J}, 4) for this checkpoint's {J}-joint skeleton, got {q.shape}")
@@ -385,6 +366,17 @@ def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray
     todo = ~keys if fill is None else _known_mask(fill, T, J)
     if (todo & keys).any():
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
+    return q, r, keys, todo
+
+
+def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
+                      fill: np.ndarray | None, residual: float = 1.0) -> Filled:
+    """``_fill_window`` for the deterministic ``infill-body`` (``tasks.body_fill``), with the same checks."""
+    from ..core.skeleton import Skeleton
+    from .body_fill import fill_body
+
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     bare = ~keys.any(0)   # a channel with no key in the window (sparse, staggered curves): it stays as sent
     keys, todo = keys | bare, todo & ~bare
     if not todo.any():
