@@ -171,6 +171,7 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     from the step number; the schedule is step-based here: a budget so long the cosine stays at its peak)."""
     from motioncore.data import load
     from motioncore.recipes import infill_body as ib
+    from motioncore.retarget.twist import mean_rotations
 
     clips = load("bandai2", "train", fps=30.0, progress=False)[:6]
     sk = clips[0].motion.skeleton
@@ -179,7 +180,8 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     ends = np.cumsum([c.motion.num_frames for c in clips])
     data = {"rotations": rots, "positions": poss, "bounds": np.stack([ends - [c.motion.num_frames for c in clips],
                                                                       ends], 1),
-            "source": np.zeros(len(clips), np.int64), "skeleton": sk, "convention": None, "describe": "6 clips"}
+            "source": np.zeros(len(clips), np.int64), "skeleton": sk, "describe": "6 clips",
+            "convention": mean_rotations(rots[::10].astype(np.float64))}
     _, q, p, mean, std = bandai_windows
     val = {"sets": {"bandai": (q[:2], p[:2])}, "mean": mean, "std": std}
     recipe = ib.BodyRecipe(d_model=32, n_layers=1, n_heads=2, d_ff=64, tokens=256, minutes=1e9, warmup=2,
@@ -194,6 +196,13 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert any(not torch.equal(a[k], torch.zeros_like(a[k])) for k in a if k.startswith("model/out"))
     assert (tmp_path / "b" / "curve.png").stat().st_size > 5_000
+    # a new machine: no state, warm-started from a checkpoint of the same config (here run a's export)
+    ib.export(tmp_path / "a", tmp_path / "a-export", data=data)
+    ws = ib.train_infill_body(recipe, tmp_path / "c", progress=False, val_sets=val, data=data, max_steps=0,
+                              warm_start=str(tmp_path / "a-export"))
+    c = load_file(str(tmp_path / "c" / "state.safetensors"))
+    assert ws["warm_start"]["steps"] == 6
+    assert all(torch.allclose(c[k], a[k].half().float()) for k in a if k.startswith("ema/"))
 
 
 def test_sample_task_covers_what_animators_key():

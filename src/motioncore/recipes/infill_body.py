@@ -406,9 +406,11 @@ def plot_curve(history: list[dict], path: Path) -> None:
 
 
 def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None = None, progress: bool = True,
-                      val_sets: dict | None = None, data: dict | None = None, max_steps: int | None = None) -> dict:
+                      val_sets: dict | None = None, data: dict | None = None, max_steps: int | None = None,
+                      warm_start: str | None = None) -> dict:
     """Train (or resume) in ``run``; stops after ``max_minutes`` of this call, at ``max_steps`` (in all) or at the
-    recipe's budget. Returns the final state dict."""
+    recipe's budget. Returns the final state dict. ``warm_start``: a checkpoint (e.g. the bundled infill-body) whose
+    weights start a run that has no state in ``run`` (a new machine: the schedule and optimiser start afresh)."""
     import torch
 
     from ..models.infill_body import InfillBody, InfillBodyConfig
@@ -427,6 +429,17 @@ def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None =
     state = _load_state(run, model, ema, opt)
     if state is None:
         state = {"step": 0, "wall_s": 0.0, "history": [], "recipe": recipe.to_dict(), "config": cfg.to_dict()}
+        if warm_start:  # a new machine without the run's state: start from a checkpoint's weights (fp16 -> fp32)
+            from ..models.registry import load_model
+
+            init, meta = load_model(warm_start)
+            if meta.get("config") != cfg.to_dict():
+                raise MotioncoreError(f"--warm-start {warm_start}: its config {meta.get('config')} is not this "
+                                      f"recipe's {cfg.to_dict()}")
+            model.load_state_dict(init.state_dict())
+            ema.load_state_dict(init.state_dict())
+            state["warm_start"] = {"from": str(warm_start), "steps": meta.get("steps"),
+                                   "train_wall_s": meta.get("train_wall_s")}
     elif state["recipe"] != recipe.to_dict():
         changed = {k: (state["recipe"].get(k), v) for k, v in recipe.to_dict().items() if state["recipe"].get(k) != v}
         print(f"resuming {run} with changed recipe fields {changed}", file=sys.stderr)
@@ -482,7 +495,8 @@ def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None =
             run_loss, run_n = 0.0, 0
 
 
-def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None = None) -> Path:
+def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None = None, data: dict | None = None
+           ) -> Path:
     """The run's EMA weights as a bundled-style checkpoint (fp16 safetensors + JSON metadata)."""
     import platform
 
@@ -495,7 +509,7 @@ def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None
     state = json.loads((run / "state.json").read_text())
     state["recipe"] = {"loss": "length", **state["recipe"]}  # runs from before the field trained with "length"
     recipe = BodyRecipe(**state["recipe"])
-    data = build_data(recipe.data, run.parent / "cache", progress=False)
+    data = data or build_data(recipe.data, run.parent / "cache", progress=False)
     t = load_file(str(run / "state.safetensors"))
     tensors = {k[4:]: v for k, v in t.items() if k.startswith("ema/")}
     licence = CMU_LICENCE if recipe.data == "cmu" else f"{BANDAI_LICENCE} (Bandai Namco data); CMU data: {CMU_LICENCE}"
@@ -529,6 +543,8 @@ def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
                    help="training data: Bandai train + CMU train subjects (default), or CMU alone (permissive)")
     g.add_argument("--minutes", type=float, default=None,
                    help="wall-time budget of the learning-rate schedule, cumulative over resumes (default 110)")
+    g.add_argument("--warm-start", default=None, metavar="CHECKPOINT",
+                   help="a run without saved state starts from these weights (e.g. infill-body: the last bundled)")
     g.add_argument("--export", default=None, help="(infill-body; run folder: --out) write the EMA weights as a checkpoint (fp16) to this path and exit")
 
 
@@ -543,7 +559,8 @@ def train_infill_body_from_args(args: argparse.Namespace) -> int:
             raise MotioncoreError(f"--export: no training state in {run} (train first)")
         print(export(run, Path(args.export), Path(args.export).stem))
         return 0
-    state = train_infill_body(recipe, run, args.max_minutes or None, progress=not getattr(args, "quiet", False))
+    state = train_infill_body(recipe, run, args.max_minutes or None, progress=not getattr(args, "quiet", False),
+                              warm_start=args.warm_start)
     print(f"{run}: step {state['step']}, {state['wall_s'] / 60:.1f} min; curve {run / 'curve.png'}; "
           f"export with --export PATH")
     return 0
