@@ -43,7 +43,7 @@ def unexpected_skips(skips: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.skipped:
+    if report.skipped and not hasattr(report, "wasxfail"):   # an expected failure (xfail) is no skip
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         _SKIPS.append((report.nodeid, reason))
 
