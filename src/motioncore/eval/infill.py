@@ -124,6 +124,11 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
                     pq, pp = skeleton.forward_kinematics(q_out[:, n_past:end], p_out[:, n_past:end])
                     sums[name, n].add(pq, gq, pp, gp, x_mean, x_std)
                 bar.update(1)
+    return results_of(models, sums)
+
+
+def results_of(models: Iterable[str], sums: Mapping[tuple[str, int], _Sums]) -> Results:
+    """``{model: {metric: {str(n): value}}}`` from the running sums per (model, n)."""
     out: Results = {m: {k: {} for k in METRICS} for m in models}
     for (m, n), acc in sums.items():
         for k, v in acc.values().items():

@@ -37,7 +37,7 @@ from ..core.rotations import (
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from .baselines import Fill
-from .infill import METRICS, Results, _Sums
+from .infill import Results, _Sums, results_of
 
 __all__ = ["KeyFill", "KEY_BASELINES", "keys_every", "evaluate_keys", "on_skeleton", "lafan_fill", "key_fill"]
 
@@ -235,8 +235,4 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                     h = ~kf   # L2Q and L2P between the keys, NPSS over the whole window
                     sums[name, n].add(pq[:, h], gq[:, h], pp[:, h], gp[:, h], x_mean, x_std, npss_on=(pq, gq))
                 bar.update(1)
-    out: Results = {m: {k: {} for k in METRICS} for m in models}
-    for (m, n), acc in sums.items():
-        for k, v in acc.values().items():
-            out[m][k][str(n)] = float(v)
-    return out
+    return results_of(models, sums)
