@@ -25,9 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
+from motioncore.core.gaps import CONTEXT, context_frames
+from motioncore.data.cache import cache_root
+
 ROOT = Path(__file__).resolve().parents[1]
-RAW = Path.home() / ".cache" / "motioncore" / "raw"
-CONTEXT = 10
+RAW = cache_root() / "raw"   # the unpacked archives ($MOTIONCORE_CACHE, else the XDG cache dir)
 A = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])   # model Y-up -> Blender Z-up: (x, y, z) -> (x, -z, y)
 
 
@@ -109,7 +111,7 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
 
 
 def bpy_python(version: str) -> Path:
-    return Path.home() / ".cache" / "motioncore" / "blender" / f"bpy-{version}" / "bin" / "python"
+    return cache_root() / "blender" / f"bpy-{version}" / "bin" / "python"
 
 
 def run_driver(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
@@ -129,11 +131,6 @@ def run_driver(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
     if r.returncode or not out.exists():
         raise RuntimeError(r.stdout[-3000:] + r.stderr[-3000:])
     return dict(np.load(out)), json.loads(Path(str(out) + ".json").read_text())
-
-
-def context_frames(fps: float) -> int:
-    """Scene frames covering the model's 10-frame context at 30 fps (the add-on's rigclip.context_frames)."""
-    return max(CONTEXT // 2, int(np.ceil(CONTEXT * fps / 30.0 - 1e-9)))
 
 
 def place_gaps(n_frames: int, length: int, count: int, start: int = 1, context: int = CONTEXT) -> list[list[int]]:

@@ -30,12 +30,13 @@ from pathlib import Path
 import numpy as np
 from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 
+from motioncore.data.cache import cache_root
 from motioncore.io.bvh import read_bvh
 
 ARCHIVE = "bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz"
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("MOTIONCORE_DATA", REPO.parent / "shared" / "mocap"))
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "motioncore" / "bench" / "dataset-2"
+CACHE = cache_root() / "bench" / "dataset-2"   # $MOTIONCORE_CACHE, else the XDG cache dir
 
 
 def extract(archive: Path, dest: Path) -> list[Path]:

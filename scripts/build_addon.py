@@ -40,6 +40,7 @@ VENDORED = (
     "core/fcurve.py",      # Blender's F-curve Bezier in numpy: the add-on evaluates your keys' curves with it
     "core/quat_np.py",     # WXYZ quaternions in numpy
     "core/axes.py",        # Y-up <-> Z-up
+    "core/gaps.py",        # gaps, the windows around them, whole-frame masks: one rule for library and add-on
     "retarget/rest.py",    # rest alignment: a rig's pose onto the model's skeleton and back
 )
 _RELATIVE = re.compile(r"^from \.\.\w+\.(\w+) import", re.M)   # from ..core.quat_np import -> from .quat_np import

@@ -26,6 +26,8 @@ from conftest import needs_data, server_process
 from helpers.addon import addon_module
 from helpers.blender import build_addon_module
 
+from motioncore.data.cache import cache_root
+
 ROOT = Path(__file__).resolve().parents[1]
 ADDON = ROOT / "addon"
 SRC = ROOT / "src" / "motioncore"
@@ -89,8 +91,7 @@ def test_fill_range_uses_selected_bones_inside_scene_or_preview_range():
         keys.fill_range(k, ["hips"], (10, 1))
 
 
-def test_gaps_and_constraints():
-    assert keys.gaps([1, 2, 5, 9], 1, 10) == [(3, 4), (6, 8), (10, 10)]
+def test_constraints():
     known = keys.constraints({"a": [10, 12.0, 30], "b": [11]}, ["a", "b", "c"], 10, 13)
     assert known.shape == (4, 3)
     assert known[:, 0].tolist() == [True, False, True, False]
@@ -460,7 +461,7 @@ def test_not_available_errors_are_reported_from_the_typed_server_error():
     assert describe("X", ValueError("bad")) == "X: ValueError: bad"
 
 
-STUBS = Path(os.environ.get("MOTIONCORE_STUBS", Path.home() / ".cache" / "motioncore" / "bpy-stubs"))
+STUBS = Path(os.environ.get("MOTIONCORE_STUBS") or cache_root() / "bpy-stubs")
 
 
 def _stubs(version: str) -> Path:
@@ -610,13 +611,13 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
 
 @pytest.mark.timeout(60)
 def test_worker_job_reports_progress_and_cancel_stops_the_request_on_the_server(tmp_path, built_addon):
-    """What the modal operator does: submit a long request through requests.call on the worker, read
+    """What the modal operator does: send a long request through a Client method with requests.live() on the worker, read
     its progress from the job's Control, then cancel: the server stops it and the job ends with a
     Cancelled error at once (the ESC path), while the server stays up."""
     with server_process(tmp_path, "--debug") as (_, conn, _):
         w = jobs.Worker(lambda: built_addon.client.Client(conn, timeout=30))
         try:
-            jid = w.submit(lambda c: requests.call(c, "debug.sleep", {"seconds": 30, "steps": 3000}, {}))
+            jid = w.submit(lambda c: c.call("debug.sleep", {"seconds": 30, "steps": 3000}, **requests.live()))
             ctl = w.control(jid)
             deadline = time.monotonic() + 10
             while ctl.done == 0 and time.monotonic() < deadline:

@@ -8,6 +8,7 @@ from helpers.addon import addon_module
 
 rc = addon_module("core.rigclip")
 rm = addon_module("core.rigmap")
+gp = addon_module("vendor.gaps")   # the library's core/gaps.py, as the add-on holds it
 
 
 def _rand_quats(n: int, seed: int = 0) -> np.ndarray:
@@ -67,7 +68,10 @@ def test_root_through_a_chain_and_back():
 def test_windows_and_units():
     m = np.zeros(100, bool)
     m[20:25] = m[40:45] = m[90:95] = True
-    assert rc.windows(m) == [(10, 54), (80, 99)]
+    assert gp.windows(m) == [(10, 54), (80, 99)]
+    assert gp.runs(m) == [(20, 25), (40, 45), (90, 95)]
+    assert gp.gap_windows(m) == [(20, 25, 10, 35), (40, 45, 30, 55), (90, 95, 80, 100)]
+    assert gp.context_frames(120) == 40 and gp.context_frames(24) == 8 and gp.context_frames(None) == 10
     assert rc.units_scale(np.array([50.0, 40.0]), np.array([0.5, 0.41])) == 100.0
     assert rc.units_scale(np.array([50.0, 40.0]), np.array([48.0, 43.0])) == 1.0
     assert rc.units_scale(np.array([50.0, 40.0]), np.array([9.0, 7.0])) == pytest.approx(90.0 / 16.0)  # ASF units

@@ -56,3 +56,34 @@ def test_no_addon_module_defines_what_a_copy_provides():
     again = {f"{f.relative_to(ADDON)}:{n.name}" for f in sorted(ADDON.rglob("*.py")) if "vendor" not in f.parts
              for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.FunctionDef) and n.name in provided}
     assert again == set()
+
+
+def test_the_add_on_talks_through_client_methods_never_raw_messages():
+    """One request path: add-on code calls the Client's typed methods (``infill_rotations``, ``style_adapt``,
+    ``retarget``, ``walk``, ``models`` ...), never ``call``/``submit`` with a message type of its own."""
+    raw = []
+    for f in sorted(ADDON.rglob("*.py")):
+        if "vendor" in f.parts:
+            continue
+        for n in ast.walk(ast.parse(f.read_text())):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
+                continue
+            typed = bool(n.args) and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)
+            waits = any(k.arg in ("progress", "cancel_when") for k in n.keywords)
+            if ((n.func.attr in ("call", "submit") and (typed or len(n.args) >= 2))   # a worker submits one job
+                    or (n.func.attr == "result" and waits)):
+                raw.append(f"{f.relative_to(ADDON)}:{n.lineno}: {ast.unparse(n)[:80]}")
+    assert raw == []
+
+
+def test_gaps_are_windowed_by_the_one_vendored_rule():
+    """The add-on reads its windows with the library's own rule (core/gaps.py, vendored): no add-on module
+    defines its own windows, context or whole-frame mask."""
+    rule = {n.name for n in ast.parse((SRC / "core" / "gaps.py").read_text()).body if isinstance(n, ast.FunctionDef)}
+    assert {"windows", "context_frames", "whole_frames", "runs"} <= rule
+    mine = {f"{f.relative_to(ADDON)}:{n.name}" for f in sorted(ADDON.rglob("*.py")) if "vendor" not in f.parts
+            for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.FunctionDef)
+            and (n.name in rule or n.name in ("gaps", "mask_runs"))}
+    assert mine == set()
+    uses = (ADDON / "blender" / "rigio.py").read_text()
+    assert "gaps.windows(missing, gaps.context_frames(fps))" in uses

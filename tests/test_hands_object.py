@@ -203,7 +203,10 @@ def test_the_object_is_in_the_frame_the_root_is_sent_in():
     np.testing.assert_allclose(rot, np.swapaxes(rp, 1, 2) @ ms[1][:, :3, :3], atol=1e-9)
 
 
-class _FakeClient:
+class _FakeClient(Client):
+    """The real Client's typed methods (what the add-on calls) over a fake wire: ``call`` records the
+    request's content and buffers and answers with the rotations sent."""
+
     def __init__(self, models):
         self._models = models
         self.sent = []
@@ -211,12 +214,8 @@ class _FakeClient:
     def models(self):
         return self._models
 
-    def submit(self, type, content, arrays):
-        self.sent.append((content, arrays))
-        return "1"
-
-    def result(self, rid, **kw):
-        content, arrays = self.sent[-1]
+    def call(self, type, content=None, arrays=None, **kw):
+        self.sent.append((dict(content or {}), dict(arrays or {})))
         import types
         return types.SimpleNamespace(content={"object": "object_rotations" in arrays},
                                      arrays={"rotations": arrays["rotations"][None], "root": arrays["root"][None]})

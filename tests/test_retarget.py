@@ -302,11 +302,11 @@ def test_contacts_pin_planted_ankles_and_change_nothing_else():
     """CMU 02_01 (a walk) onto Bandai: with contacts=True each planted run of the source's ankle holds the
     target's ankle in place (x, z) where the leg can reach; the feet keep their world rotation and nothing
     above the hips changes."""
+    from motioncore.core.gaps import runs as mask_runs
     from motioncore.core.kinematics import resample
     from motioncore.data import load
     from motioncore.retarget import retarget
     from motioncore.retarget.contacts import leg_chains, source_contacts
-    from motioncore.tasks.infill import mask_runs
 
     clip = next(c for c in load("cmu") if c.name == "02_01")
     src = resample(clip.motion, 30.0)

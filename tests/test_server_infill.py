@@ -144,13 +144,10 @@ class _Unlisted:
     def models(self):
         return [{**m, "group_frames": False} for m in self.c.models()]
 
-    def submit(self, type, content, arrays):
-        self.sent.append(np.asarray(arrays["known"]).copy())
-        return self.c.submit(type, content, arrays)
-
-    def result(self, rid, **kw):
+    def infill_rotations(self, rotations, root, known, **kw):
+        self.sent.append(np.asarray(known).copy())
         try:
-            return self.c.result(rid, **kw)
+            return self.c.infill_rotations(rotations, root, known, **kw)
         except P.WholeFramesRequired as e:
             if self.rename:
                 raise P.InvalidRequest(e.message) from None

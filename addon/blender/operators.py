@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core import connect, keys, requests, rigmap
 from ..core.jobs import Worker, run_sync
+from ..vendor.gaps import runs as gap_runs
 from . import fcurves
 from .modal import _ServerOperator, client_factory, worker
 from .props import bone_map, preferences, scene, settings
@@ -241,7 +242,7 @@ class _InfillBase(_ServerOperator):
             settings_used.append(f"order {self.order}")
         if self.seed:
             settings_used.append(f"seed {self.seed}")
-        gaps = sum(len(keys.gaps(np.flatnonzero(g["known"].all(1)), 0, g["frames"].size - 1)) for g in segs)
+        n_gaps = sum(len(gap_runs(~g["known"].all(1))) for g in segs)
         root = "; the root" if "root" in bones_written else ""
         more = f" ({', '.join(settings_used)})" if settings_used else ""
         n_b = len(bones_written - {"root"})
@@ -249,7 +250,7 @@ class _InfillBase(_ServerOperator):
         with_obj = f" with the object {self._state['held']!r}" if held and self._state.get("held") else ""
         if (content.get("segments") or [{}])[0].get("mirror"):
             with_obj += f" ({'left' if self._state.get('side') == 'l' else 'right'} hand, mirrored onto the model's)"
-        return f"filled {written} keys on {n_b} bones{root} in {gaps} gap(s){with_obj} (your keys kept){more}"
+        return f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
 
 
 class MOTIONCORE_OT_infill(_InfillBase):

@@ -4,7 +4,7 @@ Any rotation mode is read by converting (`rigclip.to_quat`) and written back in 
 continuous with the frame before; the user's rotation mode is never changed. The root translation is
 read where the rig carries it: the root bone's location (BVH and FBX imports put the hips motion there),
 the object's location, or both, and written back to where it came from. Only the frames around the gaps
-(`rigclip.windows`) are evaluated and written, so a long action costs little.
+(`vendor.gaps.windows`) are evaluated and written, so a long action costs little.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..core import keys, rigclip, rigmap
+from ..vendor import gaps
 from ..vendor.quat_np import matrix_to_quat
 from . import fcurves
 
@@ -128,7 +129,7 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
     """The windows to send for frames ``rng`` (inclusive): per window its frames, model-space rotations
     (T, B, 4), known (T, B + 1) (the root last), the root relative to its parent (T, 3, armature units)
     and the raw channel values (to write continuously). ``fps`` (the scene's) sizes the context around
-    each gap to the model's (`rigclip.context_frames`). Raises ValueError when nothing is missing."""
+    each gap to the model's (`vendor.gaps.context_frames`). Raises ValueError when nothing is missing."""
     lo, hi = rng
     bones = rig["bones"]
     known = keys.constraints(rig["keyed"], bones, lo, hi)
@@ -145,7 +146,7 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
                          f"{' and the root' if rig['root_keys'] else ''}; delete the keys where the motion "
                          "should be filled (keys typed GENERATED count as missing)")
     segs = []
-    for a, b in rigclip.windows(missing, rigclip.context_frames(fps)):
+    for a, b in gaps.windows(missing, gaps.context_frames(fps)):
         frames = np.arange(lo + a, lo + b + 1, dtype=np.float64)
         raws, qs = [], []
         for bone in bones:

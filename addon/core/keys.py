@@ -116,22 +116,6 @@ def fill_range(keys: Mapping[str, Iterable[float]], selected: Iterable[str], sce
     return int(f[0]), int(f[-1])
 
 
-def gaps(keyed: Iterable[float], lo: int, hi: int) -> list[tuple[int, int]]:
-    """Inclusive runs of frames in [lo, hi] without a key."""
-    have = set(int(round(float(k))) for k in keyed)
-    out: list[tuple[int, int]] = []
-    start = None
-    for f in range(lo, hi + 1):
-        if f not in have and start is None:
-            start = f
-        elif f in have and start is not None:
-            out.append((start, f - 1))
-            start = None
-    if start is not None:
-        out.append((start, hi))
-    return out
-
-
 def constraints(keys: Mapping[str, Iterable[float]], joints: Sequence[str], lo: int, hi: int) -> np.ndarray:
     """(T, J) bool: joint j (a bone name, or absent from ``keys``) is keyed at frame lo + t.
     T = hi - lo + 1. This is the partial-constraint mask sent to in-filling models."""

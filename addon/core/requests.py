@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
+from ..vendor.gaps import whole_frames
 from . import jobs, keys, rigmap
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
@@ -36,15 +37,11 @@ def plain(msg: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return dict(msg.content), {k: np.array(v) for k, v in msg.arrays.items()}
 
 
-def call(client: Any, type: str, content: dict[str, Any], arrays: dict[str, np.ndarray]
-         ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Send one request and wait for its result, reporting the server's progress to the job's Control
-    and cancelling the request on the server when the UI asks (`jobs.Worker.cancel`)."""
+def live() -> dict[str, Any]:
+    """The keywords that tie a `Client` method to the running job (`jobs.current`): the server's progress
+    goes to the job's Control, and the UI's cancel (`jobs.Worker.cancel`) cancels the request on the server."""
     ctl = jobs.current()
-    rid = client.submit(type, content, arrays)
-    if ctl is None:
-        return plain(client.result(rid))
-    return plain(client.result(rid, progress=ctl.set_progress, cancel_when=ctl.cancelled.is_set))
+    return {} if ctl is None else {"progress": ctl.set_progress, "cancel_when": ctl.cancelled.is_set}
 
 
 def find_model(client: Any, task: str, name: str | None, object_cond: bool = False) -> dict[str, Any]:
@@ -167,12 +164,9 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         paths = _joint_paths(al, ups)
         rj = int(info.get("root_joint") or 0)
         mp = al["parents"][rj]
-        content: dict[str, Any] = {"model": info["name"], "joints": mnames, "temperature": float(temperature),
-                                   "samples": int(samples), "order": order, "seed": int(seed)}
-        if fps:
-            content["fps"] = float(fps)
-        if mirror:
-            content["mirror"] = True
+        settings = {"model": info["name"], "joints": mnames, "temperature": float(temperature),
+                    "samples": int(samples), "order": order, "seed": int(seed), "fps": float(fps) if fps else None,
+                    "mirror": True if mirror else None}
         unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
@@ -210,11 +204,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 km[:, -1] = known[:, -1]
                 if whole:   # whole frames: joints the rig lacks are filled with the frame (held at rest elsewhere)
                     km[:, [j for j in range(len(mnames)) if j not in paths]] = km.all(axis=1, keepdims=True)
-                send = {"rotations": q.astype(np.float32), "root": (rel * scale).astype(np.float32), "known": km}
-                if obj is not None:
-                    send.update(object_rotations=obj[0].astype(np.float32), object_positions=obj[1].astype(np.float32))
                 try:
-                    rc, ra = call(c, "infill", content, send)
+                    rc, ra = plain(c.infill_rotations(q, rel * scale, km, object_track=obj, **settings, **live()))
                     break
                 except Exception as e:   # a whole-frames model (the listing may not say so): whole frames
                     if whole or attempt or getattr(e, "code", None) != "whole_frames":
@@ -306,14 +297,6 @@ def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
     return out
 
 
-def whole_frames(known: np.ndarray) -> np.ndarray:
-    """(T, E) known -> whole frames for a model that fills whole frames (``group_frames``): a frame with any
-    of the animator's keys is known (its unkeyed channels are what their f-curves give, e.g. an FBX
-    export's simplified curves), a frame with none is filled."""
-    k = np.asarray(known, bool)
-    return np.repeat(k.any(axis=1, keepdims=True), k.shape[1], axis=1)
-
-
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
               model: str | None, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
               gait: str | None = None, overrides: Mapping[str, str] | None = None, speed: float = 0.0,
@@ -326,16 +309,10 @@ def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], l
         info = find_model(c, "style.adapt", model)
         ex, names = keys.to_model_joints(rot, bones, info["skeleton"]["names"], rig_preset, offsets, overrides)
         root = keys.root_from_location(location, float(info.get("units_per_metre") or 100.0))
-        content = {"joints": names, "fps": float(fps), "root_space": "ground", "model": info["name"]}
-        if gait:
-            content["gait"] = gait
-        if until is not None:
-            content["frames"] = range_frames(until[0], until[1], until[2], float(info["fps"]))
-        arrays = {"points": np.asarray(points, np.float32), "rotations": ex.astype(np.float32),
-                  "root": root.astype(np.float32)}
-        if speed > 0:
-            arrays["speed"] = np.full(len(points), speed, np.float32)
-        return call(c, "style.adapt", content, arrays)
+        frames = None if until is None else range_frames(until[0], until[1], until[2], float(info["fps"]))
+        return plain(c.style_adapt(points, rotations=ex, root=root, joints=names, fps=float(fps), root_space="ground",
+                                   gait=gait or None, frames=frames, model=info["name"],
+                                   speed=np.full(len(points), speed) if speed > 0 else None, **live()))
     return job
 
 
@@ -354,8 +331,7 @@ def retarget_job(pose: np.ndarray, location: np.ndarray, source: dict[str, Any],
     reply's ``root`` is the target root joint's position (Y-up); see `retarget_to_rig`."""
     q = np.stack([rigmap.to_model(pose[:, j], o) for j, o in enumerate(src_offsets)], axis=1)
     root = z_up_to_y_up(location) + np.asarray(source["offsets"][0], np.float64)
-    return lambda c: call(c, "retarget", {"source": source, "target": target},
-                          {"rotations": q.astype(np.float32), "root": root.astype(np.float32)})
+    return lambda c: plain(c.retarget(q, root, source, target, **live()))
 
 
 def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
@@ -478,16 +454,11 @@ def walk_job(task: str, points: np.ndarray, model: str | None, gait: str | None 
     """Walk along ``points`` (N, 2) metres with the path controller serving ``task``: ``gait`` (name),
     ``speed`` (m/s; 0: the gait's default), ``until`` = (start frame, end frame, scene fps) to walk exactly
     to the end of the range (else the path's own length plus a second to settle)."""
-    arrays: dict[str, np.ndarray] = {"points": np.asarray(points, np.float32)}
-    if speed > 0:
-        arrays["speed"] = np.full(len(points), speed, np.float32)
-
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        content: dict[str, Any] = {"gait": gait} if gait else {}
-        if model:
-            content["model"] = model
+        name, frames = model or None, None
         if until is not None:
             info = find_model(c, task, model)
-            content.update(model=info["name"], frames=range_frames(until[0], until[1], until[2], float(info["fps"])))
-        return call(c, task, content, arrays)
+            name, frames = info["name"], range_frames(until[0], until[1], until[2], float(info["fps"]))
+        return plain(c.walk(task, points, gait=gait or None, speed=np.full(len(points), speed) if speed > 0 else None,
+                            frames=frames, model=name, **live()))
     return job

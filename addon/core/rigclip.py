@@ -1,6 +1,6 @@
 """Rigs as animators have them, in plain numpy (no bpy): every rotation mode read as quaternions and written
-back in the bone's own mode, the root translation wherever the rig carries it, and the windows of frames
-an in-fill needs. The operators read f-curves into these arrays and write the results back.
+back in the bone's own mode, the root translation wherever the rig carries it, and the frames an in-fill
+reads (the windows themselves: the vendored library module `vendor.gaps`). The operators read f-curves into these arrays and write the results back.
 
 Legend: T frames, B bones. Quaternions are WXYZ (Blender's order). Euler angles are always (x, y, z) in
 radians whatever the order; order "XYZ" applies X first: R = Rz Ry Rx (Blender's convention).
@@ -17,18 +17,6 @@ AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4),
             **{o: ("rotation_euler", 3) for o in EULER_ORDERS}}
-CONTEXT = 10   # keyed frames sent on each side of a gap (the model's training context; tasks.infill.CONTEXT)
-MODEL_FPS = 30.0   # the rate the in-fill models were trained at: the context is CONTEXT frames at this rate
-
-
-def context_frames(scene_fps: float | None) -> int:
-    """Scene frames on each side of a gap that cover the model's context (10 frames at 30 fps = 1/3 s):
-    40 at 120 fps, 8 at 24 fps (at least CONTEXT // 2)."""
-    if not scene_fps or scene_fps <= 0:
-        return CONTEXT
-    return max(CONTEXT // 2, int(np.ceil(CONTEXT * scene_fps / MODEL_FPS - 1e-9)))
-
-
 def _axis_quat(axis: int, angle: np.ndarray) -> np.ndarray:
     q = np.zeros(np.shape(angle) + (4,))
     q[..., 0] = np.cos(angle / 2)
@@ -231,24 +219,6 @@ def units_scale(model_lengths: np.ndarray, rig_lengths: np.ndarray) -> float:
         return 1.0
     e = np.log10(ml / rl)
     return float(10.0 ** np.round(e)) if abs(e - np.round(e)) <= 0.2 else ml / rl
-
-
-# ---------------------------------------------------------------------------------------- windows
-
-def windows(missing: np.ndarray, context: int = CONTEXT) -> list[tuple[int, int]]:
-    """Inclusive [a, b] index spans to send for a (T,) mask of frames with something to fill: each run of
-    missing frames with up to ``context`` frames on either side, overlapping spans merged."""
-    m = np.asarray(missing, bool)
-    d = np.diff(np.r_[0, m.astype(np.int8), 0])
-    out: list[tuple[int, int]] = []
-    for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1, strict=True):
-        a, b = max(0, int(s) - context), min(m.size - 1, int(e) + context)
-        if out and a <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
-
 
 
 def object_offset_for(rests: Sequence[np.ndarray], locs: Sequence[np.ndarray], quats: Sequence[np.ndarray],

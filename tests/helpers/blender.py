@@ -1,5 +1,5 @@
 """The real ``bpy`` module for tests that launch Blender: the wheels from PyPI (5.0.1 and the 4.2 LTS series),
-each in its own venv under ``~/.cache/motioncore/blender/`` (created on first use: ~15 s and ~400 MB each).
+each in its own venv under ``$MOTIONCORE_CACHE/blender/`` (default ``~/.cache/motioncore/blender/``) (created on first use: ~15 s and ~400 MB each).
 Such a test carries the ``blender`` marker; ``MOTIONCORE_SKIP_BLENDER=1`` skips them all (tests/conftest.py)."""
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from motioncore.data.cache import cache_root
+
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = {"5.0.1": "bpy==5.0.1", "4.2": "bpy==4.2.*"}
-VENVS = Path(os.environ.get("MOTIONCORE_BLENDER_VENVS", Path.home() / ".cache" / "motioncore" / "blender"))
+VENVS = Path(os.environ.get("MOTIONCORE_BLENDER_VENVS") or cache_root() / "blender")   # $MOTIONCORE_CACHE/blender
 
 
 def bpy_python(version: str) -> Path:

@@ -36,7 +36,7 @@ STAGES = ("read", "gaps", "map", "fill", "write")
 
 def frozen_runs(rotations: np.ndarray, root: np.ndarray, min_len: int) -> list[tuple[int, int]]:
     """[start, end) runs of at least ``min_len`` frames equal to the frame before them (bit for bit)."""
-    from ..tasks.infill import mask_runs
+    from ..core.gaps import runs as mask_runs
 
     same = np.r_[False, (rotations[1:] == rotations[:-1]).all((1, 2)) & (root[1:] == root[:-1]).all(1)]
     return [(s, e) for s, e in mask_runs(same) if e - s >= min_len]
@@ -58,8 +58,9 @@ def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
               temperature: float = 0.0, seed: int = 0, fmt: str = "bvh") -> dict[str, Any]:
     """Fill one clip; a JSON-ready result dict (never raises for a bad file)."""
+    from ..core.gaps import runs as mask_runs
     from ..models.registry import load_model
-    from ..tasks.infill import fill_clip, mask_runs
+    from ..tasks.infill import fill_clip
 
     t0 = time.perf_counter()
     out = output_path(path, out_dir, fmt)

@@ -178,9 +178,9 @@ def plot_infill(walk: Any, interp_q: Any, model_q: Any, known: Any, name: str, p
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from ..core.gaps import runs as mask_runs
     from ..core.rotations import quat_angle
     from ..io.atomic import atomic_write
-    from ..tasks.infill import mask_runs
 
     ident = np.zeros_like(walk.rotations)
     ident[..., 0] = 1.0

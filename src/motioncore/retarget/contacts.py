@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.gaps import runs as mask_runs
 from ..core.kinematics import BodyJoints, find_body_joints, foot_contacts
 from ..core.motion import Motion
 from ..core.rotations import axis_angle_to_quat, quat_apply, quat_between, quat_inv, quat_mul, quat_normalize
 from ..core.skeleton import Skeleton
-from ..tasks.infill import mask_runs
 from .mapping import RetargetError
 
 __all__ = ["leg_chains", "source_contacts", "pin_feet", "contact_thresholds"]

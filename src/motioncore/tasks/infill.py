@@ -32,11 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.gaps import CONTEXT, gap_windows, is_whole_frames
 from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from ..errors import MotioncoreError, ShapeError, WholeFramesError
 
-__all__ = ["fill_clip", "fill_clip_at", "fill_joints", "Filled", "interp_channels", "mask_runs", "mirror_x",
-           "resample_frames"]
+__all__ = ["fill_clip", "fill_clip_at", "fill_joints", "Filled", "interp_channels", "mirror_x", "resample_frames"]
 
 
 def _bracket(known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -75,12 +75,6 @@ class Filled:
     filled: np.ndarray  # (T, J + 1) the elements filled
 
 
-def mask_runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """[start, end) runs of True in a (T,) bool mask."""
-    d = np.diff(np.r_[0, np.asarray(mask, bool).astype(np.int8), 0])
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
-
-
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
     known = np.asarray(known)
     if known.dtype != bool:
@@ -90,9 +84,6 @@ def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
     if known.shape == (T, J + 1):
         return known.copy()
     raise ShapeError(f"known: expected ({T},) or ({T}, {J + 1}), got {known.shape}")
-
-
-CONTEXT = 10  # frames of keys kept on each side of a gap when a long clip is filled window by window
 
 
 def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
@@ -120,12 +111,10 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     frames = todo.any(1)
     if not frames.any():
         raise MotioncoreError("fill: nothing to fill")
-    runs = mask_runs(frames)
     r = np.asarray(root, np.float64)
     out_q = np.repeat(q[None], n_samples, 0)
     out_r = np.repeat(r[None], n_samples, 0)
-    for i, (s, e) in enumerate(runs):  # each gap in its own window; the keys around it are the originals
-        a, b = max(0, s - CONTEXT), min(T, e + CONTEXT)
+    for i, (s, e, a, b) in enumerate(gap_windows(frames)):  # each gap in its own window (core.gaps)
         sel = np.zeros((b - a, J + 1), bool)
         sel[s - a:e - a] = todo[s:e]
         ot = None if object_track is None else (np.asarray(object_track[0])[a:b], np.asarray(object_track[1])[a:b])
@@ -268,8 +257,7 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     T = q.shape[0]
     if not todo.any():
         raise MotioncoreError("fill: nothing to fill")
-    full = keys.all(1)
-    if cfg.group_frames and not ((full | ~keys.any(1)).all() and (todo.all(1) | ~todo.any(1)).all()):
+    if cfg.group_frames and not is_whole_frames(keys, todo):
         raise WholeFramesError("this checkpoint fills whole frames (group_frames): key every joint and the root "
                               "on a keyed frame, or use a per-element checkpoint for partial keys")
     body = body_joints(sk)

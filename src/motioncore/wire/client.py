@@ -207,14 +207,19 @@ class Client:
     # -- requests
     def call(self, type: str, content: Mapping[str, Any] | None = None, arrays: Mapping[str, Any] | None = None,
              *, timeout: float | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
-             idempotent: bool | None = None) -> P.Message:
-        """Send one request and return its ``result`` message; an ``error`` reply raises its typed exception."""
+             cancel_when: Callable[[], bool] | None = None, idempotent: bool | None = None) -> P.Message:
+        """Send one request and return its ``result`` message; an ``error`` reply raises its typed exception.
+        ``progress`` gets the server's progress messages; ``cancel_when`` is polled about every 50 ms and,
+        once true, cancels the request on the server (its final reply, ``Cancelled`` or the result if it
+        finished first, is raised or returned as usual)."""
         timeout = self.timeout if timeout is None else timeout
         idem = type in P.IDEMPOTENT if idempotent is None else idempotent
         tries = 1 + (self.retries if idem else 0)
         for _ in range(tries):
             rid = self.submit(type, content, arrays)
-            reply = self._wait(rid, timeout, progress)
+            reply = self._wait(rid, timeout, progress, cancel_when)
+            if reply is _STOPPED:
+                reply = self._stop(rid)
             self._outstanding.discard(rid)
             if reply is not None:
                 return self._finish(reply, type)
@@ -274,8 +279,7 @@ class Client:
         if reply is None:
             reply = self._wait(request_id, self.timeout if timeout is None else timeout, progress, cancel_when)
             if reply is _STOPPED:
-                self.cancel(request_id)   # its final reply comes first and is stashed
-                reply = self._stash.pop(request_id, None) or self._wait(request_id, HELLO_TIMEOUT, None)
+                reply = self._stop(request_id)
         self._outstanding.discard(request_id)
         if reply is None:
             state = self._give_up(request_id, self.timeout if timeout is None else timeout)
@@ -283,6 +287,11 @@ class Client:
                                  f"({'the server is busy; the request was cancelled' if state == 'busy' else state})",
                                  busy=state == "busy")
         return self._finish(reply, "")
+
+    def _stop(self, request_id: str) -> Any:
+        """Cancel ``request_id`` on the server and return its final reply (None if none came)."""
+        self.cancel(request_id)   # its final reply comes first and is stashed
+        return self._stash.pop(request_id, None) or self._wait(request_id, HELLO_TIMEOUT, None)
 
     def _finish(self, reply: P.Message, type: str) -> P.Message:
         self._note_session(reply, type)
@@ -386,18 +395,33 @@ class Client:
     def infill_rotations(self, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, model: str | None = None,
                          seed: int | None = None, temperature: float | None = None, order: str | None = None,
                          samples: int | None = None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
+                         joints: list[str] | None = None, fps: float | None = None, mirror: bool | None = None,
                          **kw: Any) -> P.Message:
         """The rotation form of ``infill`` (any-order checkpoints): rotations (T, J, 4) WXYZ, root (T, 3),
         known (T,) or (T, J + 1) bool -> buffers rotations (S, T, J, 4), root (S, T, 3). ``object_track``
         (hands, a checkpoint with ``object_cond``): the object's (T, 4) WXYZ rotations and (T, 3) positions in
-        the root's space."""
+        the root's space. ``joints``: the columns' model joint names; ``fps``: the clip's rate (resampled to
+        the model's); ``mirror``: fill the clip's mirror image (a left hand on a right-hand model)."""
         arrays = {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
                   "known": np.asarray(known, bool)}
         if object_track is not None:
             arrays.update(object_rotations=np.asarray(object_track[0], np.float32),
                           object_positions=np.asarray(object_track[1], np.float32))
         return self.call("infill", _drop_none({"model": model, "seed": seed, "temperature": temperature,
-                                                "order": order, "samples": samples}), arrays, **kw)
+                                                "order": order, "samples": samples, "joints": joints, "fps": fps,
+                                                "mirror": mirror}), arrays, **kw)
+
+    def walk(self, task: str, points: np.ndarray, *, gait: str | None = None, speed: np.ndarray | None = None,
+             frames: int | None = None, model: str | None = None, **kw: Any) -> P.Message:
+        """The path form of ``pfnn.rollout`` / ``mann.rollout`` (``task``): walk the root path ``points``
+        (N, 2) in metres, at ``speed`` (N,) m/s (default: the gait's), for ``frames`` (default: the path's
+        length plus a second to settle)."""
+        if task not in ("pfnn.rollout", "mann.rollout"):
+            raise ValueError(f"walk: task must be 'pfnn.rollout' or 'mann.rollout', not {task!r}")
+        arrays: dict[str, Any] = {"points": np.asarray(points, np.float32)}
+        if speed is not None:
+            arrays["speed"] = np.asarray(speed, np.float32)
+        return self.call(task, _drop_none({"gait": gait, "frames": frames, "model": model}), arrays, **kw)
 
     def style_adapt(self, points: np.ndarray, *, rotations: np.ndarray | None = None, root: np.ndarray | None = None,
                     joints: list[str] | None = None, fps: float | None = None, root_space: str | None = None,
