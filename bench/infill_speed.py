@@ -85,7 +85,7 @@ def cached_flat(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: in
 
 
 def _grid(fill: AnyOrderFill, rot, pos, n_past, n_trans):
-    from motioncore.models.anyorder import group_channels, motion_to_elements
+    from motioncore.models.anyorder_elements import group_channels, motion_to_elements
 
     cfg = fill.model.cfg
     T = n_past + n_trans + 1

@@ -11,21 +11,15 @@ import torch
 
 from motioncore.core.rotations import matrix_to_rot6d, quat_normalize, rot6d_to_matrix
 from motioncore.errors import ShapeError
-from motioncore.models.anyorder import (
-    AnyOrderConfig,
-    AnyOrderTransformer,
-    KVCache,
+from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer, KVCache
+from motioncore.models.anyorder_elements import (
     elements_to_motion,
-    entropy,
     group_channels,
-    mog_entropy,
-    mog_nll,
     motion_config,
     motion_to_elements,
-    nll,
-    sample_values,
     ungroup_channels,
 )
+from motioncore.models.anyorder_heads import entropy, mog_entropy, mog_nll, nll, sample_values
 from motioncore.models.sampling import teacher_forced
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0)

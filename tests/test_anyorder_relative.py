@@ -9,18 +9,17 @@ import pytest
 import torch
 
 from motioncore.core.rotations import quat_conj, quat_mul, quat_normalize, quat_to_rot6d
-from motioncore.models.anyorder import (
-    AnyOrderTransformer,
+from motioncore.models.anyorder import AnyOrderTransformer
+from motioncore.models.anyorder_elements import (
     from_key_frame,
     group_channels,
-    key_envelope,
-    key_prior,
     motion_config,
     motion_to_elements,
     reference_frames,
-    split_mog,
     to_key_frame,
 )
+from motioncore.models.anyorder_heads import split_mog
+from motioncore.models.anyorder_prior import key_envelope, key_prior
 from motioncore.models.sampling import key_frame_in, make_loss_fn, sample
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0, num_mixtures=3)

@@ -111,7 +111,7 @@ def test_fill_fills_only_the_transition(trained, test_windows):
 def test_fill_matches_sampling_sample(trained, test_windows):
     """The batched fill equals ``sampling.sample`` on one window (temperature 0, bisection, one frame/step)."""
     from motioncore.eval.anyorder_fill import load_fill
-    from motioncore.models.anyorder import elements_to_motion
+    from motioncore.models.anyorder_elements import elements_to_motion
     from motioncore.models.sampling import sample
     from motioncore.train.anyorder import to_elements
 

@@ -14,7 +14,8 @@ from motioncore.core.motion import Motion
 from motioncore.core.rotations import quat_angle
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import BVHError
-from motioncore.io.bvh import RoundtripResult, format_bvh, read_bvh, roundtrip, roundtrip_main, write_bvh
+from motioncore.io.bvh import format_bvh, read_bvh, write_bvh
+from motioncore.io.bvh_roundtrip import RoundtripResult, roundtrip, roundtrip_main
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 POS = ("Xposition", "Yposition", "Zposition")

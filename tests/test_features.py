@@ -44,8 +44,8 @@ from motioncore.features import (
     sample_range,
     trajectory_offsets,
 )
-from motioncore.features.common import wrap_angle
 from motioncore.features.pfnn import rotation_encoding
+from motioncore.features.root_frame import wrap_angle
 
 # Tolerances. Y is float32: a value v carries ~6e-8 * |v| of rounding, i.e. <= 2e-5 cm for the <= 300 cm
 # positions here and ~1e-7 rad per rotation; FK through the 8-joint leg chains (bones <= 50 cm) adds at most
@@ -157,7 +157,7 @@ def test_foot_phase_from_synthetic_contacts():
 @needs_data
 def test_phase_on_a_real_walk(bandai1_train):
     from motioncore.core.kinematics import foot_contacts
-    from motioncore.features.common import contact_onsets, side_contacts
+    from motioncore.features.phase import contact_onsets, side_contacts
 
     c = next(c for c in bandai1_train if c.labels["content"] == "walk")
     _, gp = c.motion.global_transforms()

@@ -8,7 +8,9 @@ import torch
 
 from motioncore.core.rotations import matrix_to_rot6d, rot6d_to_matrix
 from motioncore.errors import ShapeError
-from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer, entropy, motion_config
+from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer
+from motioncore.models.anyorder_elements import motion_config
+from motioncore.models.anyorder_heads import entropy
 from motioncore.models.sampling import (
     ORDERS,
     bisection_frames,

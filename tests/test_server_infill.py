@@ -21,7 +21,8 @@ T = 25
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from motioncore.data import lafan1_windows, load
-    from motioncore.models.anyorder import AnyOrderTransformer, motion_config
+    from motioncore.models.anyorder import AnyOrderTransformer
+    from motioncore.models.anyorder_elements import motion_config
     from motioncore.models.checkpoint import save_model
     from motioncore.train.anyorder import body_joints, root_stats
 

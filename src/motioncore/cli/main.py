@@ -61,7 +61,7 @@ def _cmd_data_unpack(args: argparse.Namespace) -> int:
 
 
 def _cmd_bvh_roundtrip(args: argparse.Namespace) -> int:
-    from ..io.bvh import roundtrip_main
+    from ..io.bvh_roundtrip import roundtrip_main
     from ..io.files import files_with_suffix
 
     files: list[str] = []

@@ -24,14 +24,9 @@ import torch
 from ..core.rotations import quat_continuity
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError, ShapeError
-from ..models.anyorder import (
-    AnyOrderTransformer,
-    elements_to_motion,
-    group_channels,
-    motion_to_elements,
-    sample_values,
-    ungroup_channels,
-)
+from ..models.anyorder import AnyOrderTransformer
+from ..models.anyorder_elements import elements_to_motion, group_channels, motion_to_elements, ungroup_channels
+from ..models.anyorder_heads import sample_values
 from ..models.sampling import ORDERS, static_order
 from .baselines import Fill
 

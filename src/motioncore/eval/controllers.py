@@ -32,9 +32,11 @@ import numpy as np
 
 from ..core.motion import Motion
 from ..errors import MotioncoreError
-from ..features.common import ground_joints, ground_velocity, one_hot, root_frames
+from ..features.layout import one_hot
 from ..features.mann import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
 from ..features.pfnn import CONTACT_HEIGHT, CONTACT_SPEED
+from ..features.poses import ground_joints
+from ..features.root_frame import ground_velocity, root_frames
 from ..tasks.paths import Path, distance_to_polyline
 
 PFNN_MODES = ("weights", "constant", "linear", "cubic")  # compared with the exact model ("outputs")

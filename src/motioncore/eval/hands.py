@@ -173,7 +173,8 @@ def evaluate_hands(model: str, task: HandsTask = HandsTask(), data: str = "manip
 
     from ..data import lafan1_windows, load
     from ..data.hand_object import normalise_cond, window_cond
-    from ..models.anyorder import AnyOrderTransformer, elements_to_motion
+    from ..models.anyorder import AnyOrderTransformer
+    from ..models.anyorder_elements import elements_to_motion
     from ..models.registry import load_model
     from ..models.sampling import sample
     from ..train.anyorder import body_joints, to_elements

@@ -33,8 +33,9 @@ from ..core.kinematics import find_body_joints
 from ..core.motion import Motion
 from ..data import Clip
 from ..errors import MotioncoreError
-from ..features.common import Normaliser, clip_features, ground_joints
+from ..features.normaliser import Normaliser
 from ..features.pfnn import locomotion_clips
+from ..features.poses import clip_features, ground_joints
 from ..io.atomic import atomic_write
 from ..models.style_judge import StyleJudge, StyleJudgeConfig
 

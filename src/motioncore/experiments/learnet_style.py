@@ -47,8 +47,10 @@ from torch import Tensor, nn
 from ..core.kinematics import find_body_joints
 from ..data import Clip, get_spec, load
 from ..errors import DataError, MotioncoreError
-from ..features.common import Layout, Normaliser, ground_joints, layout_normalisers
+from ..features.layout import Layout
+from ..features.normaliser import Normaliser, layout_normalisers
 from ..features.pfnn import GAITS, pfnn_dataset, pfnn_layout
+from ..features.poses import ground_joints
 from ..models.checkpoint import load_state_into, load_tensors, read_meta, save_model
 from ..models.learnet import StyleEncoderConfig
 from ..models.learnet_pfnn import LearnetPFNN

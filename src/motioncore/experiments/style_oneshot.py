@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from ..data import Clip, get_spec, load
 from ..errors import DataError, MotioncoreError
-from ..features.common import layout_normalisers
+from ..features.normaliser import layout_normalisers
 from ..features.pfnn import GAITS, locomotion_clips, pfnn_dataset, pfnn_layout
 from ..models.learnet_pfnn import LearnetPFNN
 from ..models.pfnn import PFNN

@@ -5,31 +5,7 @@ Feature layouts of the papers: PFNN (Holden et al. 2017) for bipeds and MANN (Zh
 Column tables and labelling rules: docs/features.md."""
 from __future__ import annotations
 
-from .common import (
-    DEFAULT_CYCLE_S,
-    Block,
-    ClipFeatures,
-    Layout,
-    Normaliser,
-    Pose,
-    RootFrame,
-    Trajectory,
-    clip_features,
-    contact_onsets,
-    foot_phase,
-    future_offsets,
-    ground_velocity,
-    layout_normalisers,
-    local_pose,
-    local_rotations_from_root_relative,
-    phase_from_onsets,
-    pose_to_world,
-    root_frames,
-    sample_range,
-    side_contacts,
-    trajectory_offsets,
-    trajectory_step,
-)
+from .layout import Block, Layout
 from .mann import (
     ACTIONS,
     MANNOutput,
@@ -42,6 +18,7 @@ from .mann import (
     mann_layout,
     mann_output,
 )
+from .normaliser import Normaliser, layout_normalisers
 from .pfnn import (
     GAIT_OF_CONTENT,
     GAITS,
@@ -55,6 +32,18 @@ from .pfnn import (
     pfnn_encode,
     pfnn_layout,
     pfnn_output,
+)
+from .phase import DEFAULT_CYCLE_S, contact_onsets, foot_phase, phase_from_onsets, side_contacts
+from .poses import ClipFeatures, Pose, clip_features, local_pose, local_rotations_from_root_relative, pose_to_world
+from .root_frame import (
+    RootFrame,
+    Trajectory,
+    future_offsets,
+    ground_velocity,
+    root_frames,
+    sample_range,
+    trajectory_offsets,
+    trajectory_step,
 )
 
 __all__ = [

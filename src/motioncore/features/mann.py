@@ -28,24 +28,16 @@ from ..core.motion import Motion
 from ..core.skeleton import Skeleton
 from ..data.datasets import Clip
 from ..errors import DataError
-from .common import (
+from .layout import Layout, blocks_from, check_last, stack_rows, strided
+from .poses import ClipFeatures, Pose, axes_to_rotation, clip_features, rotation_axes
+from .root_frame import (
     TRAJ_FUTURE,
     TRAJ_PAST,
-    ClipFeatures,
-    Layout,
-    Pose,
     RootFrame,
     Trajectory,
-    axes_to_rotation,
-    blocks_from,
-    check_last,
-    clip_features,
     future_offsets,
     ground_velocity,
-    rotation_axes,
     sample_range,
-    stack_rows,
-    strided,
     trajectory_offsets,
 )
 

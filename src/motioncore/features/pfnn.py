@@ -13,7 +13,7 @@ Row i of X / Y (Holden's indexing, kept so the runtime loop needs no re-framing)
   root-relative rotations span 100-180 degrees and cross 180 in 2-7% of the frames), so those targets
   were bimodal and the trained net's right limbs flipped. `rotation_encoding` tells them apart.
 So decoding Y_i gives exactly the pose that X_{i+1} takes as its previous pose. No terrain heights: our
-terrain is flat. Bandai's static ``joint_Root`` stands for the root frame itself (see `common.ground_joints`).
+terrain is flat. Bandai's static ``joint_Root`` stands for the root frame itself (see `poses.ground_joints`).
 
 Legend: N rows, T frames, J joints, S = 12 trajectory samples, G gaits.
 """
@@ -30,25 +30,17 @@ from ..core.rotations import axis_angle_to_quat, quat_to_axis_angle
 from ..core.skeleton import Skeleton
 from ..data.datasets import Clip
 from ..errors import DataError
-from .common import (
+from .layout import Layout, blocks_from, check_last, one_hot, stack_rows
+from .phase import foot_phase
+from .poses import ClipFeatures, Pose, axes_to_rotation, clip_features, rotation_axes
+from .root_frame import (
     TRAJ_FUTURE,
     TRAJ_PAST,
-    ClipFeatures,
-    Layout,
-    Pose,
     RootFrame,
     Trajectory,
-    axes_to_rotation,
-    blocks_from,
-    check_last,
-    clip_features,
-    foot_phase,
     future_offsets,
     ground_velocity,
-    one_hot,
-    rotation_axes,
     sample_range,
-    stack_rows,
     trajectory_offsets,
 )
 
@@ -260,7 +252,7 @@ def pfnn_clip(layout: Layout, motion: Motion, gait_ids: np.ndarray, body: BodyJo
 
 def pfnn_dataset(clips: Sequence[Clip], gaits: Sequence[str] = GAITS, stand_speed: float = STAND_SPEED
                  ) -> dict[str, np.ndarray]:
-    """Rows of every frame with a full +-1 s window (`common.sample_range`) of ``clips``.
+    """Rows of every frame with a full +-1 s window (`root_frame.sample_range`) of ``clips``.
 
     Returns X (N, D_in) and Y (N, D_out) float32, phase (N,) in [0, 1), clip (N,) index into ``clips``,
     frame (N,) frame index, gait (N,) id at the row's frame, style (N,) strings (not an input: for style

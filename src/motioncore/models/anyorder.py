@@ -13,12 +13,15 @@ channels (a fixed set per skeleton) use learned embeddings for the own and the t
 is no absolute frame embedding, so the model runs on clips of any length and is invariant to shifting
 every frame index by a constant. See docs/anyorder.md.
 
+The functions on the model's output (likelihood, entropy, sampling, projection) are in ``anyorder_heads``,
+the keys' interpolation prior in ``anyorder_prior``, the element codec (motion <-> elements, grouped
+frames, the key frame) in ``anyorder_elements``.
+
 Legend: B batch, L tokens, N cached tokens, M candidates, T frames, C channels, H heads, Dh head
 features, D features, E element value width, K mixture components or classes.
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -26,21 +29,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..core.rotations import matrix_to_rot6d, quat_to_rot6d, rot6d_to_matrix, rot6d_to_quat
 from ..errors import ShapeError
+from .anyorder_prior import PRIOR_FEATURES, key_envelope
 
-__all__ = [
-    "KIND_DIMS", "HEADS", "AnyOrderConfig", "AnyOrderTransformer", "KVCache", "nll", "entropy",
-    "mog_nll", "mog_entropy", "split_mog", "sample_values", "project", "group_channels",
-    "ungroup_channels", "key_prior", "key_envelope", "reference_frames", "to_key_frame",
-    "from_key_frame", "motion_config", "motion_to_elements", "elements_to_motion",
-]
+__all__ = ["KIND_DIMS", "HEADS", "AnyOrderConfig", "AnyOrderTransformer", "KVCache"]
 
 KIND_DIMS = {"rot6d": 6, "vec3": 3}  # value width of each channel kind (mog head)
 HEADS = ("mog", "categorical")
-MIN_STD = 1e-4  # floor on every mixture standard deviation (keeps the NLL bounded)
-PRIOR_FEATURES = 3  # key_prior's extra features per element: has-key flag, position in the gap, gap length
-GAP_SCALE = 30.0  # key_prior's gap length feature is frames / GAP_SCALE
 
 
 @dataclass(frozen=True)
@@ -227,8 +222,8 @@ class _Block(nn.Module):
 class AnyOrderTransformer(nn.Module):
     """Decoder over (value, own position, target position) tokens; returns raw head parameters.
 
-    Use ``nll``, ``entropy`` and ``sample_values`` (module functions) on the output; orders, losses and
-    sampling loops live in ``motioncore.models.sampling``.
+    Use ``nll``, ``entropy`` and ``sample_values`` (``motioncore.models.anyorder_heads``) on the output;
+    orders, losses and sampling loops live in ``motioncore.models.sampling``.
     """
 
     def __init__(self, cfg: AnyOrderConfig):
@@ -369,215 +364,3 @@ def _init_weights(m: nn.Module) -> None:
         nn.init.normal_(m.weight, std=0.02)
     if isinstance(m, nn.Linear) and m.bias is not None:
         nn.init.zeros_(m.bias)
-
-
-# ----------------------------------------------------------------------------- heads (functions on the output)
-@functools.lru_cache(maxsize=32)
-def _layout(cfg: AnyOrderConfig) -> tuple[Tensor, list[tuple[int, Tensor]]]:
-    return cfg.layout()
-
-
-def _dim_mask(cfg: AnyOrderConfig, channel: Tensor) -> Tensor:
-    """(..., E) bool: the value dims used by each element's grid channel (...,)."""
-    return _layout(cfg)[0].to(channel.device)[channel]
-
-
-def split_mog(params: Tensor, num_mixtures: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Raw mixture outputs (..., K(1 + 2E)) -> logits (..., K), mean (..., K, E), std (..., K, E).
-    std = softplus(raw) + MIN_STD."""
-    K = num_mixtures
-    E = (params.shape[-1] // K - 1) // 2
-    rest = params[..., K:].unflatten(-1, (K, 2 * E))  # (..., K, 2E): means then raw stds per component
-    return params[..., :K], rest[..., :E], F.softplus(rest[..., E:]) + MIN_STD
-
-
-def mog_nll(logits: Tensor, mean: Tensor, std: Tensor, x: Tensor, dim_mask: Tensor) -> Tensor:
-    """Negative log-density (nats) of x (..., E) under a diagonal Gaussian mixture, over the dims where
-    ``dim_mask`` (..., E) is True. logits (..., K), mean/std (..., K, E) -> (...)."""
-    z = (x.unsqueeze(-2) - mean) / std  # (..., K, E)
-    lp = -0.5 * z.square() - std.log() - 0.5 * math.log(2 * math.pi)
-    lp = torch.where(dim_mask.unsqueeze(-2), lp, 0.0).sum(-1)  # (..., K) per-component log-density
-    return -torch.logsumexp(logits.log_softmax(-1) + lp, -1)
-
-
-def mog_entropy(logits: Tensor, std: Tensor, dim_mask: Tensor) -> Tensor:
-    """Upper bound (nats) on a diagonal mixture's differential entropy: H(pi) + sum_k pi_k H(N_k).
-    Exact for one component; tight when the components barely overlap. (...) from logits (..., K)."""
-    logp = logits.log_softmax(-1)
-    h_comp = torch.where(dim_mask.unsqueeze(-2), std.log() + 0.5 * math.log(2 * math.pi * math.e), 0.0).sum(-1)
-    return (logp.exp() * (h_comp - logp)).sum(-1)
-
-
-def nll(cfg: AnyOrderConfig, params: Tensor, value: Tensor, channel: Tensor) -> Tensor:
-    """Negative log-likelihood (nats) per element: params (..., P), value (...) long or (..., E),
-    channel (...) grid channel of each predicted element -> (...)."""
-    if cfg.head == "categorical":
-        return -params.log_softmax(-1).gather(-1, value.unsqueeze(-1)).squeeze(-1)
-    logits, mean, std = split_mog(params, cfg.num_mixtures)
-    return mog_nll(logits, mean, std, value, _dim_mask(cfg, channel))
-
-
-def entropy(cfg: AnyOrderConfig, params: Tensor, channel: Tensor) -> Tensor:
-    """Entropy (nats) per predicted element (...): exact for categorical, the ``mog_entropy`` upper
-    bound for the mixture (differential, so it grows with the channel's width)."""
-    if cfg.head == "categorical":
-        logp = params.log_softmax(-1)
-        return -(logp.exp() * logp).sum(-1)
-    logits, _, std = split_mog(params, cfg.num_mixtures)
-    return mog_entropy(logits, std, _dim_mask(cfg, channel))
-
-
-def _pick(logits: Tensor, temperature: float, uniform: Tensor) -> Tensor:
-    """Index (...) drawn from softmax(logits / temperature) by inverse CDF; argmax at temperature 0."""
-    if temperature == 0:
-        return logits.argmax(-1)
-    cdf = (logits / temperature).softmax(-1).cumsum(-1)  # (..., K)
-    return (cdf < uniform.unsqueeze(-1)).sum(-1).clamp(max=logits.shape[-1] - 1)
-
-
-def sample_values(cfg: AnyOrderConfig, params: Tensor, channel: Tensor, temperature: float,
-                  uniform: Tensor, normal: Tensor | None = None) -> Tensor:
-    """Sample one value per element from params (..., P) with noise drawn by the caller: uniform (...)
-    in [0, 1) and, for the mixture, normal (..., E). Temperature scales logits by 1/t and the std by
-    sqrt(t); t = 0 gives the mode (categorical) or the mean of the most likely component (mixture).
-    Returns (...) long or (..., E), with 6D rotations projected onto valid rotations (``project``)."""
-    if cfg.head == "categorical":
-        return _pick(params, temperature, uniform)
-    logits, mean, std = split_mog(params, cfg.num_mixtures)
-    k = _pick(logits, temperature, uniform)[..., None, None].expand(*mean.shape[:-2], 1, mean.shape[-1])
-    mu, sd = mean.gather(-2, k).squeeze(-2), std.gather(-2, k).squeeze(-2)  # (..., E) chosen component
-    x = mu if temperature == 0 else mu + sd * math.sqrt(temperature) * normal
-    return project(cfg, x, channel)
-
-
-def project(cfg: AnyOrderConfig, values: Tensor, channel: Tensor) -> Tensor:
-    """Zero the unused (padded) dims and map every 6D rotation slice to the nearest valid 6D rotation
-    by Gram-Schmidt. values (..., E), channel (...) -> (..., E)."""
-    if cfg.head == "categorical":
-        return values
-    mask, rots = _layout(cfg)
-    out = values * mask.to(values.device)[channel]
-    if not rots:
-        return out
-    idx = torch.tensor([off + i for off, _ in rots for i in range(6)], device=values.device)  # (6S,)
-    d = out[..., idx].unflatten(-1, (len(rots), 6))  # (..., S, 6) every rotation slice at once
-    sel = torch.stack([chans.to(values.device)[channel] for _, chans in rots], -1).unsqueeze(-1)  # (..., S, 1)
-    gs = torch.where(sel, matrix_to_rot6d(rot6d_to_matrix(d)), d)
-    out = out.clone()
-    out[..., idx] = gs.flatten(-2)
-    return out
-
-
-def key_envelope(flags: Tensor) -> Tensor:
-    """The offset's scale at each element from ``key_prior``'s last 3 features (..., 3): sin(pi * w) for
-    an element inside a gap (w its position between the keys), so the offset is 0 at a key and largest in
-    the gap's middle; 1 outside any gap (before the first key, after the last, no key). -> (...)."""
-    w, span = flags[..., 1], flags[..., 2]
-    return torch.where(span > 0, torch.sin(math.pi * w), torch.ones_like(w))
-
-
-def key_prior(values: Tensor, known: Tensor) -> Tensor:
-    """In-betweening's baseline and where each element sits between its keys: (..., T, C, E) values and
-    (..., T, C) known mask -> (..., T, C, E + 3).
-
-    [:E] each channel linearly interpolated along time between its nearest known frames (6D rotations
-    too: the head's offset and ``project`` handle the rest), held before the first and after the last
-    key; 0 where the channel has no key. [E] 1 where the channel has any key. [E + 1] the position in
-    the gap, (t - previous key) / (next key - previous key), 0 outside a gap. [E + 2] the gap's length
-    in frames / GAP_SCALE (0 outside a gap). Known elements get their own value, 0 and 0."""
-    T = values.shape[-3]
-    known = known.to(torch.bool)
-    t = torch.arange(T, device=values.device).view(T, 1).expand(known.shape[-2:])  # (T, C)
-    prev = torch.where(known, t, -1).cummax(-2).values  # last key at or before t; -1: none
-    nxt = torch.where(known, t, T).flip(-2).cummin(-2).values.flip(-2)  # first key at or after t; T: none
-    has = known.any(-2, keepdim=True).expand_as(known)
-    lo = torch.where(prev >= 0, prev, nxt).clamp(0, T - 1)
-    hi = torch.where(nxt < T, nxt, prev).clamp(0, T - 1)
-    span = (hi - lo).to(values.dtype)
-    w = torch.where(span > 0, (t - lo).to(values.dtype) / span.clamp(min=1), 0.0)
-    idx = lambda i: i.unsqueeze(-1).expand_as(values)  # noqa: E731
-    a, b = values.gather(-3, idx(lo)), values.gather(-3, idx(hi))
-    out = torch.where(has.unsqueeze(-1), a + w.unsqueeze(-1) * (b - a), 0.0)
-    flags = torch.stack([has.to(values.dtype), w * has, span / GAP_SCALE * has], -1)
-    return torch.cat([out, flags], -1)
-
-
-# ----------------------------------------------------------------------------- the key frame
-def reference_frames(known: Tensor) -> Tensor:
-    """Per row, the reference frame of ``to_key_frame``: the last fully known frame of the first run of
-    fully known frames (the last context frame before the first gap); -1 where no frame is fully known.
-    known (B, T, C) bool -> (B,) long."""
-    full = known.all(-1)  # (B, T)
-    T = full.shape[1]
-    t = torch.arange(T, device=known.device).expand_as(full)
-    first = torch.where(full, t, T).min(1).values  # (B,) first fully known frame (T: none)
-    after = torch.where(~full & (t > first[:, None]), t, T).min(1).values  # first frame after it not fully known
-    return torch.where(first < T, after - 1, -1)
-
-
-def _motion_view(cfg: AnyOrderConfig, grid: Tensor) -> Tensor:
-    """(B, T, Cg, E) grid -> (B, T, J + 1, 6) per-channel motion elements."""
-    return ungroup_channels(cfg, grid) if cfg.group_frames else grid
-
-
-def _grid_view(cfg: AnyOrderConfig, x: Tensor) -> Tensor:
-    return group_channels(cfg, x) if cfg.group_frames else x
-
-
-def to_key_frame(cfg: AnyOrderConfig, grid: Tensor, ref: Tensor) -> Tensor:
-    """Motion elements seen from the reference frame ``ref`` (B,) (-1: unchanged): each joint's rotation
-    R_ref^T R_t (6D), the root x_t - x_ref. A capture's per-joint rest and twist conventions mostly cancel
-    in R_ref^T R_t, and the facing in the root's. grid (B, T, Cg, E) -> same shape (new tensor)."""
-    x = _motion_view(cfg, grid)
-    idx = ref.clamp(min=0).view(-1, 1, 1, 1).expand(-1, 1, *x.shape[2:])
-    r = x.gather(1, idx)  # (B, 1, J + 1, 6)
-    rot = matrix_to_rot6d(rot6d_to_matrix(r[..., :-1, :]).transpose(-1, -2) @ rot6d_to_matrix(x[..., :-1, :]))
-    root = x[..., -1:, :] - r[..., -1:, :]
-    out = torch.cat([rot, root], -2)
-    return _grid_view(cfg, torch.where((ref >= 0).view(-1, 1, 1, 1), out, x))
-
-
-def from_key_frame(cfg: AnyOrderConfig, grid: Tensor, ref_values: Tensor, ref: Tensor) -> Tensor:
-    """Inverse of ``to_key_frame``: ``ref_values`` (B, 1, Cg, E) are the reference frame's ORIGINAL values.
-    grid (B, T, Cg, E) relative -> absolute (new tensor)."""
-    x, r = _motion_view(cfg, grid), _motion_view(cfg, ref_values)
-    rot = matrix_to_rot6d(rot6d_to_matrix(r[..., :-1, :]) @ rot6d_to_matrix(x[..., :-1, :]))
-    root = x[..., -1:, :] + r[..., -1:, :]
-    out = torch.cat([rot, root], -2)
-    return _grid_view(cfg, torch.where((ref >= 0).view(-1, 1, 1, 1), out, x))
-
-
-# ----------------------------------------------------------------------------- layouts
-def group_channels(cfg: AnyOrderConfig, x: Tensor) -> Tensor:
-    """Per-channel padded values (..., T, C, W) -> grouped frame elements (..., T, 1, E) (each channel's
-    used dims, concatenated in channel order). W = cfg.channel_width."""
-    parts = [x[..., c, :KIND_DIMS[k]] for c, k in enumerate(cfg.kinds)]
-    return torch.cat(parts, -1).unsqueeze(-2)
-
-
-def ungroup_channels(cfg: AnyOrderConfig, x: Tensor) -> Tensor:
-    """Inverse of ``group_channels``: (..., T, 1, E) -> (..., T, C, W), zero padded."""
-    W, out, off = cfg.channel_width, [], 0
-    for k in cfg.kinds:
-        w = KIND_DIMS[k]
-        out.append(F.pad(x[..., 0, off:off + w], (0, W - w)))
-        off += w
-    return torch.stack(out, -2)
-
-
-def motion_config(num_joints: int, **kwargs) -> AnyOrderConfig:
-    """Config for motion elements: channels 0..J-1 are joint rotations ("rot6d"), channel J the root
-    translation ("vec3", expected normalised by the caller, e.g. z-scored with training statistics)."""
-    return AnyOrderConfig(num_channels=num_joints + 1, channel_kinds=("rot6d",) * num_joints + ("vec3",),
-                          head="mog", **kwargs)
-
-
-def motion_to_elements(quats: Tensor, root: Tensor) -> Tensor:
-    """WXYZ local rotations (..., T, J, 4) and root translation (..., T, 3) -> elements (..., T, J+1, 6):
-    6D rotations, then the root zero padded to 6."""
-    return torch.cat([quat_to_rot6d(quats), F.pad(root, (0, 3)).unsqueeze(-2)], -2)
-
-
-def elements_to_motion(x: Tensor) -> tuple[Tensor, Tensor]:
-    """Elements (..., T, J+1, 6) -> WXYZ quaternions (..., T, J, 4) (Gram-Schmidt) and root (..., T, 3)."""
-    return rot6d_to_quat(x[..., :-1, :]), x[..., -1, :3]

@@ -24,17 +24,10 @@ import torch
 from torch import Tensor
 
 from ..errors import ShapeError
-from .anyorder import (
-    AnyOrderTransformer,
-    KVCache,
-    entropy,
-    from_key_frame,
-    key_prior,
-    nll,
-    reference_frames,
-    sample_values,
-    to_key_frame,
-)
+from .anyorder import AnyOrderTransformer, KVCache
+from .anyorder_elements import from_key_frame, reference_frames, to_key_frame
+from .anyorder_heads import entropy, nll, sample_values
+from .anyorder_prior import key_prior
 
 __all__ = [
     "ORDERS", "positions", "bisection_frames", "static_order", "teacher_forced", "log_likelihood", "sample",

@@ -246,7 +246,7 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
 
     from ..core.kinematics import facing_directions, yaw_quat
     from ..core.skeleton import Skeleton
-    from ..models.anyorder import elements_to_motion, group_channels, ungroup_channels
+    from ..models.anyorder_elements import elements_to_motion, group_channels, ungroup_channels
     from ..models.sampling import sample
     from ..train.anyorder import body_joints, to_elements
 

@@ -39,23 +39,9 @@ from ..core.motion import Motion
 from ..core.rotations import quat_apply, quat_between, quat_mul
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
-from ..features.common import (
-    TRAJ_FUTURE,
-    TRAJ_PAST,
-    Layout,
-    Normaliser,
-    Pose,
-    RootFrame,
-    Trajectory,
-    clip_features,
-    foot_phase,
-    ground_joints,
-    ground_velocity,
-    local_pose,
-    one_hot,
-    trajectory_step,
-)
+from ..features.layout import Layout, one_hot
 from ..features.mann import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
+from ..features.normaliser import Normaliser
 from ..features.pfnn import (
     CONTACT_HEIGHT,
     CONTACT_SPEED,
@@ -66,6 +52,9 @@ from ..features.pfnn import (
     pfnn_layout,
     rotation_encoding,
 )
+from ..features.phase import foot_phase
+from ..features.poses import Pose, clip_features, ground_joints, local_pose
+from ..features.root_frame import TRAJ_FUTURE, TRAJ_PAST, RootFrame, Trajectory, ground_velocity, trajectory_step
 from ..models.checkpoint import CheckpointError
 from .paths import Path, PathError, PathTrack, resolve_labels
 

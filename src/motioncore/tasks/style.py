@@ -57,8 +57,8 @@ class StyleAdapter:
     def exemplar_rows(self, motion: Motion) -> np.ndarray:
         """(N, D_in) raw PFNN input rows of an exemplar clip on the model's skeleton (phase from the
         feet, gait from speed, as in training). Raises MotioncoreError naming the problem."""
-        from ..features.common import clip_features
         from ..features.pfnn import gait_labels, pfnn_clip
+        from ..features.poses import clip_features
 
         if not motion.skeleton.same_topology(self.skeleton):
             raise MotioncoreError(f"exemplar: needs the model's {self.skeleton.num_joints}-joint skeleton "

@@ -66,7 +66,7 @@ class AnyOrderRecipe:
     prior: bool = False  # tokens carry the keys' interpolation at their target; means are offsets from it
     offset_scale: float = 0.1  # prior: mean = prior + offset_scale * raw output
     key_envelope: bool = False  # prior: the offset vanishes at the keys (sin(pi * position in gap))
-    relative: bool = False  # the model sees motion from the last context key (models.anyorder.to_key_frame)
+    relative: bool = False  # the model sees motion from the last context key (models.anyorder_elements.to_key_frame)
     mirror: bool = False  # also train on every training clip mirrored left/right (kinematics.mirror)
     track_wrist: bool = False  # loss: half the rows also key the body root joint and the root every 1-10 frames
     object_cond: bool = False  # hands: the object in the wrist frame at every frame as per-frame conditions
@@ -103,7 +103,7 @@ class AnyOrderRecipe:
     def model_config(self, num_joints: int) -> dict[str, Any]:
         """``AnyOrderConfig`` fields (JSON-ready) for a skeleton of ``num_joints`` joints."""
         from ..data.hand_object import COND_DIM
-        from ..models.anyorder import motion_config
+        from ..models.anyorder_elements import motion_config
 
         cfg = motion_config(num_joints, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                             d_ff=self.d_ff, num_mixtures=self.num_mixtures, dropout=self.dropout,
@@ -201,7 +201,7 @@ def to_elements(rotations: np.ndarray, positions: np.ndarray, root_norm: dict[st
     channel J being joint ``root_joint``'s translation z-scored with ``root_norm``."""
     import torch
 
-    from ..models.anyorder import motion_to_elements
+    from ..models.anyorder_elements import motion_to_elements
 
     mean, std = np.asarray(root_norm["mean"]), np.asarray(root_norm["std"])
     root = (positions[..., root_joint, :] - mean) / std
@@ -263,7 +263,7 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
     mcfg = recipe.model_config(J)
     model = build("anyorder", mcfg)
     if recipe.group_frames:
-        from ..models.anyorder import group_channels
+        from ..models.anyorder_elements import group_channels
 
         train = {"values": group_channels(model.cfg, train["values"])}
         val = {"values": group_channels(model.cfg, val["values"])}

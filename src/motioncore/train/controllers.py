@@ -126,7 +126,7 @@ def _device(cfg: TrainConfig) -> str:
 def train_controller(recipe: ControllerRecipe, cfg: TrainConfig, out_dir: str | Path, progress: bool = True,
                      resume: bool = True) -> tuple[torch.nn.Module, dict]:
     """Train, then save ``out_dir/<model>.safetensors/json`` with full metadata; returns (model, meta)."""
-    from ..features.common import layout_normalisers
+    from ..features.normaliser import layout_normalisers
 
     out = Path(out_dir)
     t0 = time.time()
