@@ -170,7 +170,9 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     """Two runs of 6 steps, one stopped after 3 and resumed: the same weights, bit for bit (the batches are drawn
     from the step number; the schedule is step-based here: a budget so long the cosine stays at its peak)."""
     from motioncore.data import load
-    from motioncore.recipes import infill_body as ib
+    from motioncore.recipes.infill_body import BodyRecipe
+    from motioncore.recipes.infill_body_export import export
+    from motioncore.recipes.infill_body_train import train_infill_body
     from motioncore.retarget.twist import mean_rotations
 
     clips = load("bandai2", "train", fps=30.0, progress=False)[:6]
@@ -184,11 +186,11 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
             "convention": mean_rotations(rots[::10].astype(np.float64))}
     _, q, p, mean, std = bandai_windows
     val = {"sets": {"bandai": (q[:2], p[:2])}, "mean": mean, "std": std}
-    recipe = ib.BodyRecipe(d_model=32, n_layers=1, n_heads=2, d_ff=64, tokens=256, minutes=1e9, warmup=2,
-                           save_every=1e9, val_every=1e9)
-    ib.train_infill_body(recipe, tmp_path / "a", progress=False, val_sets=val, data=data, max_steps=6)
-    ib.train_infill_body(recipe, tmp_path / "b", progress=False, val_sets=val, data=data, max_steps=3)
-    state = ib.train_infill_body(recipe, tmp_path / "b", progress=False, val_sets=val, data=data, max_steps=6)
+    recipe = BodyRecipe(d_model=32, n_layers=1, n_heads=2, d_ff=64, tokens=256, minutes=1e9, warmup=2,
+                        save_every=1e9, val_every=1e9)
+    train_infill_body(recipe, tmp_path / "a", progress=False, val_sets=val, data=data, max_steps=6)
+    train_infill_body(recipe, tmp_path / "b", progress=False, val_sets=val, data=data, max_steps=3)
+    state = train_infill_body(recipe, tmp_path / "b", progress=False, val_sets=val, data=data, max_steps=6)
     assert state["step"] == 6
     from safetensors.torch import load_file
 
@@ -197,16 +199,16 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     assert any(not torch.equal(a[k], torch.zeros_like(a[k])) for k in a if k.startswith("model/out"))
     assert (tmp_path / "b" / "curve.png").stat().st_size > 5_000
     # a new machine: no state, warm-started from a checkpoint of the same config (here run a's export)
-    ib.export(tmp_path / "a", tmp_path / "a-export", data=data)
-    ws = ib.train_infill_body(recipe, tmp_path / "c", progress=False, val_sets=val, data=data, max_steps=0,
-                              warm_start=str(tmp_path / "a-export"))
+    export(tmp_path / "a", tmp_path / "a-export", data=data)
+    ws = train_infill_body(recipe, tmp_path / "c", progress=False, val_sets=val, data=data, max_steps=0,
+                           warm_start=str(tmp_path / "a-export"))
     c = load_file(str(tmp_path / "c" / "state.safetensors"))
     assert ws["warm_start"]["steps"] == 6
     assert all(torch.allclose(c[k], a[k].half().float()) for k in a if k.startswith("ema/"))
 
 
 def test_sample_task_covers_what_animators_key():
-    from motioncore.recipes.infill_body import sample_task
+    from motioncore.recipes.infill_body_batch import sample_task
 
     rng = np.random.default_rng(0)
     seen = {"dense": 0, "sparse": 0, "joints": 0, "path": 0, "noroot": 0}

@@ -26,7 +26,7 @@ import pytest
 import torch
 import zmq
 from helpers.server import Raw, X, spawn, stop, thread_server
-from motioncore_server.app import ServerConfig
+from motioncore_server.config import ServerConfig
 from motioncore_server.handlers import DEBUG_HANDLERS, HANDLERS
 from motioncore_server.registry import Loader, Registry, ServedModel, debug_mlp
 

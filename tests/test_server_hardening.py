@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import zmq
 from helpers.server import Raw, rss_kb, spawn, stop, thread_server
-from motioncore_server.app import Server, ServerConfig
+from motioncore_server.app import Server
+from motioncore_server.config import ServerConfig
 
 from motioncore.wire import protocol as P
 from motioncore.wire.client import Client, ConnectionFileError, RequestTimeout, check_private_file, read_connection_file

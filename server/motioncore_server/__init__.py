@@ -1,7 +1,8 @@
 """motioncore_server: the ZeroMQ inference service (issue 5). Imports motioncore; never imported by it.
 
-Modules: app (socket loop), handlers (request table), workers (pool, queues, micro-batching),
-registry (lazy model registry), connection (connection files); ``python -m motioncore_server`` runs it.
+Modules: app (socket loop), config (ServerConfig), transport (ZAP admission, bounded reads, held replies),
+handlers (request table), workers (pool, queues, micro-batching), registry (lazy model registry),
+connection (connection files); ``python -m motioncore_server`` runs it.
 Logs are JSON lines on stderr (logger ``motioncore_server``; structured fields go in ``extra={"fields": {...}}``).
 """
 from __future__ import annotations

@@ -17,7 +17,8 @@ from motioncore.errors import MotioncoreError
 from motioncore.wire.protocol import Limits, ProtocolError
 
 from . import setup_logging
-from .app import Server, ServerConfig
+from .app import Server
+from .config import ServerConfig
 from .connection import default_connection_file, read_key_file
 
 

@@ -6,32 +6,18 @@ requests: hello, health, models, cancel) or queue it for the worker pool (a full
 once). The loop tracks every queued or running request in ``inflight``; a final reply leaves that table
 exactly once (a late final for a cancelled request is dropped), so every request gets exactly one.
 
-Sends are non-blocking with ROUTER_MANDATORY. A vanished client (EHOSTUNREACH) costs a counted, dropped
-reply. A slow client whose queue is full (EAGAIN at the high-water mark, SEND_HWM messages) never blocks
-anyone else and loses nothing: its replies are held, in order, and sent as it reads; while HOLD_MAX are
-held for it, its new requests are answered ``busy`` (held too). Only past HOLD_HARD held messages -- a
-peer that sends without ever reading -- are replies dropped, counted and logged.
-
-Hardening (issue 18): a ZAP handler on this loop admits only connections that present the ZMTP PLAIN
-token derived from the key, so a peer without the key never gets a message in (libzmq would otherwise
-buffer a whole multipart message of any frame count before the loop sees it). Messages are read frame
-by frame with caps on frame count and total size; the rest of an oversize message is discarded as it is
-read. Any unexpected exception while handling one message becomes an ``internal`` error reply and a log
-line; the loop goes on.
+What happens on the socket below routing -- ZAP admission, bounded reads, replies held for a slow
+peer -- is ``transport``; the settings are ``config.ServerConfig``. Any unexpected exception while
+handling one message becomes an ``internal`` error reply and a log line; the loop goes on.
 """
 from __future__ import annotations
 
-import collections
-import hmac
-import ipaddress
 import logging
-import os
 import platform
 import signal
 import socket
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +28,11 @@ import zmq
 import motioncore
 from motioncore.wire.protocol import (
     RESULT,
-    ZAP_USERNAME,
     Busy,
     Codec,
     FrameError,
     InternalError,
     InvalidRequest,
-    Limits,
     Message,
     ProtocolError,
     ShuttingDown,
@@ -59,104 +43,15 @@ from motioncore.wire.protocol import (
 )
 
 from . import connection
+from .config import SEND_HWM, ServerConfig, is_loopback, resolve_device
 from .handlers import Batched, Context, Handler, ServerInfo, handler_table
 from .models import bundled_checkpoints  # also registers the controller loaders (pfnn, phase-mlp, mann)
 from .registry import Registry, debug_mlp
+from .transport import DRAIN, HOLD_MAX, ZAP_ENDPOINT, Replies, recv_bounded, serve_zap
 from .workers import FINAL, Job, MicroBatcher, WorkerPool
 
 log = logging.getLogger("motioncore_server")
-SEND_HWM = 1000   # messages queued per peer and direction in libzmq (docs/protocol.md: the one send limit)
-HOLD_MAX = 1000   # replies held for one slow peer beyond SEND_HWM before its new requests are answered busy
-HOLD_HARD = 100_000   # held replies for one peer beyond which replies are dropped (counted, logged)
-COPY = False
-DRAIN = 256   # messages taken from one socket per loop turn, so neither direction starves the other
-ZAP_ENDPOINT = "inproc://zeromq.zap.01"
-
-
-def _is_loopback(ip: str) -> bool:
-    try:
-        return ipaddress.ip_address(ip).is_loopback
-    except ValueError:
-        return False
-
-
-def resolve_ip(host: str) -> tuple[str, bool]:
-    """(IP literal to bind, whether every address of ``host`` is loopback). Host names such as
-    ``localhost`` are resolved (IPv4 preferred)."""
-    try:
-        return str(ipaddress.ip_address(host)), _is_loopback(host)
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError as e:
-        raise ValueError(f"cannot resolve --ip {host!r}: {e}") from None
-    addrs = sorted({i[4][0] for i in infos}, key=lambda a: ":" in a)
-    if not addrs:
-        raise ValueError(f"--ip {host!r} resolves to no address")
-    return addrs[0], all(_is_loopback(a) for a in addrs)
-
-
-class TooManyFrames(FrameError):
-    def __init__(self, n: int):
-        super().__init__(f"message has {n} frames or more; the rest was discarded")
-
-
 PRE_AUTH = (FrameError, TooLarge, SignatureError)   # decode failures before the signature is known good
-
-
-@dataclass
-class ServerConfig:
-    ip: str = "127.0.0.1"                 # interface to bind; anything but loopback needs allow_remote
-    port: int | None = None               # None: the connection file's port if it has one, else random
-    allow_remote: bool = False            # permit a non-loopback ip (messages are signed, not encrypted)
-    connection_file: Path | None = None   # None: motioncore.wire.client.default_connection_file()
-    device: str = "auto"                  # auto | cpu | cuda | cuda:N
-    models: list[Path] = field(default_factory=list)        # extra checkpoints
-    models_dirs: list[Path] = field(default_factory=list)   # folders of checkpoints
-    workers: int = 2                      # worker threads (concurrent jobs)
-    threads: int | None = None            # torch intra-op threads; None: cores // (workers + 1), at least 1
-    queue: int = 64                       # queued jobs before `busy`
-    batching: bool = True                 # micro-batch concurrent single-frame rollouts
-    batch_max: int = 32                   # largest batch
-    batch_window_ms: float = 1.0          # how long a batch waits for company
-    limits: Limits = field(default_factory=Limits)
-    grace_s: float = 2.0                  # on shutdown, how long running jobs may finish
-    heartbeat_ms: int = 1000              # ZMTP heartbeat interval (timeout is 3x)
-    debug: bool = False                   # add the debug.* request types and the debug.mlp model
-    debug_hidden: int = 512               # hidden width of debug.mlp (benchmarks vary the compute)
-    bundled: bool = False                 # register motioncore's bundled checkpoints (lazily); the CLI turns it on
-    key: str | None = None                # HMAC key; None: a fresh random one on every start
-    send_hwm: int = SEND_HWM              # per-peer libzmq queue (tests lower it to exercise held replies)
-
-    def __post_init__(self) -> None:
-        ip, loopback = resolve_ip(self.ip)
-        if not loopback and not self.allow_remote:
-            raise ValueError(f"refusing to bind {self.ip!r}: only loopback is allowed without --allow-remote")
-        self.ip = ip
-        if self.port is not None and not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be 0..65535, got {self.port}")
-        if self.key is not None and not self.key:
-            raise ValueError("an explicit key must not be empty")
-        for k in ("workers", "queue", "batch_max", "heartbeat_ms", "send_hwm"):
-            if getattr(self, k) < 1:
-                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
-        if self.threads is None:
-            self.threads = max(1, (os.cpu_count() or 2) // (self.workers + 1))
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"--device {name}: CUDA is not available on this machine")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"--device {name}: only {torch.cuda.device_count()} CUDA devices")
-    elif dev.type != "cpu":
-        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N, got {name!r}")
-    return dev
 
 
 class Server:
@@ -171,7 +66,6 @@ class Server:
         self.session = connection.new_session()
         self.inflight: dict[str, Job] = {}
         self.counts: Counter[str] = Counter()
-        self.held: dict[tuple[bytes, ...], collections.deque] = {}   # peer -> replies waiting for room
         self.port: int | None = None
         self.connection_file = Path(config.connection_file or connection.default_connection_file())
         self._stop = False   # a plain flag: request_stop() runs inside signal handlers
@@ -214,6 +108,7 @@ class Server:
         self.zap.linger = 0
         self.zap.bind(ZAP_ENDPOINT)
         self.router, bound = self._bind(port)
+        self.replies = Replies(self.router, self.counts)
         self.port = bound
         self.outbox_address = f"inproc://mc-outbox-{self.session}"
         self.outbox = self.zctx.socket(zmq.PULL)
@@ -238,7 +133,7 @@ class Server:
         self.pool.start()
         self.batcher.start()
         self._started = True
-        if not _is_loopback(cfg.ip):
+        if not is_loopback(cfg.ip):
             log.warning("listening on a non-loopback interface", extra={"fields": {
                 "ip": cfg.ip, "warning": "messages are signed, not encrypted: anyone on the network can read them; "
                                          "only key holders can connect"}})
@@ -250,9 +145,9 @@ class Server:
         cfg = self.config
         s = self.zctx.socket(zmq.ROUTER)
         s.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        s.setsockopt(zmq.SNDHWM, cfg.send_hwm)   # per peer; beyond it replies are held (see _send)
+        s.setsockopt(zmq.SNDHWM, cfg.send_hwm)   # per peer; beyond it replies are held (transport.Replies)
         s.setsockopt(zmq.RCVHWM, SEND_HWM)
-        s.setsockopt(zmq.PLAIN_SERVER, 1)        # every connection is vetted by the ZAP handler (_serve_zap)
+        s.setsockopt(zmq.PLAIN_SERVER, 1)        # every connection is vetted by the ZAP handler (serve_zap)
         s.setsockopt(zmq.ZAP_DOMAIN, b"motioncore")
         s.setsockopt(zmq.MAXMSGSIZE, cfg.limits.socket_max_frame)
         s.setsockopt(zmq.HEARTBEAT_IVL, cfg.heartbeat_ms)
@@ -298,7 +193,7 @@ class Server:
                 "rejected": {k[4:]: v for k, v in self.counts.items() if k.startswith("rej:")},
                 "send_failures": {"unroutable": self.counts["unroutable"], "full": self.counts["full"],
                                   "dropped_overflow": self.counts["dropped_overflow"]},
-                "held": sum(len(q) for q in self.held.values()), "held_total": self.counts["held"],
+                "held": sum(len(q) for q in self.replies.held.values()), "held_total": self.counts["held"],
                 "connections_refused": self.counts["zap_refused"],
                 "batches": b.batches, "batched_requests": b.requests, "largest_batch": b.largest}
 
@@ -346,7 +241,7 @@ class Server:
         try:
             while True:
                 timeout = None if not self._stopping else max(0, int((self._deadline - time.monotonic()) * 1000))
-                if self.held:   # replies wait for a slow peer: look again soon
+                if self.replies.held:   # replies wait for a slow peer: look again soon
                     timeout = 5 if timeout is None else min(timeout, 5)
                 events = dict(poller.poll(timeout))
                 try:
@@ -355,9 +250,9 @@ class Server:
                     if self._stop and not self._stopping:
                         self._begin_shutdown()
                     if self.zap in events:
-                        self._serve_zap()
-                    if self.held:
-                        self._flush_held()
+                        serve_zap(self.zap, self._token, self.counts)
+                    if self.replies.held:
+                        self.replies.flush()
                     if self.outbox in events:
                         self._drain_outbox()
                     if self.router in events:
@@ -374,51 +269,13 @@ class Server:
         self.start()
         self.serve()
 
-    def _serve_zap(self) -> None:
-        """ZAP (RFC 27): admit a connection only with the PLAIN user name and the token derived from the key."""
-        for _ in range(DRAIN):
-            try:
-                req = self.zap.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            rid = req[1] if len(req) > 1 else b""
-            ok = (len(req) == 8 and req[5] == b"PLAIN" and hmac.compare_digest(req[6], ZAP_USERNAME)
-                  and hmac.compare_digest(req[7], self._token))
-            if not ok:
-                self.counts["zap_refused"] += 1
-            self.zap.send_multipart([b"1.0", rid, b"200" if ok else b"400", b"OK" if ok else b"bad credentials",
-                                     b"", b""])
-
     def _drain_router(self) -> None:
         # EVENTS costs less than the zmq.Again exception that a blind recv ends on.
         router = self.router
         for _ in range(DRAIN):
             if not router.get(zmq.EVENTS) & zmq.POLLIN:
                 return
-            self._handle(self._recv_bounded())
-
-    def _recv_bounded(self) -> list[Any]:
-        """One message, frame by frame (bytes: cheaper than zmq.Frame for the small frames of most requests).
-        Past the frame-count or total-size cap the rest is read and discarded, and a placeholder is
-        returned that decodes to ``bad_frames`` / ``too_large``: what one message costs us stays bounded."""
-        router, lim = self.router, self.config.limits
-        max_frames = lim.max_identities + 3 + lim.max_buffers
-        max_total = lim.max_message_bytes + 2 * lim.max_header_bytes
-        frames = [router.recv(zmq.NOBLOCK)]
-        total, n = len(frames[0]), 1
-        while router.get(zmq.RCVMORE):
-            keep = total <= max_total and n < max_frames
-            f = router.recv(copy=keep)
-            n += 1
-            if not keep or n > max_frames:
-                continue    # discarded (a zmq.Frame, freed at once)
-            frames.append(f)
-            total += len(f)
-        if n > max_frames:
-            return [frames[0], TooManyFrames(n)]
-        if total > max_total:
-            return [frames[0], TooLarge(f"message is over {max_total} bytes; the rest was discarded")]
-        return frames
+            self._handle(recv_bounded(router, self.config.limits))
 
     def _drain_outbox(self) -> None:
         for _ in range(DRAIN):
@@ -436,7 +293,7 @@ class Server:
                 self._final(job.identity, frames[2:])
             else:
                 self.counts["progress"] += 1
-                self._send(job.identity, frames[2:])
+                self.replies.send(job.identity, frames[2:])
 
     def _handle(self, frames: list[Any]) -> None:
         """Decode, route and answer one message; any unexpected exception becomes an ``internal`` reply."""
@@ -453,7 +310,7 @@ class Server:
                 log.error("could not answer", exc_info=e2)
 
     def _route(self, frames: list[Any]) -> None:
-        if len(frames) == 2 and isinstance(frames[1], ProtocolError):   # capped by _recv_bounded
+        if len(frames) == 2 and isinstance(frames[1], ProtocolError):   # capped by recv_bounded
             err = frames[1]
             self.counts["rej:" + err.code] += 1
             self._final([frames[0]], self.codec.error(err, anonymous=True))
@@ -474,7 +331,7 @@ class Server:
             return self._reject(msg, ShuttingDown("the server is shutting down"))
         if msg.id in self.inflight:
             return self._reject(msg, InvalidRequest(f"a request with id {msg.id!r} is already in flight"))
-        held = self.held.get(tuple(msg.identity)) if self.held else None
+        held = self.replies.held.get(tuple(msg.identity)) if self.replies.held else None
         if held is not None and len(held) >= HOLD_MAX and msg.type != "cancel":
             return self._reject(msg, Busy(f"{len(held)} replies are waiting for this client to read them"))
         if handler.inline:
@@ -506,53 +363,7 @@ class Server:
 
     def _final(self, identity: list[bytes], frames: list[Any]) -> None:
         self.counts["replied"] += 1
-        self._send(identity, frames)
-
-    def _send(self, identity: list[bytes], frames: list[Any]) -> bool:
-        """Send now, or hold (in order) while the peer's queue is full; False when the peer has gone."""
-        peer = tuple(identity)
-        held = self.held.get(peer) if self.held else None
-        if held is not None:
-            return self._hold(held, frames)
-        try:
-            self.router.send_multipart([*identity, *frames], flags=zmq.NOBLOCK, copy=COPY)
-            return True
-        except zmq.Again:
-            self.counts["full"] += 1          # the peer's queue is at the high-water mark: hold
-            held = self.held[peer] = collections.deque()
-            return self._hold(held, frames)
-        except zmq.ZMQError as e:
-            if e.errno != zmq.EHOSTUNREACH:
-                raise
-            self.counts["unroutable"] += 1    # the peer has gone
-        return False
-
-    def _hold(self, held: collections.deque, frames: list[Any]) -> bool:
-        if len(held) >= HOLD_HARD:
-            self.counts["dropped_overflow"] += 1
-            if self.counts["dropped_overflow"] % 1000 == 1:
-                log.warning("reply dropped: a client sends without reading", extra={"fields": {
-                    "held": len(held), "dropped_overflow": self.counts["dropped_overflow"]}})
-            return False
-        held.append(frames)
-        self.counts["held"] += 1
-        return True
-
-    def _flush_held(self) -> None:
-        """Send held replies, oldest first, while each peer has room; forget peers that have gone."""
-        for peer, held in list(self.held.items()):
-            try:
-                while held:
-                    self.router.send_multipart([*peer, *held[0]], flags=zmq.NOBLOCK, copy=COPY)
-                    held.popleft()
-            except zmq.Again:
-                continue
-            except zmq.ZMQError as e:
-                if e.errno != zmq.EHOSTUNREACH:
-                    raise
-                self.counts["unroutable"] += len(held)
-                held.clear()
-            del self.held[peer]
+        self.replies.send(identity, frames)
 
     # -------------------------------------------------------------------------------------- shutdown
     def _begin_shutdown(self) -> None:
@@ -574,9 +385,9 @@ class Server:
         removed = connection.remove_if_ours(self.connection_file, self.session)
         joined = self.pool.stop(timeout=max(1.0, self.config.grace_s))
         joined = self.batcher.stop(timeout=max(1.0, self.config.grace_s)) and joined
-        if self.held:   # a last chance for replies still held for slow peers
-            self._flush_held()
-            self.counts["unsent_at_exit"] = sum(len(q) for q in self.held.values())
+        if self.replies.held:   # a last chance for replies still held for slow peers
+            self.replies.flush()
+            self.counts["unsent_at_exit"] = sum(len(q) for q in self.replies.held.values())
         self.outbox.close(linger=0)
         self.zap.close(linger=0)
         self.router.close(linger=1000)    # let the last replies flush

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import zmq
-from motioncore_server.app import Server, ServerConfig
+from motioncore_server.app import Server
+from motioncore_server.config import ServerConfig
 from motioncore_server.registry import Registry
 
 from motioncore.wire import protocol as P

@@ -278,7 +278,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     if args.model == "infill-body":
-        from ..recipes.infill_body import train_infill_body_from_args
+        from ..recipes.infill_body_train import train_infill_body_from_args
 
         return train_infill_body_from_args(args)
     if args.model == "anyorder":
@@ -442,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ..train.anyorder import add_anyorder_arguments
 
     add_anyorder_arguments(t)  # --d-model --n-layers --n-heads --d-ff --num-mixtures --window --max-windows
-    from ..recipes.infill_body import add_infill_body_arguments
+    from ..recipes.infill_body_train import add_infill_body_arguments
 
     add_infill_body_arguments(t)  # --body-data --minutes --export
     t.set_defaults(func=_cmd_train)

@@ -1,0 +1,229 @@
+"""The infill-body recipe's resumable training loop (``train_infill_body``), its state in the run folder, its
+validation and curve, and the ``motioncore train infill-body`` entry (train, or ``--export``).
+
+Every ``save_every`` seconds the whole state is written atomically to ``RUN/state.safetensors`` + ``RUN/state.json``;
+each step's batch is drawn from ``default_rng([seed, step])``, so a resumed run continues exactly. The recipe's
+design: ``recipes.infill_body``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MotioncoreError
+from .infill_body import BodyRecipe
+from .infill_body_batch import Net, batch_loss, sample_batch
+from .infill_body_data import build_data, validation_sets
+from .infill_body_export import export
+
+__all__ = ["train_infill_body", "add_infill_body_arguments", "train_infill_body_from_args"]
+
+
+def validate(model, net: Net, val: dict, lengths=(5, 15, 30, 45)) -> dict[str, dict[str, float]]:
+    """L2Q of the model over Interp's, per validation set and length."""
+    from ..eval.baselines import interp
+    from ..eval.infill import evaluate_infill
+    from ..tasks.body_fill import run_model
+
+    def fill(skeleton, q, p, n_past, n_trans):
+        T, J = q.shape[1], q.shape[2]
+        known = np.ones((len(q), T, J + 1), bool)
+        known[:, n_past:n_past + n_trans] = False
+        return run_model(model, net.layout, np.nan_to_num(q), np.nan_to_num(p), known)
+
+    out = {}
+    for name, (q, p) in val["sets"].items():
+        res = evaluate_infill({"model": fill, "interp": interp}, net.layout.skeleton, q, p, val["mean"], val["std"],
+                              lengths=lengths, progress=False)
+        out[name] = {str(n): res["model"]["L2Q"][str(n)] / res["interp"]["L2Q"][str(n)] for n in lengths}
+    return out
+
+
+def _lr(recipe: BodyRecipe, step: int, wall: float) -> float:
+    warm = min(1.0, (step + 1) / recipe.warmup)
+    frac = min(1.0, wall / (recipe.minutes * 60.0))
+    return recipe.lr * warm * (0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * frac)))
+
+
+def _save_state(run: Path, model, ema, opt, state: dict) -> None:
+    from safetensors.torch import save_file
+
+    from ..io.atomic import atomic_write, atomic_write_text
+    from ..train.loop import _opt_state_tensors
+
+    tensors = {f"model/{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    tensors.update({f"ema/{k}": v.detach().contiguous() for k, v in ema.state_dict().items()})
+    opt_t, groups = _opt_state_tensors(opt)
+    tensors.update({k: v.contiguous() for k, v in opt_t.items()})
+    atomic_write(run / "state.safetensors", lambda tmp: save_file(tensors, tmp))
+    atomic_write_text(run / "state.json", json.dumps({**state, "opt_groups": groups}, indent=1))
+
+
+def _load_state(run: Path, model, ema, opt) -> dict | None:
+    if not (run / "state.json").is_file():
+        return None
+    from safetensors.torch import load_file
+
+    from ..train.loop import _restore_opt
+
+    state = json.loads((run / "state.json").read_text())
+    t = load_file(str(run / "state.safetensors"))
+    model.load_state_dict({k[6:]: v for k, v in t.items() if k.startswith("model/")})
+    ema.load_state_dict({k[4:]: v for k, v in t.items() if k.startswith("ema/")})
+    _restore_opt(opt, {k: v for k, v in t.items() if k.startswith("opt/")}, state.pop("opt_groups"))
+    return state
+
+
+def plot_curve(history: list[dict], path: Path) -> None:
+    """Training loss and validation L2Q / Interp against wall time (PNG, atomic)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ..io.atomic import atomic_write
+
+    fig = Figure(figsize=(11, 4), layout="constrained")
+    FigureCanvasAgg(fig)
+    a, b = fig.subplots(1, 2)
+    tr = [h for h in history if "loss" in h]
+    a.plot([h["wall_s"] / 60 for h in tr], [h["loss"] for h in tr], "-")
+    a.set_xlabel("wall time (min)")
+    a.set_ylabel("training loss (unweighted)")
+    a.set_yscale("log")
+    a.grid(alpha=0.3)
+    va = [h for h in history if "val" in h]
+    for name in (va[0]["val"] if va else {}):
+        for n, style in zip(("5", "15", "30", "45"), ("-", "--", "-.", ":")):
+            b.plot([h["wall_s"] / 60 for h in va], [h["val"][name][n] for h in va], style,
+                   color="C0" if name == "bandai" else "C1", label=f"{name} @{n}")
+    b.axhline(1.0, color="k", lw=0.8)
+    b.set_xlabel("wall time (min)")
+    b.set_ylabel("L2Q / Interp (validation)")
+    b.grid(alpha=0.3)
+    b.legend(fontsize=7, ncol=2)
+    fig.suptitle("infill-body training (one CPU thread)")
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
+
+
+def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None = None, progress: bool = True,
+                      val_sets: dict | None = None, data: dict | None = None, max_steps: int | None = None,
+                      warm_start: str | None = None) -> dict:
+    """Train (or resume) in ``run``; stops after ``max_minutes`` of this call, at ``max_steps`` (in all) or at the
+    recipe's budget. Returns the final state dict. ``warm_start``: a checkpoint (e.g. the bundled infill-body) whose
+    weights start a run that has no state in ``run`` (a new machine: the schedule and optimiser start afresh)."""
+    import torch
+
+    from ..models.infill_body import InfillBody, InfillBodyConfig
+
+    torch.set_num_threads(recipe.threads)
+    run.mkdir(parents=True, exist_ok=True)
+    data = data or build_data(recipe.data, run.parent / "cache", progress)
+    net = Net(data["skeleton"])
+    torch.manual_seed(recipe.seed)  # weight initialisation
+    cfg = InfillBodyConfig(net.layout.num_model_joints, recipe.d_model, recipe.n_layers, recipe.n_heads, recipe.d_ff)
+    model = InfillBody(cfg)
+    ema = InfillBody(cfg)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
+    state = _load_state(run, model, ema, opt)
+    if state is None:
+        state = {"step": 0, "wall_s": 0.0, "history": [], "recipe": recipe.to_dict(), "config": cfg.to_dict()}
+        if warm_start:  # a new machine without the run's state: start from a checkpoint's weights (fp16 -> fp32)
+            from ..models.registry import load_model
+
+            init, meta = load_model(warm_start)
+            if meta.get("config") != cfg.to_dict():
+                raise MotioncoreError(f"--warm-start {warm_start}: its config {meta.get('config')} is not this "
+                                      f"recipe's {cfg.to_dict()}")
+            model.load_state_dict(init.state_dict())
+            ema.load_state_dict(init.state_dict())
+            state["warm_start"] = {"from": str(warm_start), "steps": meta.get("steps"),
+                                   "train_wall_s": meta.get("train_wall_s")}
+    elif state["recipe"] != recipe.to_dict():
+        changed = {k: (state["recipe"].get(k), v) for k, v in recipe.to_dict().items() if state["recipe"].get(k) != v}
+        print(f"resuming {run} with changed recipe fields {changed}", file=sys.stderr)
+        state["recipe"] = recipe.to_dict()
+    if val_sets is None:
+        val_sets = validation_sets(data["skeleton"], data["convention"], recipe.val_windows, progress)
+    print(f"{data['describe']}; {sum(p.numel() for p in model.parameters()):,} parameters; "
+          f"resuming at step {state['step']} ({state['wall_s'] / 60:.1f} min)" if state["step"] else
+          f"{data['describe']}; {sum(p.numel() for p in model.parameters()):,} parameters", file=sys.stderr)
+    t0 = time.monotonic()
+    wall0 = state["wall_s"]
+    last_save = last_val = time.monotonic()
+    run_loss, run_n = 0.0, 0
+    budget = recipe.minutes * 60.0
+    stop = None if max_minutes is None else max_minutes * 60.0
+    model.train()
+    while True:
+        now = time.monotonic()
+        wall = wall0 + now - t0
+        done = wall >= budget or (stop is not None and now - t0 >= stop) or (
+            max_steps is not None and state["step"] >= max_steps)
+        if done or now - last_val >= recipe.val_every or state["step"] == 0:
+            val = validate(ema, net, val_sets)
+            state["history"].append({"step": state["step"], "wall_s": wall, "val": val})
+            print(f"step {state['step']} {wall / 60:.1f} min: L2Q/Interp " + "; ".join(
+                f"{k} " + " / ".join(f"{v[n]:.3f}" for n in v) for k, v in val.items()), file=sys.stderr, flush=True)
+            plot_curve(state["history"], run / "curve.png")
+            last_val = time.monotonic()
+        if done or time.monotonic() - last_save >= recipe.save_every:
+            state["wall_s"] = wall0 + time.monotonic() - t0
+            _save_state(run, model, ema, opt, state)
+            last_save = time.monotonic()
+        if done:
+            return state
+        rng = np.random.default_rng([recipe.seed, state["step"]])
+        r, p, k, gap = sample_batch(rng, data, recipe)
+        for g in opt.param_groups:
+            g["lr"] = _lr(recipe, state["step"], wall)
+        loss, raw = batch_loss(model, net, r, p, k, gap, recipe.loss)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        with torch.no_grad():
+            for pe, pm in zip(ema.parameters(), model.parameters()):
+                pe.lerp_(pm, 1.0 - recipe.ema)
+        state["step"] += 1
+        run_loss += float(raw.detach())
+        run_n += 1
+        if run_n == 100:
+            state["history"].append({"step": state["step"], "wall_s": wall0 + time.monotonic() - t0,
+                                     "loss": run_loss / run_n})
+            run_loss, run_n = 0.0, 0
+
+
+def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("infill-body")
+    g.add_argument("--body-data", choices=["bandai+cmu", "cmu"], default=None,
+                   help="training data: Bandai train + CMU train subjects (default), or CMU alone (permissive)")
+    g.add_argument("--minutes", type=float, default=None,
+                   help="wall-time budget of the learning-rate schedule, cumulative over resumes (default 110)")
+    g.add_argument("--warm-start", default=None, metavar="CHECKPOINT",
+                   help="a run without saved state starts from these weights (e.g. infill-body: the last bundled)")
+    g.add_argument("--export", default=None, help="(infill-body; run folder: --out) write the EMA weights as a checkpoint (fp16) to this path and exit")
+
+
+def train_infill_body_from_args(args: argparse.Namespace) -> int:
+    over = {"data": args.body_data, "minutes": args.minutes, "threads": args.threads,
+            "seed": getattr(args, "seed", None), "d_model": getattr(args, "d_model", None),
+            "n_layers": getattr(args, "n_layers", None)}
+    recipe = BodyRecipe(**{**BodyRecipe().to_dict(), **{k: v for k, v in over.items() if v is not None}})
+    run = Path(args.out or ("runs/infill-body-cmu" if recipe.data == "cmu" else "runs/infill-body"))
+    if args.export:
+        if not (run / "state.json").is_file():
+            raise MotioncoreError(f"--export: no training state in {run} (train first)")
+        print(export(run, Path(args.export), Path(args.export).stem))
+        return 0
+    state = train_infill_body(recipe, run, args.max_minutes or None, progress=not getattr(args, "quiet", False),
+                              warm_start=args.warm_start)
+    print(f"{run}: step {state['step']}, {state['wall_s'] / 60:.1f} min; curve {run / 'curve.png'}; "
+          f"export with --export PATH")
+    return 0
