@@ -21,12 +21,6 @@ FPS = 30.0
 SPEEDS = (1.0, 0.8, 1.25)
 
 
-def _bandai_skeleton():
-    from ..data import load
-
-    return load("bandai2", "train", fps=FPS, progress=False)[0].motion.skeleton
-
-
 def body_convention(clips) -> np.ndarray:
     """Mean local rotation per joint of the Bandai training frames (every 10th): the twists retargeted clips match."""
     from ..retarget.twist import mean_rotations
