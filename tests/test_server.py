@@ -30,9 +30,10 @@ from motioncore_server.config import ServerConfig
 from motioncore_server.handlers import DEBUG_HANDLERS, HANDLERS
 from motioncore_server.registry import Loader, Registry, ServedModel, debug_mlp
 
+from motioncore.cli.server import add_subcommands, ping
 from motioncore.models.checkpoint import load_state_into, save_model
 from motioncore.wire import protocol as P
-from motioncore.wire.client import Client, add_subcommands, ping, read_connection_file
+from motioncore.wire.client import Client, read_connection_file
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(60)
@@ -512,7 +513,7 @@ def test_ping_and_the_subcommands(srv, capsys):
 
 
 def test_serve_subcommand_runs_the_server_module():
-    code = ("import argparse, sys; from motioncore.wire.client import add_subcommands; p = argparse.ArgumentParser(); "
+    code = ("import argparse, sys; from motioncore.cli.server import add_subcommands; p = argparse.ArgumentParser(); "
             "add_subcommands(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
     out = subprocess.run([sys.executable, "-c", code, "serve", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "--allow-remote" in out.stdout and "--models-dir" in out.stdout

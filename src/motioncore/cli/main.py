@@ -447,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_infill_body_arguments(t)  # --body-data --minutes --export
     t.set_defaults(func=_cmd_train)
 
-    from ..wire.client import add_subcommands as add_server_commands
+    from .server import add_subcommands as add_server_commands
 
     add_server_commands(sub)  # serve, ping
 
