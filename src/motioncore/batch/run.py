@@ -81,7 +81,6 @@ def _cached(key: str, build: Callable[[], Any]) -> Any:
     return value
 
 
-
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
                  scale: str | float | None = "legs", contacts: bool = False, missing: str = "rest",
                  infill_model: str | None = None, fmt: str = "bvh", convention: Any = None) -> dict[str, Any]:
