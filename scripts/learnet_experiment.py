@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 from motioncore.configs import parse_config
-from motioncore.experiments.learnet_style import LearnetStyleConfig, main
+from motioncore.experiments.learnet_setup import LearnetStyleConfig
+from motioncore.experiments.learnet_style import main
 
 
 def parse(argv: list[str] | None = None) -> LearnetStyleConfig:

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import needs_data
 
-from motioncore.batch.run import REPORT_NAME, BatchError, parse_scale, run_batch
+from motioncore.batch.errors import BatchError
+from motioncore.batch.report import REPORT_NAME
+from motioncore.batch.run import parse_scale, run_batch
 from motioncore.cli.main import main as cli_main
 from motioncore.core.motion import Motion
 from motioncore.io.bvh import read_bvh, write_bvh

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
+from motioncore.batch.errors import BatchError
 from motioncore.batch.infill import frozen_runs, gap_mask
-from motioncore.batch.run import BatchError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

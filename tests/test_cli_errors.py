@@ -425,7 +425,7 @@ def test_data_list_shows_every_set_unions_included(monkeypatch, capsys):
 def test_eval_plot_names_follow_json_or_plot(tmp_path):
     import argparse
 
-    from motioncore.cli.main import _plot_path, _safe_stem
+    from motioncore.cli.evaluate import _plot_path, _safe_stem
 
     ns = lambda **kw: argparse.Namespace(**{"json": None, "plot": None, "out": str(tmp_path), **kw})  # noqa: E731
     assert _plot_path(ns(json=str(tmp_path / "run7.json")), "x") == tmp_path / "run7.png"

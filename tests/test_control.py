@@ -16,8 +16,10 @@ from motioncore.features import Normaliser, mann_layout, pfnn_layout
 from motioncore.io.bvh import read_bvh
 from motioncore.models.mann import MANN, MANNConfig
 from motioncore.models.pfnn import PFNN, PFNNConfig
-from motioncore.tasks.locomotion import Controller, MANNController, PFNNController, blend_scale, stack_states
+from motioncore.tasks.locomotion import Controller, MANNController, PFNNController
+from motioncore.tasks.path_follow import blend_scale
 from motioncore.tasks.paths import Path, PathError, PathTrack, load_path, parse_path
+from motioncore.tasks.rollout import stack_states
 
 torch.set_num_threads(1)
 
@@ -96,7 +98,7 @@ def test_blend_scale_follows_holdens_bias():
 
 def test_align_bones_points_each_bone_at_its_child_and_keeps_twist():
     from motioncore.core.rotations import axis_angle_to_quat, quat_apply, quat_mul
-    from motioncore.tasks.locomotion import align_bones
+    from motioncore.tasks.rollout import align_bones
 
     ctl = _untrained("pfnn")
     sk, rng = ctl.skeleton, np.random.default_rng(0)

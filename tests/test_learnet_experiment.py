@@ -11,22 +11,12 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.experiments.learnet_style import (
-    CONDITIONS,
-    ExemplarSampler,
-    LearnetPFNN,
-    LearnetStyleConfig,
-    clip_rows,
-    encode_spans,
-    eval_rows,
-    exemplar_code,
-    load_learnet,
-    main,
-    model_configs,
-    prepare,
-)
+from motioncore.experiments.learnet_setup import LearnetStyleConfig, clip_rows, eval_rows, prepare
+from motioncore.experiments.learnet_style import CONDITIONS, exemplar_code, main
+from motioncore.experiments.learnet_train import ExemplarSampler, encode_spans, load_learnet, model_configs
 from motioncore.models import PFNN
 from motioncore.models.checkpoint import read_meta
+from motioncore.models.learnet_pfnn import LearnetPFNN
 
 pytestmark = [needs_data, pytest.mark.data]
 

@@ -56,7 +56,7 @@ def _tiny_motion(frames: int = 4, fps: float = 30.0):
 
 
 def test_folder_inputs_match_bvh_in_any_case(tmp_path, capsys):
-    from motioncore.batch.run import discover
+    from motioncore.batch.files import discover
     from motioncore.eval.run import _clips_from_files
     from motioncore.io.bvh import write_bvh
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from motioncore.batch.run import read_motion, run_batch
+from motioncore.batch.files import read_motion
+from motioncore.batch.run import run_batch
 from motioncore.io.blender import write_blender
 from motioncore.io.bvh import read_bvh
 

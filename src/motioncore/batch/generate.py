@@ -6,7 +6,7 @@ SRC (folder or glob; the format of docs/paths.md), walks the path controller alo
 finished outputs) plus ``DIR/report.json`` (per file: status, frames, mean distance to the path, seconds,
 error and stage). Inputs are never modified; a bad path file is recorded and the batch goes on; the exit
 code is 1 when any file failed. ``--ray`` / ``--ray-address`` run the same per-file function as Ray
-tasks (`batch.run_files`).
+tasks (`batch.runner.run_files`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .run import BatchError, check_output_dir, discover, error_text, run_job, start_result, write_motion
+from ..io.atomic import check_output_dir
+from .errors import BatchError
+from .files import discover, error_text, start_result, write_motion
+from .runner import run_job
 
 __all__ = ["generate_file", "run_batch_generate"]
 

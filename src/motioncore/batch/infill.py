@@ -27,7 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from .run import CLIP_SUFFIXES, BatchError, check_output_dir, discover, output_path, read_motion, run_job, write_motion
+from ..io.atomic import check_output_dir
+from .errors import BatchError
+from .files import CLIP_SUFFIXES, discover, output_path, read_motion, write_motion
+from .runner import run_job
 
 __all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
 
@@ -135,7 +138,7 @@ def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_fi
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
                      chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
     """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
-    ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.run_files`).
+    ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.runner.run_files`).
     Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
     (an any-order in-filling checkpoint), ``frozen`` >= 0, the gap file (every key names an input clip)."""
     from ..errors import MotioncoreError

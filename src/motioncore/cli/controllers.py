@@ -309,7 +309,7 @@ def _cmd_eval_controllers(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- registration
 def _eval_subparsers(subparsers: Any) -> Any:
-    """The sub-action group of ``motioncore eval`` (created if cli/main.py has no ``eval`` yet)."""
+    """The sub-action group of ``motioncore eval`` (created if cli/evaluate.py has not added ``eval`` yet)."""
     parser = subparsers.choices.get("eval") or subparsers.add_parser("eval", help="evaluation")
     for action in parser._actions:  # argparse keeps the sub-action group only here
         if isinstance(action, argparse._SubParsersAction):

@@ -224,7 +224,7 @@ def _clip_labels(ctl: Any, clip: Any, frames: Any) -> np.ndarray:
 
 def path_following(ctl: Any, clips: Sequence[Any], cfg: ControllerEvalConfig) -> dict[str, Any]:
     """(b) and (c): every selected clip's root path drives the controller from the clip's own state."""
-    from ..tasks.locomotion import stack_states
+    from ..tasks.rollout import stack_states
 
     H = 6 * ctl.step  # past frames a start state needs; the path must also reach 1 s beyond the last frame
     shortest = min(cfg.max_frames, int(ctl.fps))  # frames a clip must offer beyond those 2 s

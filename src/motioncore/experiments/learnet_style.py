@@ -29,6 +29,9 @@ the resumable training state of each stage in ``stages/<name>/``. A finished sta
 is loaded instead of retrained; an interrupted one resumes from its last epoch (the exemplar windows'
 random stream restarts, so a resumed learnet is not bit-identical to an uninterrupted one).
 
+The settings and the data live in `learnet_setup`, the models and their training in `learnet_train`; this
+module evaluates, reports and runs the whole (`main`).
+
 Legend: N rows, B batch, W exemplar windows, L window rows, D features, Z style code, J joints.
 """
 from __future__ import annotations
@@ -37,7 +40,7 @@ import copy
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -46,295 +49,23 @@ from torch import Tensor, nn
 
 from ..core.kinematics import find_body_joints
 from ..data import Clip, get_spec, load
-from ..errors import DataError, MotioncoreError
-from ..features.layout import Layout
-from ..features.normaliser import Normaliser, layout_normalisers
-from ..features.pfnn import GAITS, pfnn_dataset, pfnn_layout
 from ..features.poses import ground_joints
 from ..models.checkpoint import load_state_into, load_tensors, read_meta, save_model
-from ..models.learnet import StyleEncoderConfig
 from ..models.learnet_pfnn import LearnetPFNN
-from ..models.pfnn import PFNN, PFNNConfig
-from ..train.loop import TrainConfig, fit
+from ..models.pfnn import PFNN
+from .learnet_setup import LearnetStyleConfig, Prepared, eval_rows, prepare
+from .learnet_train import (
+    ExemplarSampler,
+    _write,
+    central_span,
+    encode_spans,
+    finetune,
+    make_loss,
+    model_configs,
+    train_stage,
+)
 
 CONDITIONS = ("base", "learnet", "learnet_wrong_style", "finetuned")
-
-
-@dataclass(frozen=True)
-class LearnetStyleConfig:
-    out: str = "out/learnet"  # output folder
-    data: str = "bandai2"  # registered dataset with labels style and content
-    holdout: str = "elderly"  # style left out of training entirely
-    control_style: str = "normal"  # wrong-style control: the learnet's z from a clip of this style
-    exemplar_content: str = "walk"  # content of the exemplar clips (held-out, control and per-style)
-    n_exemplars: int = 3  # repeats, each with a different held-out exemplar clip
-    hidden_dim: int = 256  # PFNN hidden units (all models)
-    dropout: float = 0.3  # PFNN dropout on each layer's input
-    style_rank: int = 16  # R: rank of each layer's adapter (learnet)
-    z_dim: int = 32  # Z: style code size
-    encoder_channels: int = 64  # style encoder conv channels (3 layers, kernel 5)
-    window_min_s: float = 2.0  # training exemplar window, shortest (seconds)
-    window_max_s: float = 4.0  # training exemplar window, longest; also the evaluation exemplar's length
-    epochs: int = 40  # training epochs of base and learnet (one cosine cycle)
-    batch_size: int = 256  # training batch
-    lr: float = 1e-3  # peak AdamW learning rate
-    l1: float = 0.01  # Holden's L1 cost on the PFNN weight sets (times mean |W|)
-    finetune_epochs: int = 20  # fine-tuning passes over the exemplar's rows
-    finetune_lr: float = 1e-4  # fine-tuning AdamW learning rate (constant)
-    finetune_batch: int = 32  # fine-tuning batch
-    seed: int = 0  # initialisation, batch order, exemplar windows
-    threads: int = 1  # torch CPU threads
-    resume: bool = True  # reuse finished stages and resume interrupted ones
-    progress: bool = True  # progress bars and per-epoch lines
-
-    def __post_init__(self) -> None:
-        for name in ("n_exemplars", "hidden_dim", "style_rank", "z_dim", "encoder_channels", "epochs",
-                     "batch_size", "finetune_epochs", "finetune_batch", "threads"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"LearnetStyleConfig.{name}: expected an int >= 1, got {getattr(self, name)!r}")
-        if not 0 < self.window_min_s <= self.window_max_s:
-            raise ValueError(f"window_min_s/window_max_s: need 0 < min <= max, got {self.window_min_s}, {self.window_max_s}")
-        if self.holdout == self.control_style:
-            raise ValueError(f"control_style: must differ from holdout, both are {self.holdout!r}")
-
-
-# ----------------------------------------------------------------------------- data
-@dataclass(eq=False)
-class Prepared:
-    """Every row of every clip, z-scored with the training rows' normalisers, and the index sets."""
-
-    clips: list[Clip]
-    styles: tuple[str, ...]  # style names; a row's style id indexes this
-    layout: Layout
-    x_norm: Normaliser
-    y_norm: Normaliser
-    x: Tensor  # (N, D_in) z-scored inputs
-    y: Tensor  # (N, D_out) z-scored outputs
-    y_raw: np.ndarray  # (N, D_out) outputs in data units
-    phase: Tensor  # (N,) cycles
-    style: Tensor  # (N,) long style id
-    clip: Tensor  # (N,) long clip index
-    starts: np.ndarray  # (C,) first row of each clip
-    counts: np.ndarray  # (C,) rows of each clip (0: none)
-    train_idx: np.ndarray  # rows that train (six styles, train split, not validation clips)
-    val_idx: np.ndarray  # validation rows (every 10th training clip): loss curves only
-    test_idx: np.ndarray  # the six styles' test split
-    bank: dict[int, list[int]]  # style id -> training clips usable as exemplars
-    style_exemplar: dict[int, int]  # style id -> fixed exemplar clip (validation and reference z)
-    exemplars: list[int]  # held-out exemplar clips, one per repeat
-    controls: list[int]  # wrong-style clips, one per repeat
-    heldout: list[int]  # every held-out-style clip with rows
-
-
-def _pick(clips: list[Clip], counts: np.ndarray, style: str, content: str, min_rows: int, n: int) -> list[int]:
-    found = [i for i, c in enumerate(clips) if c.labels.get("style") == style and c.labels.get("content") == content
-             and c.split == "train" and counts[i] >= min_rows]
-    if not found:
-        raise DataError(f"no {style!r} {content!r} clip in the train split with >= {min_rows} rows")
-    return found[:n]
-
-
-def prepare(cfg: LearnetStyleConfig, clips: list[Clip]) -> Prepared:
-    """Rows, normalisers and index sets. Raises if the held-out style reaches the training rows."""
-    rows = pfnn_dataset(clips)
-    layout = pfnn_layout(clips[0].motion.skeleton, GAITS, clips[0].motion.fps)
-    styles = tuple(sorted({str(c.labels.get("style", "")) for c in clips}))
-    for name in (cfg.holdout, cfg.control_style):
-        if name not in styles:
-            raise DataError(f"style {name!r} not in {cfg.data}; styles: {styles}")
-    clip_id, style_row = rows["clip"].astype(np.int64), rows["style"]
-    assert np.all(np.diff(clip_id) >= 0), "pfnn_dataset rows are grouped by clip"
-    C = len(clips)
-    counts = np.bincount(clip_id, minlength=C)
-    starts = np.searchsorted(clip_id, np.arange(C))
-    split = np.array([c.split for c in clips])[clip_id]
-    held = style_row == cfg.holdout
-    train = (split == "train") & ~held
-    val = train & (clip_id % 10 == 9)
-    train_idx, val_idx = np.flatnonzero(train & ~val), np.flatnonzero(val)
-    if cfg.holdout in set(style_row[train_idx].tolist()) or cfg.holdout in set(style_row[val_idx].tolist()):
-        raise MotioncoreError(f"held-out style {cfg.holdout!r} reached the training rows")
-    xn, yn = layout_normalisers(layout, rows["X"][train_idx].astype(np.float64), rows["Y"][train_idx].astype(np.float64))
-    min_rows = int(round(cfg.window_min_s * layout.fps))
-    train_clips = sorted(set(clip_id[train_idx].tolist()))
-    bank = {s: [c for c in train_clips if clips[c].labels.get("style") == name and counts[c] >= min_rows]
-            for s, name in enumerate(styles) if name != cfg.holdout}
-    for s, pool in bank.items():
-        if len(pool) < 2:
-            raise DataError(f"style {styles[s]!r}: need >= 2 training clips with >= {min_rows} rows as exemplars")
-    fixed = {s: next((c for c in pool if clips[c].labels.get("content") == cfg.exemplar_content), pool[0])
-             for s, pool in bank.items()}
-    return Prepared(
-        clips, styles, layout, xn, yn, torch.from_numpy(xn.transform(rows["X"].astype(np.float64)).astype(np.float32)),
-        torch.from_numpy(yn.transform(rows["Y"].astype(np.float64)).astype(np.float32)), rows["Y"],
-        torch.from_numpy(rows["phase"].astype(np.float32)), torch.from_numpy(np.searchsorted(styles, style_row)),
-        torch.from_numpy(clip_id), starts, counts, train_idx, val_idx,
-        np.flatnonzero((split == "test") & ~held), bank, fixed,
-        _pick(clips, counts, cfg.holdout, cfg.exemplar_content, min_rows, cfg.n_exemplars),
-        _pick(clips, counts, cfg.control_style, cfg.exemplar_content, min_rows, cfg.n_exemplars),
-        [c for c in range(C) if counts[c] > 0 and clips[c].labels.get("style") == cfg.holdout])
-
-
-def eval_rows(prep: Prepared, exemplar: int) -> np.ndarray:
-    """Rows of every held-out-style clip except ``exemplar`` (both splits)."""
-    clips = [c for c in prep.heldout if c != exemplar]
-    assert exemplar not in clips
-    return np.concatenate([np.arange(prep.starts[c], prep.starts[c] + prep.counts[c]) for c in clips])
-
-
-def clip_rows(prep: Prepared, c: int) -> np.ndarray:
-    return np.arange(prep.starts[c], prep.starts[c] + prep.counts[c])
-
-
-# ----------------------------------------------------------------------------- models
-def load_learnet(path: str | os.PathLike) -> tuple[LearnetPFNN, dict]:
-    """(model in eval mode, metadata) of a ``learnet-pfnn`` checkpoint written by `main`."""
-    tensors, meta = load_tensors(path)
-    model = LearnetPFNN(PFNNConfig(**meta["config"]["pfnn"]), StyleEncoderConfig(**meta["config"]["encoder"]))
-    load_state_into(model, tensors, str(path))
-    return model.eval(), meta
-
-
-def model_configs(cfg: LearnetStyleConfig, prep: Prepared) -> tuple[PFNNConfig, PFNNConfig, StyleEncoderConfig]:
-    """(base PFNN, learnet PFNN, encoder) configs."""
-    d_in, d_out = prep.layout.d_in, prep.layout.d_out
-    base = PFNNConfig(d_in, d_out, hidden_dim=cfg.hidden_dim, dropout=cfg.dropout)
-    styled = PFNNConfig(d_in, d_out, hidden_dim=cfg.hidden_dim, dropout=cfg.dropout, style_rank=cfg.style_rank,
-                        style_dim=cfg.z_dim)
-    return base, styled, StyleEncoderConfig(d_in, cfg.z_dim, cfg.encoder_channels)
-
-
-def encode_spans(model: LearnetPFNN, x: Tensor, spans: list[tuple[int, int]]) -> Tensor:
-    """z (W, Z) of W row spans (start, length) of the z-scored rows x, zero-padded and masked."""
-    L = max(n for _, n in spans)
-    buf = x.new_zeros(len(spans), L, x.shape[1])  # (W, L, D_in)
-    for i, (s, n) in enumerate(spans):
-        buf[i, :n] = x[s:s + n]
-    return model.encode(buf, torch.tensor([n for _, n in spans]))
-
-
-def central_span(prep: Prepared, c: int, max_rows: int) -> tuple[int, int]:
-    n = int(prep.counts[c])
-    L = min(n, max_rows)
-    return int(prep.starts[c]) + (n - L) // 2, L
-
-
-class ExemplarSampler:
-    """Style codes for a batch: random windows of other same-style clips (training), or each style's
-    fixed exemplar (evaluation mode)."""
-
-    def __init__(self, prep: Prepared, cfg: LearnetStyleConfig):
-        self.prep, self.fps = prep, prep.layout.fps
-        self.min_rows, self.max_rows = int(round(cfg.window_min_s * self.fps)), int(round(cfg.window_max_s * self.fps))
-        self.gen = torch.Generator().manual_seed(cfg.seed + 1)
-
-    def random_span(self, c: int) -> tuple[int, int]:
-        n = int(self.prep.counts[c])
-        L = min(n, int(torch.randint(self.min_rows, self.max_rows + 1, (1,), generator=self.gen)))
-        return int(self.prep.starts[c]) + int(torch.randint(0, n - L + 1, (1,), generator=self.gen)), L
-
-    def train_codes(self, model: LearnetPFNN, style: Tensor, clip: Tensor) -> Tensor:
-        """z (B, Z): two exemplar clips per style in the batch; a row takes the second iff the first is its own."""
-        present = torch.unique(style).tolist()
-        slot = torch.zeros(len(self.prep.styles), dtype=torch.long)  # style id -> position in ``present``
-        first = torch.zeros(len(self.prep.styles), dtype=torch.long)  # style id -> its first exemplar clip
-        spans = []
-        for k, s in enumerate(present):
-            pool = self.prep.bank[s]
-            i, j = torch.randperm(len(pool), generator=self.gen)[:2].tolist()
-            spans += [self.random_span(pool[i]), self.random_span(pool[j])]
-            slot[s], first[s] = k, pool[i]
-        z = encode_spans(model, self.prep.x, spans)  # (2 * styles present, Z)
-        return z[2 * slot[style] + (clip == first[style]).long()]  # (B, Z)
-
-    def fixed_codes(self, model: LearnetPFNN, style: Tensor) -> Tensor:
-        """z (B, Z) from each row's style's fixed exemplar (central window)."""
-        ids = sorted(self.prep.style_exemplar)
-        z = encode_spans(model, self.prep.x, [central_span(self.prep, self.prep.style_exemplar[s], self.max_rows) for s in ids])
-        table = torch.zeros(len(self.prep.styles), dtype=torch.long)
-        table[ids] = torch.arange(len(ids))
-        return z[table[style]]
-
-
-def _pfnn_of(model: nn.Module) -> PFNN:
-    return model.pfnn if isinstance(model, LearnetPFNN) else model  # type: ignore[return-value]
-
-
-def make_loss(l1: float, sampler: ExemplarSampler | None = None):
-    """MSE on z-scored Y plus ``l1 * mean|W|`` over the PFNN weight sets (training only), as
-    ``train.controllers``; with a sampler, z is read from exemplars."""
-
-    def loss_fn(m: nn.Module, b: dict[str, Tensor]) -> Tensor:
-        z = None
-        if sampler is not None:
-            assert isinstance(m, LearnetPFNN)
-            z = sampler.train_codes(m, b["style"], b["clip"]) if m.training else sampler.fixed_codes(m, b["style"])
-        loss = nn.functional.mse_loss(m(b["x"], b["phase"], z), b["y"])
-        if l1 and m.training:
-            loss = loss + l1 * torch.stack([layer.weight.abs().mean() for layer in _pfnn_of(m).net.layer_list()]).mean()
-        return loss
-
-    return loss_fn
-
-
-def batch_tensors(prep: Prepared, idx: np.ndarray) -> dict[str, Tensor]:
-    i = torch.from_numpy(idx)
-    return {"x": prep.x[i], "y": prep.y[i], "phase": prep.phase[i], "style": prep.style[i], "clip": prep.clip[i]}
-
-
-# ----------------------------------------------------------------------------- training
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def train_stage(name: str, model: nn.Module, loss_fn, prep: Prepared, cfg: LearnetStyleConfig, kind: str,
-                config: dict, meta: dict) -> tuple[nn.Module, dict]:
-    """Train ``model`` with `fit` (resumable in ``out/stages/name``) and save ``out/name``; a saved
-    checkpoint with the same ``meta["stage_key"]`` is loaded instead."""
-    out, key = Path(cfg.out), meta["stage_key"]
-    if cfg.resume and (out / f"{name}.json").is_file() and read_meta(out / name).get("stage_key") == key:
-        tensors, saved = load_tensors(out / name)
-        load_state_into(model, tensors, str(out / name))
-        print(f"[{name}] loaded {out / name} (trained in {saved['train_wall_s']:.0f} s)", flush=True)
-        return model.eval(), {"wall_s": saved["train_wall_s"], "loaded": True, "history": saved["history"]}
-    stage = out / "stages" / name
-    stage.mkdir(parents=True, exist_ok=True)
-    marker = stage / "stage_key.json"
-    resume = cfg.resume and marker.is_file() and json.loads(marker.read_text()) == key
-    _write(marker, json.dumps(key))
-    tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, restart_epochs=cfg.epochs,
-                       seed=cfg.seed, device="cpu", threads=cfg.threads)
-    t0 = time.perf_counter()
-    torch.manual_seed(cfg.seed)
-    history = fit(model, loss_fn, batch_tensors(prep, prep.train_idx), batch_tensors(prep, prep.val_idx), tcfg, stage,
-                  resume=resume, progress=cfg.progress)
-    wall = history[-1]["wall_s"] if history else time.perf_counter() - t0  # includes time before a resume
-    save_model(out / name, model, kind, config, {**meta, "history": history, "train_wall_s": wall})
-    print(f"[{name}] trained {len(history)} epochs in {wall:.0f} s", flush=True)
-    return model.eval(), {"wall_s": wall, "loaded": False, "history": history}
-
-
-def finetune(base: PFNN, prep: Prepared, c: int, cfg: LearnetStyleConfig) -> tuple[PFNN, list[float]]:
-    """A copy of ``base`` trained on clip ``c``'s rows only: fixed epochs, constant lr; returns the
-    model (eval mode) and the mean training loss of each epoch."""
-    model = copy.deepcopy(base).train()
-    data = batch_tensors(prep, clip_rows(prep, c))
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.finetune_lr, weight_decay=TrainConfig.weight_decay)
-    gen = torch.Generator().manual_seed(cfg.seed + 1000 + c)
-    loss_fn, losses = make_loss(cfg.l1), []
-    n = data["x"].shape[0]
-    for _ in range(cfg.finetune_epochs):
-        tot = []
-        for idx in torch.randperm(n, generator=gen).split(cfg.finetune_batch):
-            loss = loss_fn(model, {k: v[idx] for k, v in data.items()})
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            tot.append(float(loss.detach()))
-        losses.append(float(np.mean(tot)))
-    return model.eval(), losses
 
 
 # ----------------------------------------------------------------------------- evaluation

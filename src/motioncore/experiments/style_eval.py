@@ -39,7 +39,8 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
     from ..models.registry import load_model
     from ..tasks.locomotion import Controller
     from ..tasks.style import StyleAdapter
-    from .learnet_style import ExemplarSampler, prediction_errors
+    from .learnet_style import prediction_errors
+    from .learnet_train import ExemplarSampler
     from .style_oneshot import StyleConfig, prepare
 
     t0 = time.perf_counter()

@@ -9,7 +9,7 @@ What differs from `learnet_style` (one held-out style, dataset 2's six training 
   not drowned (the base is trained on the same repeated rows: the comparison stays fair);
 - **a regularised style code**: ``z_dim`` 16, an L2 cost ``z_l2`` on z, and Gaussian noise ``z_noise``
   on z while training, so nearby codes give nearby weights and an unseen style lands between seen ones;
-- **episodic training** as before (`learnet_style.ExemplarSampler`): a training row's code is read from
+- **episodic training** as before (`learnet_train.ExemplarSampler`): a training row's code is read from
   a random 2-4 s window of a *different* training clip of the row's style.
 
 Both networks (base PFNN, learnet PFNN) are trained by `train.loop.fit` (resumable per stage in
@@ -36,7 +36,8 @@ from ..features.normaliser import layout_normalisers
 from ..features.pfnn import GAITS, locomotion_clips, pfnn_dataset, pfnn_layout
 from ..models.learnet_pfnn import LearnetPFNN
 from ..models.pfnn import PFNN
-from .learnet_style import ExemplarSampler, Prepared, _pfnn_of, _write, model_configs, train_stage
+from .learnet_setup import Prepared
+from .learnet_train import ExemplarSampler, _pfnn_of, _write, model_configs, train_stage
 
 HELD_OUT = ("elderly", "not-confident", "proud")  # chosen from the walk statistics before any training (README)
 
@@ -85,7 +86,7 @@ class StyleConfig:
 
 @dataclass(eq=False)
 class StylePrepared(Prepared):
-    """`learnet_style.Prepared` plus the held-out styles' clips."""
+    """`learnet_setup.Prepared` plus the held-out styles' clips."""
 
     holdouts: tuple[str, ...] = ()
     heldout_by_style: dict[str, list[int]] = field(default_factory=dict)  # style name -> clips with rows

@@ -20,23 +20,25 @@ clip's own state (`Controller.state_from_clip`).
 
 Paths are in metres (see docs/paths.md); the models work in the data's units (cm).
 
+This module holds the controllers and the loop. Steps 2 and 3 (the characters' speed and gait defaults,
+the blended trajectory samples) live in `path_follow`; the rollout's state and result, and
+`align_bones`, in `rollout`.
+
 Legend: B characters (paths), T frames, J joints, P feature points (MANN: J + 4 paws), H past frames
 kept (6 * fps/6), K = 6 future samples, C gait / action classes, D features.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path as FilePath
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..core.kinematics import find_body_joints, resample
+from ..core.kinematics import find_body_joints
 from ..core.motion import Motion
-from ..core.rotations import quat_apply, quat_between, quat_mul
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from ..features.layout import Layout, one_hot
@@ -56,121 +58,14 @@ from ..features.phase import foot_phase
 from ..features.poses import Pose, clip_features, ground_joints, local_pose
 from ..features.root_frame import TRAJ_FUTURE, TRAJ_PAST, RootFrame, Trajectory, ground_velocity, trajectory_step
 from ..models.checkpoint import CheckpointError
+from .path_follow import BIPED, DOG, Character, path_trajectory
 from .paths import Path, PathError, PathTrack, resolve_labels
+from .rollout import Rollout, State, align_bones, map_trajectories
 
 UNITS_PER_METRE = 100.0  # all our mocap (and so every checkpoint) is in cm
-POSITION_BIAS = 1.5  # Holden's blend bias for future positions (and MANN velocities): larger = follow the path later
-DIRECTION_BIAS = 1.5  # ... and for future facing directions
 INPUT_CLIP = 20.0  # z-scored inputs are clipped to +-20 std: no effect on real motion, stops a stray model exploding
 MAX_DEFAULT_SECONDS = 60.0  # a path that takes longer to walk needs an explicit length (frames); never cut
 MODES = ("outputs", "weights", "constant", "linear", "cubic")  # network evaluation forms (the last 3: PFNN only)
-
-
-@dataclass(frozen=True)
-class Character:
-    """Per-character tables for paths that leave out speed or gait (speeds in m/s)."""
-
-    stop: str  # label asked for when the path has run out (if the last label moves)
-    default_speed: dict[str, float]  # speed of each label when the path gives none
-    gait_by_speed: tuple[tuple[float, str], ...]  # (upper speed bound, label) when the path gives no gait
-    aliases: dict[str, str] = field(default_factory=dict)  # other names accepted in path.json
-
-
-BIPED = Character("stand", {"stand": 0.0, "walk": 1.1, "run": 2.6},  # Bandai test medians: 0.05, 1.07, 2.63
-                  ((0.25, "stand"), (1.8, "walk"), (math.inf, "run")), {"idle": "stand"})
-DOG = Character("idle", {"idle": 0.0, "walk": 0.7, "trot": 1.8, "canter": 3.0, "sit": 0.0, "jump": 1.6},
-                ((0.2, "idle"), (1.4, "walk"), (2.4, "trot"), (math.inf, "canter")),
-                {"stand": "idle", "run": "canter", "gallop": "canter", "pace": "walk", "lie": "sit"})
-
-
-def blend_scale(bias: float, k: int = TRAJ_FUTURE) -> np.ndarray:
-    """(k,) Holden's blend towards the desired trajectory: 1 - (1 - j/6) ** bias for samples j = 0..k-1."""
-    return 1.0 - (1.0 - np.arange(k) / TRAJ_FUTURE) ** bias
-
-
-def align_bones(rotations: np.ndarray, positions: np.ndarray, bones: tuple[np.ndarray, np.ndarray, np.ndarray]
-                ) -> np.ndarray:
-    """Global rotations (..., J, 4) (any common frame) with the swing of each bone corrected so that it
-    points from its joint's position to its target's; twists are kept. ``bones`` = (joint (M,), rest
-    offset (M, 3) of the bone, target (M,) index into ``positions`` (..., P, 3): the joint's only child,
-    or a MANN paw point). Checkpoints from before issue 27 give rotations as log maps relative to the root
-    frame, which jump near 180 degrees, where Bandai's right limbs sit (160-170 degrees): such a PFNN gets
-    their rotations 13-50 degrees wrong while their positions are right, so without this the written
-    right foot slides (``joint_axes`` checkpoints do not jump; the fit still plants the predicted feet)."""
-    j, offset, target = bones
-    if len(j) == 0:
-        return rotations
-    q = rotations[..., j, :]  # (..., M, 4)
-    now = quat_apply(q, np.broadcast_to(offset, q.shape[:-1] + (3,)))  # (..., M, 3) bones as rotated
-    want = positions[..., target, :] - positions[..., j, :]  # (..., M, 3) bones as predicted
-    out = rotations.copy()
-    out[..., j, :] = quat_mul(quat_between(now, want), q)
-    return out
-
-
-# ----------------------------------------------------------------------------- state and result
-@dataclass(eq=False)
-class State:
-    """Everything a rollout carries from frame to frame, batched over B characters (world space)."""
-
-    frame: RootFrame  # (B,) root frame of the frame about to be generated
-    prev: Pose  # (B, P, 3) previous pose in the previous root frame (MANN also rotations (B, P, 4))
-    past: Trajectory  # (B, H, .) root samples of the last H frames, oldest first (labels (B, H, C))
-    future: Trajectory  # (B, K, 3) the network's predicted samples k = 0..5 around the current frame
-    phase: np.ndarray  # (B,) radians (PFNN and its baseline; unused by MANN)
-    progress: np.ndarray  # (B,) arc length reached on each path (model units)
-
-    @property
-    def batch(self) -> int:
-        return int(self.phase.shape[0])
-
-
-def map_trajectories(fn: Callable[..., np.ndarray], trajs: Sequence[Trajectory]) -> Trajectory:
-    """A trajectory whose every field is ``fn`` of that field of ``trajs`` (fields the first lacks stay None)."""
-    out: list[Any] = []
-    for name in ("positions", "directions", "labels", "velocities", "speeds"):
-        xs = [getattr(t, name) for t in trajs]
-        out.append(None if xs[0] is None else fn(*xs))
-    return Trajectory(*out)
-
-
-def stack_states(states: Sequence[State]) -> State:
-    """One batched state from several (e.g. one per clip from `Controller.state_from_clip`)."""
-    cat = lambda *xs: np.concatenate(xs, 0)  # noqa: E731
-    rot = [s.prev.rotations for s in states]
-    return State(RootFrame(cat(*[s.frame.position for s in states]), cat(*[s.frame.yaw for s in states])),
-                 Pose(cat(*[s.prev.positions for s in states]), cat(*[s.prev.velocities for s in states]),
-                      None if rot[0] is None else cat(*rot)),
-                 map_trajectories(cat, [s.past for s in states]), map_trajectories(cat, [s.future for s in states]),
-                 cat(*[s.phase for s in states]), cat(*[s.progress for s in states]))
-
-
-@dataclass(eq=False)
-class Rollout:
-    """B animations of T frames at the model's fps, in the model's units (cm)."""
-
-    skeleton: Skeleton
-    fps: float
-    rotations: np.ndarray  # (B, T, J, 4) local rotations, WXYZ
-    positions: np.ndarray  # (B, T, J, 3) local translations
-    root: np.ndarray  # (B, T, 3) root frame origins (ground projection of the hips), world
-    yaw: np.ndarray  # (B, T) root facing angle, radians
-    progress: np.ndarray  # (B, T) arc length reached on the path, model units
-    phase: np.ndarray | None = None  # (B, T) phase in cycles (PFNN and its baseline)
-    contacts: np.ndarray | None = None  # (B, T, 4) predicted foot contacts (PFNN and its baseline)
-
-    @property
-    def batch(self) -> int:
-        return int(self.rotations.shape[0])
-
-    @property
-    def frames(self) -> int:
-        return int(self.rotations.shape[1])
-
-    def motion(self, b: int = 0, name: str = "", fps: float | None = None) -> Motion:
-        """Character b as a `Motion` (writeable with `write_bvh`), resampled to ``fps`` if given."""
-        m = Motion(self.skeleton, self.rotations[b], self.positions[b], self.fps, name)
-        return resample(m, fps) if fps is not None and abs(fps - self.fps) > 1e-9 else m
 
 
 # ----------------------------------------------------------------------------- controllers
@@ -271,11 +166,6 @@ class Controller:
                                   f"length may have; give its length (--frames {math.ceil(seconds * self.fps)} at "
                                   f"{self.fps:g} fps) to generate it whole, or split the path")
         return max(1, int(math.ceil(seconds * self.fps)))
-
-    def _stop_labels(self) -> np.ndarray:
-        """(C,) the values of the stop label (stand / idle)."""
-        name = self.character.stop if self.character.stop in self.labels else self.labels[0]
-        return one_hot(np.array(self.labels.index(name)), len(self.labels))
 
     # --- states ----------------------------------------------------------------------------------------
     def mean_pose(self, batch: int) -> Pose:
@@ -384,47 +274,9 @@ class Controller:
                        contacts if pfnn else None)
 
     def _trajectory(self, st: State, tracks: Sequence[PathTrack]) -> tuple[Trajectory, np.ndarray]:
-        """The 12 input samples (B, 12, .) in world space, and each character's arc length on its path."""
-        B, K, C = st.batch, TRAJ_FUTURE, len(self.labels)
-        secs = np.arange(K) * self.step / self.fps
-        d_pos, d_dir, d_vel = np.zeros((B, K, 3)), np.zeros((B, K, 3)), np.zeros((B, K, 3))
-        d_lab, s0 = np.zeros((B, K, C)), np.zeros(B)
-        stop = self._stop_labels()
-        for b, tr in enumerate(tracks):
-            s0[b] = tr.project(st.frame.position[b, [0, 2]], float(st.progress[b]))
-            s = tr.walk(s0[b], secs)  # (K,) arc lengths at the sample times
-            xz, a = tr.position(s), tr.yaw(s)
-            d_pos[b, :, 0], d_pos[b, :, 2] = xz[:, 0], xz[:, 1]
-            d_dir[b, :, 0], d_dir[b, :, 2] = np.sin(a), np.cos(a)
-            lab, speed = tr.labels_at(s), tr.speed_at(s)
-            ended = s >= tr.length - 1e-6  # past the end: stop (still labels such as sit stay)
-            moving = lab @ np.array([self.character.default_speed.get(n, 1.0) > 0 for n in self.labels], float)
-            lab[ended] = lab[ended] * (1 - moving[ended, None]) + stop * moving[ended, None]
-            speed[ended] = 0.0
-            here = st.frame.position[b, [0, 2]]
-            if ended[0] and np.dot(here - tr.xz[-1], tr.tangent(np.array(tr.length))) > 0:
-                d_pos[b, :, 0], d_pos[b, :, 2] = here[0], here[1]  # overshot the end: stop here, no U-turn
-            tan = tr.tangent(s)
-            d_vel[b, :, 0], d_vel[b, :, 2] = tan[:, 0] * speed, tan[:, 1] * speed
-            d_lab[b] = lab
-        sp, sd = blend_scale(POSITION_BIAS)[None, :, None], blend_scale(DIRECTION_BIAS)[None, :, None]
-        f = st.future
-        fut_pos = f.positions + sp * (d_pos - f.positions)
-        fut_pos[:, 0] = st.frame.position  # sample k = 0 is the character itself
-        fut_dir = f.directions + sd * (d_dir - f.directions)
-        n = np.linalg.norm(fut_dir, axis=-1, keepdims=True)
-        fut_dir = np.where(n > 1e-6, fut_dir / np.maximum(n, 1e-6), d_dir)
-        fut_dir[:, 0] = st.frame.forward
-        idx = np.arange(TRAJ_PAST) * self.step  # past samples k = -6..-1 in the H-frame buffer
-        p = st.past
-        assert p.labels is not None
-        traj = Trajectory(np.concatenate([p.positions[:, idx], fut_pos], 1), np.concatenate([p.directions[:, idx], fut_dir], 1),
-                          np.concatenate([p.labels[:, idx], d_lab], 1))
-        if f.velocities is not None and p.velocities is not None:
-            fut_vel = f.velocities + sp * (d_vel - f.velocities)
-            traj.velocities = np.concatenate([p.velocities[:, idx], fut_vel], 1)
-            traj.speeds = np.linalg.norm(traj.velocities, axis=-1)
-        return traj, s0
+        """The 12 input samples (B, 12, .) in world space, and each character's arc length on its path
+        (`path_follow.path_trajectory`)."""
+        return path_trajectory(st, tracks, self.character, self.labels, self.step, self.fps)
 
     def predict(self, x: np.ndarray, phase: np.ndarray | None = None, normalised: bool = False) -> np.ndarray:
         """Y (B, D_out) for raw features X (B, D_in) and the phase (B,) in cycles (PFNN and its

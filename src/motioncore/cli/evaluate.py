@@ -1,0 +1,243 @@
+"""``motioncore eval``: infill (the LaFAN1 in-betweening benchmark and sparse keys), hands, style and
+retarget; ``eval controllers`` is registered by `cli/controllers.py`.
+
+`cli/main.py` registers them with ``add_subcommands(sub)``. Heavy imports happen inside the handlers so
+``motioncore --help`` stays instant.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .args import add_threads, nonneg_float, nonneg_int, positive_float, positive_int, set_threads
+
+
+def _plot_path(args: argparse.Namespace, default: str) -> Path:
+    """Where an eval command's plot goes: ``--plot``, else beside ``--json`` with its stem, else
+    ``--out/<default>.png``; checked (with ``--json``) before any work."""
+    from ..io.atomic import check_output_dir, check_output_file
+
+    if args.json:
+        check_output_file(args.json, "--json", suffixes=(".json",))
+    if args.plot:
+        return check_output_file(args.plot, "--plot", suffixes=(".png",))
+    if args.json:
+        return Path(args.json).with_suffix(".png")
+    return check_output_dir(args.out, "--out") / f"{default}.png"
+
+
+def _safe_stem(text: str) -> str:
+    """A file-name part from a dataset name, folder or glob: ``bandai``, ``my_clips``, ``cmu_bvh_0_23_0_1-4``."""
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9-]+", "_", text.strip("/")).strip("_")
+    return re.sub(r"_bvh$", "", stem) or "data"
+
+
+def _check_models(names: list[str]) -> None:
+    from ..errors import UsageError
+    from ..eval.baselines import BASELINES
+    from ..models.checkpoint import CheckpointError
+    from ..models.registry import check_model, resolve
+
+    for m in names:
+        if m in BASELINES:
+            continue
+        try:
+            resolve(m)
+        except CheckpointError:
+            raise UsageError(f"--model {m}: unknown model {m!r}: expected one of {sorted(BASELINES)}, a bundled "
+                             "in-filling model (see `motioncore models`) or a checkpoint path") from None
+        check_model(m, "infill")
+
+
+def _cmd_eval_infill(args: argparse.Namespace) -> int:
+    from ..eval.infill import format_table, plot_results, write_json
+    from ..eval.run import run_infill_eval
+
+    models = args.model or ["zerovel", "interp"]
+    plot = _plot_path(args, f"eval_infill_{_safe_stem(args.data)}")
+    _check_models(models)
+    set_threads(args.threads)
+    if args.keys_every:
+        from ..eval.run import run_keys_eval
+
+        results, n = run_keys_eval(args.data, models, tuple(args.keys_every), progress=not args.quiet,
+                                   overrides=args.map)
+        print(f"Sparse keys on {args.data} (a key pose every {args.keys_every} frames; {n} test windows; "
+              "L2Q/L2P between the keys; lower is better)")
+    else:
+        results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet,
+                                     overrides=args.map)
+        print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
+    print(format_table(results))
+    plot_results(results, plot)
+    print(f"plot: {plot}")
+    if args.json:
+        write_json(results, args.json)
+        print(f"json: {args.json}")
+    return 0
+
+
+def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
+    import json
+
+    from ..eval.hands import TASKS, evaluate_tasks, format_tasks, plot_hands, plot_timing
+    from ..io.atomic import atomic_write_text
+    from ..models.registry import check_model
+
+    check_model(args.model, "infill")
+    set_threads(args.threads)
+    tasks = list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task))
+    res = evaluate_tasks(args.model, tasks, use_object=not args.no_object, n_samples=args.samples,
+                         temperature=args.temperature, order=args.order, k=args.k or 0,
+                         max_windows=args.max_windows, progress=not args.quiet)
+    print(format_tasks(res))
+    tag = "noobj" if args.no_object else "obj"
+    base = _plot_path(args, f"eval_hands_{tag}")
+    for t, r in res.items():
+        print(f"plot: {plot_hands(r, base.with_name(f'{base.stem}_{t}.png'))}")
+    print(f"plot: {plot_timing(res, base.with_name(f'{base.stem}_timing.png'))}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps({t: {**r['summary'], "windows": r["windows"], "object": r["object"],
+                                                     "timing": r["timing"], "model_name": r["model"]}
+                                                 for t, r in res.items()}, indent=1))
+        print(f"json: {args.json}")
+    return 0
+
+
+def _cmd_eval_hands(args: argparse.Namespace) -> int:
+    import json
+
+    from ..eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
+    from ..io.atomic import atomic_write_text
+    from ..models.registry import check_model
+
+    if getattr(args, "task", None):
+        return _cmd_eval_hand_tasks(args)
+    task = HandsTask(every=args.every, fingertips=args.fingertips, window=args.window)
+    suffix = f"every{task.every}{'_tips' if task.fingertips else ''}"
+    plot = _plot_path(args, f"eval_hands_{suffix}")
+    check_model(args.model, "infill")
+    set_threads(args.threads)
+    res = evaluate_hands(args.model, task, n_samples=args.samples, temperature=args.temperature, order=args.order,
+                         k=args.k or 1, max_windows=args.max_windows, progress=not args.quiet)
+    print(format_hands(res))
+    plot = plot_hands(res, plot)
+    print(f"plot: {plot}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps({k: v for k, v in res.items() if k != "curves"}, indent=1))
+        print(f"json: {args.json}")
+    return 0
+
+
+def _cmd_eval_style(args: argparse.Namespace) -> int:
+    import json
+
+    from ..errors import UsageError
+    from ..eval.style import format_style, plot_style
+    from ..experiments.style_eval import evaluate_style
+    from ..io.atomic import atomic_write_text
+    from ..models.checkpoint import CheckpointError, read_meta
+    from ..models.registry import resolve
+
+    want = {"--model": "learnet-pfnn", "--base": "pfnn", "--judge": "style-judge"}
+    for arg, name in (("--model", args.model), ("--base", args.base), ("--judge", args.judge)):
+        try:
+            kind = read_meta(resolve(name)).get("kind")
+        except CheckpointError as e:
+            raise UsageError(f"{arg} {name}: {e}") from None
+        if kind != want[arg]:
+            raise UsageError(f"{arg} {name}: a model of kind {kind}; expected kind {want[arg]}")
+    plot = _plot_path(args, "eval_style")
+    res = evaluate_style(args.model, args.base, args.judge, n_exemplars=args.exemplars, progress=not args.quiet)
+    print(format_style(res))
+    print(f"plot: {plot_style(res, plot)}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(res, indent=1))
+        print(f"json: {args.json}")
+    return 0
+
+
+def _cmd_eval_retarget(args: argparse.Namespace) -> int:
+    from ..eval.retarget_quality import Options, markdown, run
+    from ..io.atomic import check_output_file
+
+    if args.png:
+        check_output_file(args.png, "--png", suffixes=(".png",))
+    if args.json:
+        check_output_file(args.json, "--json", suffixes=(".json",))
+    res = run(Options(fps=args.fps, png=args.png or None, out=args.json), progress=not args.quiet)
+    print(markdown(res))
+    if res.get("png"):
+        print(f"plot: {res['png']}")
+    if args.json:
+        print(f"json: {args.json}")
+    return 0
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register ``eval`` with its ``infill``, ``hands``, ``style`` and ``retarget`` actions."""
+    ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
+    e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)")
+    e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
+                                                    "(repeatable; default: zerovel and interp)")
+    e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
+    e.add_argument("--map", help="bone map for clips on another skeleton than the model's: the add-on's JSON "
+                                 "{model joint: clip joint} (clips that cannot be mapped are refused)")
+    e.add_argument("--lengths", type=positive_int, nargs="+", default=[5, 15, 30, 45],
+                   help="transition lengths in frames (default 5 15 30 45)")
+    e.add_argument("--keys-every", type=positive_int, action="append", metavar="N",
+                   help="sparse keys instead of LaFAN1 gaps: key one pose every N frames and nothing else "
+                        "(repeatable, e.g. --keys-every 8 --keys-every 16); the JSON is keyed by N")
+    e.add_argument("--json", help="write the results as JSON here (the plot goes beside it, same stem)")
+    e.add_argument("--plot", help="write the plot here (.png)")
+    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
+                                                "(default ./out: eval_infill_<data>.png)")
+    add_threads(e)
+    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    e.set_defaults(func=_cmd_eval_infill)
+    e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)")
+    e.add_argument("--model", default="anyorder-hands", help="any-order hand checkpoint (default anyorder-hands)")
+    e.add_argument("--every", type=positive_int, default=10, help="wrist key spacing in frames at 30 fps (default 10)")
+    e.add_argument("--fingertips", action="store_true", help="also key the distal finger joints")
+    e.add_argument("--task", action="append", choices=["wrist-every-10", "fingers-every-30", "wrist-only", "all"],
+                   help="the animator's tasks (repeatable; all: the three): Interp, Bezier, the model at T=0, best "
+                        "and mean of --samples, diversity, grasp timing; --json writes {task: figures}")
+    e.add_argument("--no-object", action="store_true",
+                   help="do not give an object-conditioned model the object (a rig without one)")
+    e.add_argument("--window", type=positive_int, default=40, help="frames per test window (default 40)")
+    e.add_argument("--samples", type=positive_int, default=5, help="completions per window for the diversity (default 5)")
+    e.add_argument("--temperature", type=nonneg_float, default=1.0, help="sampling temperature of the completions")
+    e.add_argument("--order", default="bisection", choices=["random", "sequential", "bisection"],
+                   help="order in which the missing elements are sampled (default bisection)")
+    e.add_argument("--k", type=positive_int, help="elements committed per step (default 1; with --task one "
+                                                  "frame's filled elements)")
+    e.add_argument("--max-windows", type=nonneg_int, default=12,
+                   help="evaluate N windows evenly spread over the test takes (default 12 of 96; 0: all)")
+    e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
+    e.add_argument("--plot", help="write the plot here (.png)")
+    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
+                                                "(default ./out: eval_hands_every<N>.png)")
+    add_threads(e)
+    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    e.set_defaults(func=_cmd_eval_hands)
+    e = ev.add_parser("style", help="one-shot style on the held-out styles: next-frame error and a style judge's "
+                                    "verdict on walks by the base, the learnet with the exemplar's code and a wrong code")
+    e.add_argument("--model", default="learnet-biped", help="style model (kind learnet-pfnn, default learnet-biped)")
+    e.add_argument("--base", default="pfnn-style-base", help="the unadapted base trained beside it (default pfnn-style-base)")
+    e.add_argument("--judge", default="style-judge", help="style classifier (default style-judge)")
+    e.add_argument("--exemplars", type=positive_int, default=3, help="exemplar clips per held-out style (default 3)")
+    e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
+    e.add_argument("--plot", help="write the plot here (.png)")
+    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot (default ./out: eval_style.png)")
+    e.add_argument("--quiet", action="store_true", help="no progress lines")
+    e.set_defaults(func=_cmd_eval_style)
+    e = ev.add_parser("retarget", help="CMU 01-03 onto the Bandai skeleton: foot skating with and without --contacts, "
+                                       "end-effector errors, A->B->A round trip, a stick-figure strip")
+    e.add_argument("--fps", type=positive_float, default=30.0, help="resample the clips to this rate first (default 30)")
+    e.add_argument("--png", default="out/retarget_cmu_bandai.png", help="stick-figure strip ('' for none)")
+    e.add_argument("--json", help="write per-clip figures as JSON here")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.set_defaults(func=_cmd_eval_retarget)
