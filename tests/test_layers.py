@@ -109,3 +109,10 @@ def test_each_folder_init_says_what_the_layer_is_and_may_import():
 def test_import_depth_script_runs(capsys):
     assert deps.main([]) == 0
     assert "import depth:" in capsys.readouterr().out
+
+
+def test_no_source_file_over_500_lines():
+    """Issue 25: files split by responsibility. The add-on's vendor/ copies are built from src/ (checked there)."""
+    long = {str(f.relative_to(ROOT)): n for d in ("src", "server", "addon") for f in sorted((ROOT / d).rglob("*.py"))
+            if "vendor" not in f.parts and (n := len(f.read_text().splitlines())) > 500}
+    assert long == {}
