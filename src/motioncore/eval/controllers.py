@@ -293,8 +293,12 @@ def evaluate_controller(name_or_path: str, cfg: ControllerEvalConfig = Controlle
 
 def evaluate_controllers(names: Sequence[str], cfg: ControllerEvalConfig = ControllerEvalConfig(),
                          progress: bool = False) -> list[dict[str, Any]]:
+    """Each checkpoint in turn (a bar with an ETA over them when ``progress``)."""
+    from tqdm import tqdm
+
     cache: dict = {}
-    return [evaluate_controller(n, cfg, cache, progress) for n in names]
+    return [evaluate_controller(n, cfg, cache, progress)
+            for n in tqdm(names, desc="controllers", unit="model", disable=not progress or len(names) < 2)]
 
 
 def _fmt(v: Any, digits: int = 2) -> str:

@@ -169,7 +169,9 @@ def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None =
         if done or now - last_val >= recipe.val_every or state["step"] == 0:
             val = validate(ema, net, val_sets)
             state["history"].append({"step": state["step"], "wall_s": wall, "val": val})
-            print(f"step {state['step']} {wall / 60:.1f} min: L2Q/Interp " + "; ".join(
+            left = min(budget - wall, np.inf if stop is None else stop - (now - t0))
+            eta = " (done)" if done else f" (about {max(left, 0.0) / 60:.0f} min left)"
+            print(f"step {state['step']} {wall / 60:.1f} min{eta}: L2Q/Interp " + "; ".join(
                 f"{k} " + " / ".join(f"{v[n]:.3f}" for n in v) for k, v in val.items()), file=sys.stderr, flush=True)
             plot_curve(state["history"], run / "curve.png")
             last_val = time.monotonic()
