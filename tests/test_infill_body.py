@@ -222,3 +222,27 @@ def test_sample_task_covers_what_animators_key():
         seen["path"] += bool(k[:, 22].all())
         seen["noroot"] += bool(k[:, 22].sum() == 1)
     assert all(v > 20 for v in seen.values()), seen
+
+
+@pytest.mark.parametrize("share", [0.5, 0.8])
+def test_the_cmu_share_of_a_batch_follows_the_recipe(share):
+    """``cmu_share``: the fraction of each batch's windows drawn from the CMU clips, whatever the sources' sizes."""
+    from types import SimpleNamespace
+
+    from motioncore.recipes.infill_body import BodyRecipe
+    from motioncore.recipes.infill_body_batch import sample_batch
+
+    J, n = 3, 4000
+    bounds = np.array([[0, 3000], [3000, 3500], [3500, n]])     # Bandai is 5x the CMU frames
+    source = np.array([0, 1, 1])
+    data = {"skeleton": SimpleNamespace(num_joints=J), "bounds": bounds, "source": source,
+            "rotations": np.zeros((n, J, 4), np.float32), "positions": np.repeat(np.arange(n, dtype=np.float32)[:, None,
+                                                                                   None], J, 1).repeat(3, 2)}
+    rng, cmu, total = np.random.default_rng(0), 0, 0
+    for _ in range(200):
+        _, p, _, _ = sample_batch(rng, data, BodyRecipe(cmu_share=share))
+        cmu += int((p[:, 0, 0, 0] >= 3000).sum())
+        total += p.shape[0]
+    assert abs(cmu / total - share) < 0.03, cmu / total
+    with pytest.raises(ValueError, match="cmu_share"):
+        BodyRecipe(cmu_share=1.0)

@@ -43,6 +43,7 @@ __all__ = ["BodyRecipe"]
 @dataclass(frozen=True)
 class BodyRecipe:
     data: str = "bandai+cmu"  # bandai+cmu | cmu
+    cmu_share: float = 0.5  # bandai+cmu: the share of each batch's windows drawn from the CMU clips
     d_model: int = 192
     n_layers: int = 4
     n_heads: int = 4
@@ -60,6 +61,10 @@ class BodyRecipe:
     save_every: float = 180.0
     val_every: float = 300.0
     val_windows: int = 160  # per validation set
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.cmu_share < 1.0:
+            raise ValueError(f"cmu_share must be in (0, 1), got {self.cmu_share}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -62,9 +62,9 @@ def sample_batch(rng: np.random.Generator, data: dict[str, Any], recipe: BodyRec
     lengths = bounds[:, 1] - bounds[:, 0] - T
     ok = lengths > 0
     w = np.where(ok, lengths, 0).astype(np.float64)
-    if source.min() != source.max():  # half the windows from each source
-        for s in (0, 1):
-            w[source == s] /= max(w[source == s].sum(), 1e-9)
+    if source.min() != source.max():  # recipe.cmu_share of the windows from CMU (source 1), the rest from Bandai
+        for s, share in ((0, 1.0 - recipe.cmu_share), (1, recipe.cmu_share)):
+            w[source == s] *= share / max(w[source == s].sum(), 1e-9)
     clip = rng.choice(len(bounds), size=B, p=w / w.sum())
     start = bounds[clip, 0] + (rng.random(B) * lengths[clip]).astype(np.int64)
     idx = start[:, None] + np.arange(T)

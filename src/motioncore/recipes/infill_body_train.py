@@ -206,6 +206,8 @@ def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("infill-body")
     g.add_argument("--body-data", choices=["bandai+cmu", "cmu"], default=None,
                    help="training data: Bandai train + CMU train subjects (default), or CMU alone (permissive)")
+    g.add_argument("--cmu-share", type=float, default=None,
+                   help="bandai+cmu: the share of each batch drawn from the CMU clips (default 0.5)")
     g.add_argument("--minutes", type=float, default=None,
                    help="wall-time budget of the learning-rate schedule, cumulative over resumes (default 110)")
     g.add_argument("--warm-start", default=None, metavar="CHECKPOINT",
@@ -214,7 +216,7 @@ def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def train_infill_body_from_args(args: argparse.Namespace) -> int:
-    over = {"data": args.body_data, "minutes": args.minutes, "threads": args.threads,
+    over = {"data": args.body_data, "cmu_share": args.cmu_share, "minutes": args.minutes, "threads": args.threads,
             "seed": getattr(args, "seed", None), "d_model": getattr(args, "d_model", None),
             "n_layers": getattr(args, "n_layers", None)}
     recipe = BodyRecipe(**{**BodyRecipe().to_dict(), **{k: v for k, v in over.items() if v is not None}})
