@@ -364,13 +364,18 @@ def _walk_help(parser):
 
 
 def test_help_texts_give_no_unmeasured_time_estimates():
+    """Every time estimate in a help text says where it was measured, and the heavy evaluations give one."""
     import re
 
     from motioncore.cli.main import build_parser
 
+    timed = set()
     for text in _walk_help(build_parser()):
-        for m in re.finditer(r"~\s*\d+(\.\d+)?\s*(min|minutes|s|h)\b", text):
-            assert "measured on" in text[m.start():m.start() + 200], text[max(0, m.start() - 200):m.end()]
+        flat = " ".join(text.split())   # argparse wraps lines
+        for m in re.finditer(r"~\s*\d+(\.\d+)?\s*(min|minutes|s|h)\b", flat):
+            assert "measured on a " in flat[m.start():m.start() + 200], flat[max(0, m.start() - 200):m.end()]
+            timed.add(flat.split()[1:3] == ["motioncore", "eval"] and flat.split()[3])
+    assert {"infill", "hands", "controllers"} <= timed
 
 
 def test_eval_infill_threads_and_eta(tmp_path, capsys):

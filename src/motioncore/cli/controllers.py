@@ -12,7 +12,7 @@ import time
 from pathlib import Path as FilePath
 from typing import Any
 
-from .args import nonneg_int, positive_int
+from .args import MEASURED_ON, nonneg_int, positive_int
 
 DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints the demo animates
 DEMO_INFILL = "infill-body"  # bundled in-filling model: re-fills the biped's walk between sparse keys
@@ -339,7 +339,9 @@ def add_subcommands(subparsers: Any) -> None:
 
     e = _eval_subparsers(subparsers).add_parser(
         "controllers", help="PFNN vs PhaseMLP, MANN vs single expert on held-out clips: next-frame error, foot "
-                            "skating, path following, PFNN runtime forms")
+                            "skating, path following, PFNN runtime forms",
+        description="PFNN vs PhaseMLP, MANN vs single expert on held-out clips: next-frame error, foot skating, "
+                    f"path following, PFNN runtime forms. The defaults take ~2 min ({MEASURED_ON}).")
     e.add_argument("--model", action="append", help="checkpoint or bundled name (repeatable; default: "
                                                     + ", ".join(RUN_CHECKPOINTS) + " where present)")
     e.add_argument("--max-clips", type=positive_int, default=64, help="test clips driven along their own paths (default 64)")
