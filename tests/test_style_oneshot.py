@@ -115,3 +115,18 @@ def test_cli_eval_style_refuses_the_wrong_kind(run, tmp_path, capsys):
                  "--judge", str(tmp_path / "nothing")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--judge" in err[0]
+
+
+def test_eval_style_reads_checkpoints_in_the_old_rotation_encoding(run, clips, tmp_path):
+    """The bundled learnet-biped and pfnn-style-base predate issue 27 (log-map rotation outputs): eval style
+    builds its rows in the checkpoint's own encoding (it stopped on 230 against 296 output columns)."""
+    from motioncore.features.pfnn import rotation_encoding
+    from motioncore.models.checkpoint import read_meta
+
+    _, out, _ = run
+    torch.set_num_threads(1)
+    train(StyleConfig(out=str(tmp_path), **{**TINY, "epochs": 1}, rotations="logmap"), clips)
+    assert rotation_encoding(read_meta(tmp_path / "learnet")["layout"]) == "logmap"
+    res = evaluate_style(str(tmp_path / "learnet"), str(tmp_path / "base"), str(out / "judge"), n_exemplars=1,
+                         clips=clips, progress=False)
+    assert all(np.isfinite(v) and v > 0 for v in res["held_out"]["next_frame_cm"].values())

@@ -151,7 +151,8 @@ def _cmd_eval_style(args: argparse.Namespace) -> int:
         if kind != want[arg]:
             raise UsageError(f"{arg} {name}: a model of kind {kind}; expected kind {want[arg]}")
     plot = _plot_path(args, "eval_style")
-    res = evaluate_style(args.model, args.base, args.judge, n_exemplars=args.exemplars, progress=not args.quiet)
+    res = evaluate_style(args.model, args.base, args.judge, n_exemplars=args.exemplars, progress=not args.quiet,
+                         threads=args.threads)
     print(format_style(res))
     print(f"plot: {plot_style(res, plot)}")
     if args.json:
@@ -238,6 +239,7 @@ def add_subcommands(sub: Any) -> None:
     e.add_argument("--plot", help="write the plot here (.png)")
     e.add_argument("--out", default="out", help="folder for the plot without --json or --plot (default ./out: eval_style.png)")
     e.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_threads(e)
     e.set_defaults(func=_cmd_eval_style)
     e = ev.add_parser("retarget", help="CMU 01-03 onto the Bandai skeleton: foot skating with and without --contacts, "
                                        "end-effector errors, A->B->A round trip, a stick-figure strip")

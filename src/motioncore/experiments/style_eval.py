@@ -36,6 +36,7 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
                    threads: int = 1) -> dict:
     """Everything `motioncore eval style --json` writes (see the module docstring)."""
     from ..data import load
+    from ..features.pfnn import rotation_encoding
     from ..models.registry import load_model
     from ..tasks.locomotion import Controller
     from ..tasks.style import StyleAdapter
@@ -50,7 +51,8 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
     if "holdouts" not in exp:
         raise MotioncoreError(f"--model {model}: not trained with held-out styles (no experiment.holdouts in its metadata)")
     cfg = StyleConfig(**{k: (tuple(v) if k == "holdouts" else v) for k, v in exp.items()
-                         if k in StyleConfig.__dataclass_fields__})
+                         if k in StyleConfig.__dataclass_fields__ and k != "rotations"},
+                      rotations=rotation_encoding(ad.meta.get("layout") or {}))  # the rows the model was trained on
     base_net, base_meta = load_model(base)
     if base_meta.get("held_out_styles") != list(cfg.holdouts):
         raise MotioncoreError(f"--base {base}: held out {base_meta.get('held_out_styles')}, the style model "

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 from ..data import Clip, get_spec, load
 from ..errors import DataError, MotioncoreError
 from ..features.normaliser import layout_normalisers
-from ..features.pfnn import GAITS, locomotion_clips, pfnn_dataset, pfnn_layout
+from ..features.pfnn import GAITS, ROTATION_ENCODINGS, locomotion_clips, pfnn_dataset, pfnn_layout
 from ..models.learnet_pfnn import LearnetPFNN
 from ..models.pfnn import PFNN
 from .learnet_setup import Prepared
@@ -69,10 +69,13 @@ class StyleConfig:
     threads: int = 1  # torch CPU threads
     resume: bool = True  # reuse finished stages, resume interrupted ones
     progress: bool = True
+    rotations: str = "axes"  # Y's joint rotation encoding (features.pfnn; "logmap": checkpoints from before issue 27)
 
     def __post_init__(self) -> None:
         if isinstance(self.holdouts, str):
             object.__setattr__(self, "holdouts", tuple(s for s in self.holdouts.split(",") if s))
+        if self.rotations not in ROTATION_ENCODINGS:
+            raise ValueError(f"StyleConfig.rotations: expected one of {ROTATION_ENCODINGS}, got {self.rotations!r}")
         for name in ("hidden_dim", "style_rank", "z_dim", "encoder_channels", "epochs", "batch_size", "threads"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"StyleConfig.{name}: expected an int >= 1, got {getattr(self, name)!r}")
@@ -99,8 +102,8 @@ def prepare(cfg: StyleConfig, clips: list[Clip]) -> StylePrepared:
     clips = locomotion_clips(clips)
     if not clips:
         raise DataError("no locomotion clips")
-    rows = pfnn_dataset(clips)
-    layout = pfnn_layout(clips[0].motion.skeleton, GAITS, clips[0].motion.fps)
+    rows = pfnn_dataset(clips, rotations=cfg.rotations)
+    layout = pfnn_layout(clips[0].motion.skeleton, GAITS, clips[0].motion.fps, cfg.rotations)
     styles = tuple(sorted({str(c.labels.get("style", "")) for c in clips}))
     for name in cfg.holdouts:
         if name not in styles:

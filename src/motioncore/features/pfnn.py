@@ -250,17 +250,18 @@ def pfnn_clip(layout: Layout, motion: Motion, gait_ids: np.ndarray, body: BodyJo
     return {"X": x, "Y": y, "phase": ph[i] / (2 * np.pi), "frame": i}
 
 
-def pfnn_dataset(clips: Sequence[Clip], gaits: Sequence[str] = GAITS, stand_speed: float = STAND_SPEED
-                 ) -> dict[str, np.ndarray]:
+def pfnn_dataset(clips: Sequence[Clip], gaits: Sequence[str] = GAITS, stand_speed: float = STAND_SPEED,
+                 rotations: str = "axes") -> dict[str, np.ndarray]:
     """Rows of every frame with a full +-1 s window (`root_frame.sample_range`) of ``clips``.
 
     Returns X (N, D_in) and Y (N, D_out) float32, phase (N,) in [0, 1), clip (N,) index into ``clips``,
     frame (N,) frame index, gait (N,) id at the row's frame, style (N,) strings (not an input: for style
-    adaptation), and skipped: names of clips left out (non-locomotion content, or too short)."""
+    adaptation), and skipped: names of clips left out (non-locomotion content, or too short). ``rotations``:
+    Y's joint rotation encoding (`pfnn_layout`; ``logmap`` to evaluate a checkpoint from before issue 27)."""
     if not clips:
         raise DataError("pfnn_dataset: no clips")
     sk = clips[0].motion.skeleton
-    layout = pfnn_layout(sk, gaits, clips[0].motion.fps)
+    layout = pfnn_layout(sk, gaits, clips[0].motion.fps, rotations)
     body = find_body_joints(sk)
     parts, skipped = [], []
     for n, c in enumerate(clips):
