@@ -241,7 +241,7 @@ def add_subcommands(sub: Any) -> None:
     e.add_argument("--quiet", action="store_true", help="no progress lines")
     add_threads(e)
     e.set_defaults(func=_cmd_eval_style)
-    e = ev.add_parser("retarget", help="CMU 01-03 onto the Bandai skeleton: foot skating with and without --contacts, "
+    e = ev.add_parser("retarget", help="CMU (subjects 01-03, 05-09) onto the Bandai skeleton: foot skating with and without --contacts, "
                                        "end-effector errors, A->B->A round trip, a stick-figure strip")
     e.add_argument("--fps", type=positive_float, default=30.0, help="resample the clips to this rate first (default 30)")
     e.add_argument("--png", default="out/retarget_cmu_bandai.png", help="stick-figure strip ('' for none)")

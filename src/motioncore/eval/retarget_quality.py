@@ -1,4 +1,4 @@
-"""Retargeting quality: CMU subjects 01-03 onto the Bandai skeleton (``motioncore eval retarget``).
+"""Retargeting quality: every CMU clip (subjects 01-03 and 05-09) onto the Bandai skeleton (``motioncore eval retarget``).
 
 Per clip (resampled to ``fps``), with and without the contact-preserving option (`retarget.contacts`):
 
@@ -194,7 +194,7 @@ def run(opts: Options, progress: bool = True) -> dict[str, Any]:
 
 def markdown(res: dict[str, Any]) -> str:
     s = res["summary"]
-    lines = [f"CMU subjects 01-03 ({res['clips']} clips, {res['frames']} frames at {res['fps']:g} fps) onto the "
+    lines = [f"CMU subjects 01-03 and 05-09 ({res['clips']} clips, {res['frames']} frames at {res['fps']:g} fps) onto the "
              "Bandai skeleton; frame-weighted means.", "",
              "| | plain | --contacts |", "|---|---:|---:|",
              f"| foot skating (cm/frame in contact; source {s['skate_source']:.3f}) | {s['skate_plain']:.3f} | "
