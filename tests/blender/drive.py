@@ -335,19 +335,21 @@ def live_infill(conn: str) -> dict:
     sc.frame_start, sc.frame_end = 1, 100
     user = user_keys(rig)
     bpy.ops.ed.undo_push(message="before in-fill")
-    captured, orig = [], req.call
+    captured, orig = [], client.Client.call
 
-    def spy(c, kind, content, arrays):   # the operator's own request and the server's reply, unchanged
-        rc, ra = orig(c, kind, content, arrays)
-        captured.append((content, arrays, rc, ra))
-        return rc, ra
+    def spy(self, kind, content=None, arrays=None, **kw):   # the operator's own request and the reply, unchanged
+        reply = orig(self, kind, content, arrays, **kw)
+        if kind == "infill":
+            captured.append((dict(content), dict(arrays), dict(reply.content),
+                             {k: np.array(v) for k, v in reply.arrays.items()}))
+        return reply
 
-    req.call = spy
+    client.Client.call = spy   # every request goes through Client.call (the add-on calls Client methods)
     t = time.perf_counter()
     try:
         r = bpy.ops.motioncore.infill("EXEC_DEFAULT", True)
     finally:
-        req.call = orig
+        client.Client.call = orig
     out = {"result": sorted(r), "s": time.perf_counter() - t}
     after = snapshot(rig)
     frames = np.arange(1, 32, dtype=np.float64)
