@@ -49,17 +49,17 @@ def main() -> None:
         res["connect"] = run(bpy.ops.motioncore.connect)
         # what the operator sends and gets back (style.adapt): kept to tell the Blender layer's error apart
         # from the walk's (an autoregressive rollout amplifies float32 rounding of the exemplar)
-        reqs = sys.modules[key + ".core.requests"]
+        client = sys.modules[key + ".vendor.client"].Client   # every request goes through Client.call
         sent: dict = {}
-        plain_call = reqs.call
+        plain_call = client.call
 
-        def spy(client, type, content, arrs):
-            reply = plain_call(client, type, content, arrs)
+        def spy(self, type, content=None, arrs=None, **kw):
+            reply = plain_call(self, type, content, arrs, **kw)
             if type == "style.adapt":
                 sent.update(content=dict(content), arrays={k: np.array(v) for k, v in arrs.items()},
-                            reply={k: np.array(v) for k, v in reply[1].items()})
+                            reply={k: np.array(v) for k, v in reply.arrays.items()})
             return reply
-        reqs.call = spy
+        client.call = spy
         sc = bpy.context.scene
         sc.render.fps, sc.render.fps_base = int(spec["fps"]), 1.0
         # the Style Example: the held-out clip at the importer's defaults (Euler bones, root motion on the hips)
@@ -105,7 +105,7 @@ def main() -> None:
         t0 = time.perf_counter()
         res["style"] = run(bpy.ops.motioncore.style_adapt)
         res["op_s"] = time.perf_counter() - t0
-        reqs.call = plain_call
+        client.call = plain_call
         res["sent"] = sent.get("content")
         for k, v in sent.get("arrays", {}).items():
             arrays[f"sent/{k}"] = v
