@@ -3,6 +3,8 @@ exactly, the key-mask baselines equal the LaFAN1 ones, a model on another skelet
 mirroring respects the rest frames, training resumes exactly, and the safety blend falls back to the Bezier."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -196,6 +198,31 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
 
     a, b = load_file(str(tmp_path / "a" / "state.safetensors")), load_file(str(tmp_path / "b" / "state.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # Ctrl-C in the middle of step 4 (the signal arrives while its batch is drawn): the step ends, the state is
+    # saved, KeyboardInterrupt follows; the same call resumes to the same weights
+    import signal
+
+    import motioncore.recipes.infill_body_train as tr
+
+    calls, draw = [], tr.sample_batch
+
+    def interrupted(rng, d, r):
+        calls.append(1)
+        if len(calls) == 4:
+            signal.raise_signal(signal.SIGINT)
+        return draw(rng, d, r)
+
+    tr.sample_batch = interrupted
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train_infill_body(recipe, tmp_path / "d", progress=False, val_sets=val, data=data, max_steps=6)
+    finally:
+        tr.sample_batch = draw
+    assert json.loads((tmp_path / "d" / "state.json").read_text())["step"] == 4
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # the handlers are put back
+    train_infill_body(recipe, tmp_path / "d", progress=False, val_sets=val, data=data, max_steps=6)
+    d = load_file(str(tmp_path / "d" / "state.safetensors"))
+    assert all(torch.equal(a[k], d[k]) for k in a)
     assert any(not torch.equal(a[k], torch.zeros_like(a[k])) for k in a if k.startswith("model/out"))
     assert (tmp_path / "b" / "curve.png").stat().st_size > 5_000
     # a new machine: no state, warm-started from a checkpoint of the same config (here run a's export)

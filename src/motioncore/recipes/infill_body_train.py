@@ -2,7 +2,8 @@
 validation and curve, and the ``motioncore train infill-body`` entry (train, or ``--export``).
 
 Every ``save_every`` seconds the whole state is written atomically to ``RUN/state.safetensors`` + ``RUN/state.json``;
-each step's batch is drawn from ``default_rng([seed, step])``, so a resumed run continues exactly. The recipe's
+each step's batch is drawn from ``default_rng([seed, step])``, so a resumed run continues exactly. Ctrl-C or
+SIGTERM ends the current step, saves the state and then stops (a second Ctrl-C stops at once). The recipe's
 design: ``recipes.infill_body``.
 """
 from __future__ import annotations
@@ -10,8 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -110,12 +115,49 @@ def plot_curve(history: list[dict], path: Path) -> None:
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
 
 
+@contextmanager
+def _stop_requests() -> Iterator[list[int]]:
+    """While training, SIGINT (Ctrl-C) and SIGTERM append their number to the yielded list instead of raising:
+    the loop finishes its step and saves the state first. A second one raises KeyboardInterrupt at once."""
+    asked: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield asked
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if asked:
+            raise KeyboardInterrupt
+        asked.append(signum)
+        print("stopping after this step and saving the run (Ctrl-C again: stop at once, losing the steps since the "
+              "last save)", file=sys.stderr, flush=True)
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, handler)
+    try:
+        yield asked
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None = None, progress: bool = True,
                       val_sets: dict | None = None, data: dict | None = None, max_steps: int | None = None,
                       warm_start: str | None = None) -> dict:
     """Train (or resume) in ``run``; stops after ``max_minutes`` of this call, at ``max_steps`` (in all) or at the
     recipe's budget. Returns the final state dict. ``warm_start``: a checkpoint (e.g. the bundled infill-body) whose
-    weights start a run that has no state in ``run`` (a new machine: the schedule and optimiser start afresh)."""
+    weights start a run that has no state in ``run`` (a new machine: the schedule and optimiser start afresh).
+    Ctrl-C / SIGTERM: the state is saved after the current step, then KeyboardInterrupt is raised."""
+    with _stop_requests() as asked:
+        state = _train(recipe, run, max_minutes, progress, val_sets, data, max_steps, warm_start, asked)
+    if asked:
+        print(f"stopped at step {state['step']}; the state is saved in {run}: the same command resumes", file=sys.stderr)
+        raise KeyboardInterrupt
+    return state
+
+
+def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: bool, val_sets: dict | None,
+           data: dict | None, max_steps: int | None, warm_start: str | None, asked: list[int]) -> dict:
     import torch
 
     from ..models.infill_body import InfillBody, InfillBodyConfig
@@ -164,9 +206,9 @@ def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None =
     while True:
         now = time.monotonic()
         wall = wall0 + now - t0
-        done = wall >= budget or (stop is not None and now - t0 >= stop) or (
+        done = bool(asked) or wall >= budget or (stop is not None and now - t0 >= stop) or (
             max_steps is not None and state["step"] >= max_steps)
-        if done or now - last_val >= recipe.val_every or state["step"] == 0:
+        if (done and not asked) or now - last_val >= recipe.val_every or state["step"] == 0:
             val = validate(ema, net, val_sets)
             state["history"].append({"step": state["step"], "wall_s": wall, "val": val})
             left = min(budget - wall, np.inf if stop is None else stop - (now - t0))
