@@ -27,6 +27,16 @@ def _plot_path(args: argparse.Namespace, default: str) -> Path:
     return check_output_dir(args.out, "--out") / f"{default}.png"
 
 
+def _add_report_args(e: argparse.ArgumentParser, what: str, plot: str, quiet: str = "no progress bars") -> None:
+    """The outputs `_plot_path` reads (--json, --plot, --out; ``plot``: the default file name under --out),
+    --threads and --quiet: the same on every eval command that draws a plot."""
+    e.add_argument("--json", help=f"write the {what} as JSON here (the plot goes beside it, same stem)")
+    e.add_argument("--plot", help="write the plot here (.png)")
+    e.add_argument("--out", default="out", help=f"folder for the plot without --json or --plot (default ./out: {plot})")
+    add_threads(e)
+    e.add_argument("--quiet", action="store_true", help=quiet)
+
+
 def _safe_stem(text: str) -> str:
     """A file-name part from a dataset name, folder or glob: ``bandai``, ``my_clips``, ``cmu_bvh_0_23_0_1-4``."""
     import re
@@ -194,12 +204,7 @@ def add_subcommands(sub: Any) -> None:
     e.add_argument("--keys-every", type=positive_int, action="append", metavar="N",
                    help="sparse keys instead of LaFAN1 gaps: key one pose every N frames and nothing else "
                         "(repeatable, e.g. --keys-every 8 --keys-every 16); the JSON is keyed by N")
-    e.add_argument("--json", help="write the results as JSON here (the plot goes beside it, same stem)")
-    e.add_argument("--plot", help="write the plot here (.png)")
-    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
-                                                "(default ./out: eval_infill_<data>.png)")
-    add_threads(e)
-    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_report_args(e, "results", "eval_infill_<data>.png")
     e.set_defaults(func=_cmd_eval_infill)
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)",
                       description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp). The "
@@ -222,12 +227,7 @@ def add_subcommands(sub: Any) -> None:
                                                   "frame's filled elements)")
     e.add_argument("--max-windows", type=nonneg_int, default=12,
                    help="evaluate N windows evenly spread over the test takes (default 12 of 96; 0: all)")
-    e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
-    e.add_argument("--plot", help="write the plot here (.png)")
-    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot "
-                                                "(default ./out: eval_hands_every<N>.png)")
-    add_threads(e)
-    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_report_args(e, "figures", "eval_hands_every<N>.png")
     e.set_defaults(func=_cmd_eval_hands)
     e = ev.add_parser("style", help="one-shot style on the held-out styles: next-frame error and a style judge's "
                                     "verdict on walks by the base, the learnet with the exemplar's code and a wrong code")
@@ -235,11 +235,7 @@ def add_subcommands(sub: Any) -> None:
     e.add_argument("--base", default="pfnn-style-base", help="the unadapted base trained beside it (default pfnn-style-base)")
     e.add_argument("--judge", default="style-judge", help="style classifier (default style-judge)")
     e.add_argument("--exemplars", type=positive_int, default=3, help="exemplar clips per held-out style (default 3)")
-    e.add_argument("--json", help="write the figures as JSON here (the plot goes beside it, same stem)")
-    e.add_argument("--plot", help="write the plot here (.png)")
-    e.add_argument("--out", default="out", help="folder for the plot without --json or --plot (default ./out: eval_style.png)")
-    e.add_argument("--quiet", action="store_true", help="no progress lines")
-    add_threads(e)
+    _add_report_args(e, "figures", "eval_style.png", quiet="no progress lines")
     e.set_defaults(func=_cmd_eval_style)
     e = ev.add_parser("retarget", help="CMU (subjects 01-03, 05-09) onto the Bandai skeleton: foot skating with and without --contacts, "
                                        "end-effector errors, A->B->A round trip, a stick-figure strip")

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +51,13 @@ def _check_train_args(args: argparse.Namespace) -> None:
     if args.data is not None and args.data not in REGISTRY:
         raise UsageError(f"--data {args.data}: no such registered set; registered: {', '.join(sorted(REGISTRY))}")
     if args.config is not None:
+        from ..errors import MotioncoreError
+        from ..train.loop import read_config
+
         try:
-            cfg = json.loads(Path(args.config).read_text())
-        except OSError as e:
-            raise UsageError(f"--config {args.config}: {e.strerror or e}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UsageError(f"--config {args.config}: not valid JSON ({e})") from None
-        if not isinstance(cfg, dict):
-            raise UsageError(f"--config {args.config}: expected a JSON object of TrainConfig fields")
+            read_config(args.config, "TrainConfig")
+        except MotioncoreError as e:
+            raise UsageError(str(e)) from None
     check_output_dir(args.out or "runs", "--out")
 
 

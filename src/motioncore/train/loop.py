@@ -217,16 +217,23 @@ def write_history(history: list[dict], path: str | os.PathLike) -> None:
     Path(path).write_text(json.dumps(history, indent=1))
 
 
-def config_from(cls: type, file: str | None, overrides: dict[str, Any]) -> Any:
-    """A frozen config dataclass from an optional JSON file plus non-None overrides (flags win)."""
+def read_config(file: str | None, cls_name: str) -> dict[str, Any]:
+    """The JSON object in a ``--config`` file ({} without one); MotioncoreError, one line, if it is missing,
+    unreadable, not JSON or not an object (of ``cls_name`` fields)."""
     try:
-        base: dict[str, Any] = json.loads(Path(file).read_text()) if file else {}
+        base = json.loads(Path(file).read_text()) if file else {}
     except OSError as e:
         raise MotioncoreError(f"--config {file}: {e.strerror or e}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise MotioncoreError(f"--config {file}: not valid JSON ({e})") from None
     if not isinstance(base, dict):
-        raise MotioncoreError(f"--config {file}: expected a JSON object of {cls.__name__} fields")
+        raise MotioncoreError(f"--config {file}: expected a JSON object of {cls_name} fields")
+    return base
+
+
+def config_from(cls: type, file: str | None, overrides: dict[str, Any]) -> Any:
+    """A frozen config dataclass from an optional JSON file plus non-None overrides (flags win)."""
+    base = read_config(file, cls.__name__)
     fields = set(cls.__dataclass_fields__)
     unknown = set(base) - fields
     if unknown:
