@@ -53,12 +53,22 @@ def test_temperature_zero_gets_the_deterministic_model_with_its_base(served):
     pos = np.broadcast_to(sk.offsets, (T, sk.num_joints, 3)).copy()
     pos[:, 1] = root
     kn = np.repeat(known[:, None], sk.num_joints + 1, 1)[None]
-    ref_q, ref_p = run_model(model, BodyLayout.of(sk), q[None].astype(np.float64), pos[None], kn)
-    assert np.degrees(quat_angle(out[0], ref_q[0])).max() < 1e-2   # the library's answer (float32 on the wire)
+    from motioncore.tasks.infill import fill_clip
+
+    # sparse keys: the gate leaves the key next to the gap out and predicts it from frames 8 and 39
+    assert [g["method"] for g in r.content["gate"]] == ["leave-one-key-out"]
+    lib = fill_clip(model, _meta_of(served), q.astype(np.float64), root.astype(np.float64), known)
+    assert lib.gate.summary()[0]["rot"] == r.content["gate"][0]["rot"]
+    assert np.degrees(quat_angle(out[0], lib.rotations[0])).max() < 1e-2   # the library's answer (float32 on the wire)
+    ref_q, _ = run_model(model, BodyLayout.of(sk), q[None].astype(np.float64), pos[None], kn,
+                         confidence=np.array([[r.content["gate"][0]["rot"], r.content["gate"][0]["root"]]]))
+    assert np.degrees(quat_angle(out[0], ref_q[0])).max() < 1e-2   # = the network with the gate's weights
     base = prepare(BodyLayout.of(sk), q[None].astype(np.float64), pos[None], kn)
     assert np.degrees(quat_angle(r.arrays["base_rotations"][0], base.rotations[0])).max() < 1e-2
     assert np.abs(r.arrays["base_root"][0] - base.positions[0, :, 1]).max() < 1e-2
-    assert np.degrees(quat_angle(out[0], r.arrays["base_rotations"][0])).max() > 1.0   # the network did move
+    off = c.infill_rotations(q, root, known, gate=False)   # the network as trained (this one: random) moves
+    assert "gate" not in off.content
+    assert np.degrees(quat_angle(off.arrays["rotations"][0], r.arrays["base_rotations"][0])).max() > 1.0
 
 
 def test_samples_of_the_deterministic_model_repeat_its_one_answer(served):
@@ -68,3 +78,52 @@ def test_samples_of_the_deterministic_model_repeat_its_one_answer(served):
     r = c.infill_rotations(q, root, known, model="infill-body", temperature=1.0, samples=2)
     assert r.arrays["rotations"].shape[0] == 2   # deterministic: the one answer, repeated
     np.testing.assert_array_equal(r.arrays["rotations"][0], r.arrays["rotations"][1])
+
+
+@pytest.fixture(scope="module")
+def long_clip(served):
+    """300 frames keyed at every frame but two 15-frame gaps: room for the gate's pseudo-gaps."""
+    from motioncore.data import load
+
+    clip = max(load("bandai", "test", fps=30, progress=False)[:40], key=lambda c: len(c.motion.rotations)).motion
+    n = min(300, len(clip.rotations))
+    assert n == 300
+    known = np.ones(n, bool)
+    known[80:95] = known[200:215] = False
+    return clip.rotations[:n].astype(np.float32), clip.positions[:n, 1].astype(np.float32), known
+
+
+def test_the_gate_is_fitted_on_the_requests_own_keys_as_the_library_fits_it(served, long_clip):
+    from motioncore.tasks.infill import fill_clip
+
+    c, _, _, model, _ = served
+    q, root, known = long_clip
+    r = c.infill_rotations(q, root, known)
+    (g,) = r.content["gate"]
+    assert g["method"] == "pseudo-gaps" and g["pseudo"] >= 4 and g["length"] == 15
+    assert 0.0 <= g["rot"] <= 1.0 and 0.0 <= g["root"] <= 1.0
+    lib = fill_clip(model, _meta_of(served), q.astype(np.float64), root.astype(np.float64), known)
+    assert lib.gate.summary()[0]["rot"] == g["rot"] and lib.gate.summary()[0]["root"] == g["root"]
+    assert np.degrees(quat_angle(r.arrays["rotations"][0], lib.rotations[0])).max() < 1e-2
+    np.testing.assert_array_equal(r.arrays["rotations"][0, known], q[known])
+
+
+def _meta_of(served):
+    c, _, _, _, sk = served
+    return {"skeleton": sk.to_dict(), "fps": 30.0, "root_joint": 1, "kind": "infill-body"}
+
+
+def test_learn_this_action_adapts_a_copy_that_infill_then_uses_until_the_keys_change(served, long_clip):
+    c, _, _, _, _ = served
+    q, root, known = long_clip
+    a = c.adapt(q, root, known, seconds=2.0)
+    ad = a.content["adapted"]
+    assert a.content["cached"] is False and ad["steps"] >= 1 and set(ad["before_cm"]) == {"15"}
+    assert all(np.isfinite(v) for v in ad["after_cm"].values())
+    assert c.adapt(q, root, known, seconds=2.0).content["cached"] is True   # the same keys: learnt already
+    r = c.infill_rotations(q, root, known)
+    assert r.content["adapted"]["key"] == ad["key"]
+    np.testing.assert_array_equal(r.arrays["rotations"][0, known], q[known])
+    moved = q.copy()
+    moved[10, 3] = moved[10, 3][[1, 0, 2, 3]]   # another key: not this action any more
+    assert "adapted" not in c.infill_rotations(moved, root, known).content

@@ -270,6 +270,7 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
     check_field(c, "samples", int, default=1, lo=1, hi=MAX_SAMPLES)
     check_field(c, "fps", (int, float), default=None, lo=1.0, hi=1000.0)
     check_field(c, "mirror", bool, default=False)
+    check_field(c, "gate", bool, default=True)
     only_arrays(req.arrays, {"rotations", "root", "known", "fill", *OBJECT_ARRAYS})
     rot, root = check_rotations(req.arrays, c)
     T, J = rot.shape[:2]
@@ -291,6 +292,25 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
     best = "infill-body" if "infill-body" in ctx.server.registry.names() else None
     model = _model(req, ctx, best if float(c.get("temperature") or 0.0) == 0.0 else None)
     return _run(model, req, inputs, ctx)
+
+
+def adapt(req: Message, ctx: Context) -> Result:
+    """Learn This Action (``infill-body``): the rotation form of ``infill`` (rotations, root, known; joints, fps)
+    plus ``seconds`` (the budget, default 20) -> ``adapted`` (pseudo-gap error before and after, steps, whether
+    the copy is used). Later ``infill`` requests with the same keys use the adapted copy."""
+    c = req.content
+    check_field(c, "seconds", (int, float), default=None, lo=1.0, hi=600.0)
+    check_field(c, "fps", (int, float), default=None, lo=1.0, hi=1000.0)
+    check_field(c, "again", bool, default=False)
+    only_arrays(req.arrays, {"rotations", "root", "known"})
+    rot, root = check_rotations(req.arrays, c)
+    T, J = rot.shape[:2]
+    known = check_array(req.arrays, "known", shape=None, dtypes=("bool",))
+    if known.shape not in ((T,), (T, J + 1)):
+        raise InvalidRequest(f"array 'known' must have shape ({T},) or ({T}, {J + 1}), got {tuple(known.shape)}")
+    inputs = {"rotations": np.asarray(rot, np.float64), "root": np.asarray(root, np.float64), "known": known}
+    best = "infill-body" if "infill-body" in ctx.server.registry.names() else None
+    return _run(_model(req, ctx, best), req, inputs, ctx)
 
 
 def style_adapt(req: Message, ctx: Context) -> Result:
@@ -423,6 +443,7 @@ HANDLERS: dict[str, Handler] = {
     "mann.rollout": Handler(mann_rollout, batchable=True),
     "infill": Handler(infill),
     "style.adapt": Handler(style_adapt),
+    "adapt": Handler(adapt),
     "retarget": Handler(retarget),
 }
 

@@ -31,6 +31,7 @@ from motioncore.tasks.locomotion import UNITS_PER_METRE, Controller
 from motioncore.tasks.paths import Path as RootPath
 from motioncore.wire.protocol import InvalidRequest, WholeFramesRequired
 
+from .body import AdaptCache, adapt_body
 from .checks import MAX_ROLLOUT_FRAMES
 from .registry import CONTROLLER_KINDS, ServedModel, has_object_cond, register_loader
 
@@ -138,7 +139,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
     model_names = list(meta["skeleton"]["names"])
     object_cond = has_object_cond(meta)
 
-    def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+    def mapped_inputs(inputs: dict[str, np.ndarray], content: dict[str, Any]):
+        """The request on the model's skeleton: (q (T, J, 4), known, fill, mapped, src, rest joints, names)."""
         if "rotations" not in inputs:
             raise InvalidRequest(f"model {name!r} fills rotations: send buffers 'rotations' (T, {J}, 4), 'root' "
                                  f"(T, 3) and 'known', not feature vectors")
@@ -174,15 +176,25 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                 fm[:, :J][:, ~mapped] = ~full[:, None]
             rest = [n for n, m in zip(model_names, mapped, strict=True) if not m]
 
+        q = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, J, 1))
+        q[:, mapped] = rot[:, src[mapped]]
+        return q, km, fm, mapped, src, rest, names
+
+    adapted = AdaptCache() if deterministic else None
+
+    def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+        if task == "adapt" and adapted is not None:
+            mi = mapped_inputs(inputs, content)
+            return adapt_body(model, meta, name, adapted, mi[0], inputs["root"], mi[1], content, ctx)
+        q, km, fm, mapped, src, rest, names = mapped_inputs(inputs, content)
+        rot, T = inputs["rotations"], inputs["rotations"].shape[0]
+
         track = None
         if "object_rotations" in inputs:
             if not object_cond:
                 raise InvalidRequest(f"model {content.get('model') or name!r} was trained without an object and cannot use one: leave the "
                                      "object out, or pick a model with object_cond in `models`")
             track = (inputs["object_rotations"], inputs["object_positions"])
-
-        q = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, J, 1))
-        q[:, mapped] = rot[:, src[mapped]]
         S = int(content.get("samples") or 1)
         done = [0]
 
@@ -192,12 +204,15 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                 ctx.progress(done[0], S)
             done[0] += 1
 
+        net, body, reply = model, {}, {}
+        if deterministic and adapted is not None:
+            net, body, reply = adapted.for_request(model, meta, q, inputs["root"], km, content)
         try:
-            out = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
+            out = fill_clip_at(net, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
                             order=str(content.get("order") or "bisection"),
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
                             seed=int(content.get("seed") or 0), check=check, object_track=track,
-                            mirror=bool(content.get("mirror")))
+                            mirror=bool(content.get("mirror")), **body)
         except WholeFramesError as e:   # a code of its own: the add-on resends whole frames on it
             raise WholeFramesRequired(str(e)) from None
         except MotioncoreError as e:  # ShapeError and the key-layout errors name what was wrong
@@ -206,19 +221,20 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         rot_out = np.repeat(rot[None], S, 0).astype(np.float32)  # joints the model lacks come back as sent
         rot_out[:, :, src[mapped]] = out.rotations[:, :, mapped]
         extra: dict[str, np.ndarray] = {}
-        if deterministic:  # the base it corrects (Blender's Bezier of the keys, in the model's space): a client
-            # applies the correction (answer minus base) to its own curves, so its rig adds no error of its own
-            base = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm, n_samples=1,
-                                mirror=bool(content.get("mirror")), residual=0.0)
-            b = rot[None].astype(np.float32)
-            b[:, :, src[mapped]] = base.rotations[:, :, mapped]
-            extra = {"base_rotations": b, "base_root": base.root.astype(np.float32)}
+        if deterministic and out.base_rotations is not None:  # the base it corrected (Blender's Bezier of the
+            # keys, in the model's space, from the same pass): a client applies the correction (answer minus base)
+            # to its own curves, so its rig adds no error of its own
+            b = np.repeat(rot[None], S, 0).astype(np.float32)
+            b[:, :, src[mapped]] = out.base_rotations[:, :, mapped]
+            extra = {"base_rotations": b, "base_root": np.asarray(out.base_root, np.float32)}
+        if out.gate is not None:
+            reply["gate"] = out.gate.summary()
         return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],
                  "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m and n not in rest],
                  "rest_joints": rest, "object": track is not None,
-                 "mirror": bool(content.get("mirror"))},
+                 "mirror": bool(content.get("mirror")), **reply},
                 {"rotations": rot_out, "root": out.root.astype(np.float32), **extra})
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
@@ -226,11 +242,11 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
     info.update({"device": str(device), "root_joint": meta.get("root_joint"), "deterministic": deterministic,
                  "group_frames": whole_frames, "object_cond": object_cond,
                  "convention": None if conv is None else np.asarray(conv, np.float64).round(9).tolist()})
-    return ServedModel(name, kind, ("infill",), info, step=None, run=run)
+    return ServedModel(name, kind, ("infill", "adapt") if deterministic else ("infill",), info, step=None, run=run)
 
 
 register_loader("anyorder", ("infill",), load_anyorder)
-register_loader("infill-body", ("infill",), load_anyorder)  # the deterministic body in-fill: same request form
+register_loader("infill-body", ("infill", "adapt"), load_anyorder)  # the deterministic body in-fill: same request form
 
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:

@@ -71,7 +71,7 @@ def add_subcommands(sub: Any) -> None:
     t.add_argument("--data", help="registered dataset (default: bandai for pfnn, dog for mann)")
     t.add_argument("--epochs", type=positive_int, help="passes over the training set (default 20)")
     t.add_argument("--batch-size", type=positive_int, help="minibatch size (default 32; anyorder 16)")
-    t.add_argument("--lr", type=positive_float, help="peak learning rate (default 1e-4; anyorder 3e-4)")
+    t.add_argument("--lr", type=positive_float, help="peak learning rate (default 1e-4; anyorder 3e-4; infill-body 1e-3, 3e-4 is right for a warm start)")
     t.add_argument("--hidden", type=positive_int, help="hidden units per layer (default 512)")
     t.add_argument("--max-clips", type=positive_int, help="use only the first N training clips (quick runs)")
     t.add_argument("--device", help="auto | cpu | cuda[:N]")

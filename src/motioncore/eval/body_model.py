@@ -41,3 +41,52 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
     return on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map), meta
+
+
+def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float = 0.0, joint_map=None,
+                       device: str = "cpu") -> KeyFill:
+    """Whole clips filled as the add-on and ``batch infill`` fill them (``tasks.infill.fill_clip``: each gap in
+    its own window, the gate fitted on the clip's own keys when ``gate``; Learn This Action for ``adapt``
+    seconds first when > 0), on any body skeleton through ``on_skeleton``. The returned fill's ``last_info()``
+    gives the last clip's mean gate weight (``weight``) and, after adapting, the pseudo-gap errors."""
+    from ..models.registry import load_model
+    from ..tasks.infill import fill_clip
+
+    model, meta = load_model(name_or_path, device)
+    sk = Skeleton.from_dict(meta["skeleton"])
+    rj = int(meta["root_joint"])
+    info: dict = {}
+
+    def fill(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
+        oq, op = np.array(q, np.float64), np.array(p, np.float64)
+        info.clear()
+        for b in range(len(q)):
+            net, g = model, gate
+            if adapt > 0:
+                from ..tasks.body_adapt import adapt_infill
+                from ..tasks.body_gate import fit_gate
+
+                ad = adapt_infill(model, meta, q[b], p[b, :, rj], known[b], seconds=adapt)
+                net = ad.model
+                info.update(adapt_before=ad.before, adapt_after=ad.after, adapt_steps=ad.steps, adapt_used=ad.used)
+                if gate and ad.held:  # fitted on the held-out pseudo-gaps only (none: the default gate)
+                    kk = np.repeat(known[b][:, None], sk.num_joints + 1, 1)
+                    g = fit_gate(net, meta, q[b], p[b, :, rj], kk, ~kk, limit=ad.held)
+            out = fill_clip(net, meta, q[b], p[b, :, rj], known[b], gate=g)
+            oq[b], op[b, :, rj] = out.rotations[0], out.root[0]
+            if out.gate is not None:
+                info["weight"] = out.gate.mean_weight()
+                info["gate"] = out.gate.summary()
+        return oq, op
+
+    conv = (meta.get("convention") or {}).get("mean_local_rotations")
+    wrapped = on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map)
+
+    def run(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
+        if q.ndim == 3:  # one clip
+            oq, op = wrapped(skeleton, q[None], p[None], known[None])
+            return oq[0], op[0]
+        return wrapped(skeleton, q, p, known)
+
+    run.last_info = lambda: dict(info)  # type: ignore[attr-defined]
+    return run

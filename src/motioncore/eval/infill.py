@@ -21,7 +21,8 @@ from ..io.atomic import atomic_write, atomic_write_text
 from .baselines import Fill
 from .metrics import l2p_frames, l2q_frames, npss_terms
 
-METRICS = ("L2Q", "L2P", "NPSS")
+METRICS = ("L2Q", "L2P", "NPSS", "Jerk")
+JERK_PAD = 3  # keyed frames on each side of the gap in the jerk span
 Results = dict[str, dict[str, dict[str, float]]]
 
 
@@ -36,6 +37,13 @@ class _Sums:
     w: float = 0.0  # sum(weight)
     emd: float = 0.0  # plain sum(emd), for the all-zero-weight fallback
     channels: int = 0
+    jerk: float = 0.0  # sum of the prediction's jerk over the jerk span
+    jerk_true: float = 0.0  # the same for the truth
+
+    def add_jerk(self, pred_gp: np.ndarray, true_gp: np.ndarray) -> None:
+        """Global positions (N, S, J, 3) over the gap plus its keyed frames on either side."""
+        self.jerk += float(jerk_sum(pred_gp))
+        self.jerk_true += float(jerk_sum(true_gp))
 
     def add(self, pq: np.ndarray, gq: np.ndarray, pp: np.ndarray, gp: np.ndarray,
             mean: np.ndarray, std: np.ndarray, npss_on: tuple[np.ndarray, np.ndarray] | None = None) -> None:
@@ -52,7 +60,14 @@ class _Sums:
 
     def values(self) -> dict[str, float]:
         npss = self.emd_w / self.w if self.w > 0 else self.emd / self.channels
-        return {"L2Q": self.l2q / self.frames, "L2P": self.l2p / self.frames, "NPSS": npss}
+        jerk = self.jerk / self.jerk_true if self.jerk_true > 0 else float("nan")
+        return {"L2Q": self.l2q / self.frames, "L2P": self.l2p / self.frames, "NPSS": npss, "Jerk": jerk}
+
+
+def jerk_sum(gp: np.ndarray) -> float:
+    """The sum over windows, frames and joints of the size of the third difference of global positions
+    (..., S, J, 3) along the frame axis: the jerk an animator sees as jitter."""
+    return float(np.linalg.norm(np.diff(gp, n=3, axis=-3), axis=-1).sum())
 
 
 def _run_model(name: str, fill: Fill, skeleton: Skeleton, q: np.ndarray, p: np.ndarray,
@@ -103,7 +118,9 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
     translations (N, T, J, 3); ``x_mean``/``x_std`` (J*3,) from :func:`position_stats` on the
     training set. For each length n the first ``n_past + n + 1`` frames are used and the metrics are
     taken on frames ``[n_past, n_past + n)``. Local quaternions get sign continuity over time first
-    (``quat_continuity``), as LaFAN1; predictions are scored as returned.
+    (``quat_continuity``), as LaFAN1; predictions are scored as returned. "Jerk" is the prediction's jerk over
+    the truth's (``jerk_sum`` of global positions over the gap and ``JERK_PAD`` keyed frames on either side,
+    the keyed frames after the window's target taken from the data where the windows have them).
     Returns ``{model: {"L2Q" | "L2P" | "NPSS": {str(n): float}}}`` (JSON-ready)."""
     rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
     lengths = tuple(int(n) for n in lengths)
@@ -123,6 +140,15 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
                     q_out, p_out = _run_model(name, fill, skeleton, q, p, n_past, n)
                     pq, pp = skeleton.forward_kinematics(q_out[:, n_past:end], p_out[:, n_past:end])
                     sums[name, n].add(pq, gq, pp, gp, x_mean, x_std)
+                    a = max(0, n_past - JERK_PAD)
+                    tail = positions[s : s + batch_size, end + 1 : end + JERK_PAD]  # keys past the window, if any
+                    tq = rotations[s : s + batch_size, end + 1 : end + JERK_PAD]
+                    jq = np.concatenate([q_out[:, a:end + 1], tq], 1)
+                    jp = np.concatenate([p_out[:, a:end + 1], tail], 1)
+                    _, jgp = skeleton.forward_kinematics(jq, jp)
+                    _, tgp = skeleton.forward_kinematics(np.concatenate([q[:, a:end + 1], tq], 1),
+                                                         np.concatenate([p[:, a:end + 1], tail], 1))
+                    sums[name, n].add_jerk(jgp, tgp)
                 bar.update(1)
     return results_of(models, sums)
 

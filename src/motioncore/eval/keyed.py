@@ -234,5 +234,6 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                     pq, pp = skeleton.forward_kinematics(np.asarray(oq, np.float64), np.asarray(op, np.float64))
                     h = ~kf   # L2Q and L2P between the keys, NPSS over the whole window
                     sums[name, n].add(pq[:, h], gq[:, h], pp[:, h], gp[:, h], x_mean, x_std, npss_on=(pq, gq))
+                    sums[name, n].add_jerk(pp, gp)  # the whole window: every gap with its keys either side
                 bar.update(1)
     return results_of(models, sums)

@@ -1,5 +1,6 @@
 """One training batch of the infill-body recipe: its key pattern (``sample_task``), its windows (``sample_batch``)
-and the model's loss on it (``Net``, ``batch_loss``).
+and the model's loss on it (``Net``, ``batch_loss``, which live in ``tasks.body_loss``: Learn This Action
+trains with the same loss at request time).
 
 The task and loss designs are described in ``recipes.infill_body``.
 """
@@ -10,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from ..tasks.body_loss import JERK_WEIGHT, Net, batch_loss
 from .infill_body import BodyRecipe
 
-__all__ = ["sample_task"]
+__all__ = ["sample_task", "sample_batch", "Net", "batch_loss", "JERK_WEIGHT"]
 
 
 def sample_task(rng: np.random.Generator, J: int, max_gap: int = 60) -> tuple[np.ndarray, int]:
@@ -70,76 +72,3 @@ def sample_batch(rng: np.random.Generator, data: dict[str, Any], recipe: BodyRec
     idx = start[:, None] + np.arange(T)
     return (data["rotations"][idx].astype(np.float64), data["positions"][idx].astype(np.float64),
             np.broadcast_to(known, (B,) + known.shape).copy(), gap)
-
-
-# --- the model on a batch --------------------------------------------------------------------------------------
-
-
-class Net:
-    """The model's skeleton geometry (parents, offsets) for torch forward kinematics, and the batch plumbing."""
-
-    def __init__(self, skeleton) -> None:
-        from ..tasks.body_fill import BodyLayout
-
-        self.layout = BodyLayout.of(skeleton)
-        pos = {j: i for i, j in enumerate(self.layout.joints)}
-        self.parents = [-1] + [pos[int(skeleton.parents[j])] for j in self.layout.joints[1:]]
-
-    def truth(self, prep, rotations, positions):
-        """Truth in the canonical model representation: local rotations (B, T, R, 4) (root: global) and root (cm)."""
-        from ..core.rotations import quat_apply, quat_mul
-        from ..tasks.body_fill import _fold
-
-        g, x = _fold(self.layout, rotations, positions)
-        yb = prep.yaw[:, None]
-        rot = rotations[:, :, list(self.layout.joints)].copy()
-        rot[:, :, 0] = quat_mul(yb, g)
-        return rot, quat_apply(yb, x - prep.centre[:, None])
-
-    def fk(self, mats, root_m, offsets_m):
-        """Global rotation matrices and positions (metres) of the model joints."""
-        import torch
-
-        G, P = [mats[:, :, 0]], [root_m]
-        for i in range(1, len(self.parents)):
-            p = self.parents[i]
-            G.append(G[p] @ mats[:, :, i])
-            P.append(P[p] + (G[p] @ offsets_m[:, :, i, :, None])[..., 0])
-        return torch.stack(G, 2), torch.stack(P, 2)
-
-
-def batch_loss(model, net: Net, rotations, positions, known, gap: int, kind: str = "ratio"):
-    """(loss to minimise, the plain L1 sum for the log). ``kind``: "ratio" (the L1 over the Bezier base's L1 on
-    the same batch: every gap length and task counts by how much it improves on the animator's curve, as the
-    benchmark's ratios do) or "length" (the L1 times longest gap / 10, the probe's weighting)."""
-    import torch
-
-    from ..core.rotations import quat_to_matrix
-    from ..models.infill_body import assemble
-    from ..tasks.body_fill import POS_SCALE, prepare
-
-    prep = prepare(net.layout, rotations, positions, known)
-    t_rot, t_root = net.truth(prep, rotations, positions)
-    feats = torch.from_numpy(prep.features)
-    kn = torch.from_numpy(prep.known)
-    mats, _, root = assemble(feats, model(feats), kn)
-    t_mats = torch.from_numpy(quat_to_matrix(t_rot)).float()
-    t_root_m = torch.from_numpy(t_root * POS_SCALE).float()
-    off = torch.from_numpy(positions[:, :, list(net.layout.joints)] * POS_SCALE).float()
-    hole = torch.from_numpy(~prep.known.all(-1)).float()[..., None]  # (B, T, 1)
-    n = hole.sum().clamp_min(1.0) * mats.shape[2]
-    tG, tP = net.fk(t_mats, t_root_m, off)
-
-    def l1(m, r):
-        G, P = net.fk(m, r, off)
-        return (((G - tG).abs().sum((-1, -2)) + (P - tP).abs().sum(-1)
-                 + 0.5 * (m - t_mats).abs().sum((-1, -2))) * hole).sum() / n
-
-    loss = l1(mats, root)
-    if kind == "length":
-        return loss * min(max(gap / 10.0, 0.1), 6.0), loss
-    with torch.no_grad():
-        zero = torch.zeros(feats.shape[:2] + (mats.shape[2] * 6 + 3,))
-        bm, _, br = assemble(feats, zero, kn)
-        base = l1(bm, br)
-    return loss / base.clamp_min(1e-6), loss

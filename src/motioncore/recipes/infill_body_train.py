@@ -30,8 +30,9 @@ from .infill_body_export import export
 __all__ = ["train_infill_body", "add_infill_body_arguments", "train_infill_body_from_args"]
 
 
-def validate(model, net: Net, val: dict, lengths=(5, 15, 30, 45)) -> dict[str, dict[str, float]]:
-    """L2Q of the model over Interp's, per validation set and length."""
+def validate(model, net: Net, val: dict, lengths=(5, 15, 30, 45)) -> dict[str, dict[str, dict[str, float]]]:
+    """Per metric ("L2Q", "L2P": the model's over Interp's; "Jerk": the model's over the truth's), validation set
+    and length."""
     from ..eval.baselines import interp
     from ..eval.infill import evaluate_infill
     from ..tasks.body_fill import run_model
@@ -42,11 +43,13 @@ def validate(model, net: Net, val: dict, lengths=(5, 15, 30, 45)) -> dict[str, d
         known[:, n_past:n_past + n_trans] = False
         return run_model(model, net.layout, np.nan_to_num(q), np.nan_to_num(p), known)
 
-    out = {}
+    out: dict[str, dict[str, dict[str, float]]] = {"L2Q": {}, "L2P": {}, "Jerk": {}}
     for name, (q, p) in val["sets"].items():
         res = evaluate_infill({"model": fill, "interp": interp}, net.layout.skeleton, q, p, val["mean"], val["std"],
                               lengths=lengths, progress=False)
-        out[name] = {str(n): res["model"]["L2Q"][str(n)] / res["interp"]["L2Q"][str(n)] for n in lengths}
+        for k in ("L2Q", "L2P"):
+            out[k][name] = {str(n): res["model"][k][str(n)] / res["interp"][k][str(n)] for n in lengths}
+        out["Jerk"][name] = {str(n): res["model"]["Jerk"][str(n)] for n in lengths}
     return out
 
 
@@ -92,25 +95,26 @@ def plot_curve(history: list[dict], path: Path) -> None:
 
     from ..io.atomic import atomic_write
 
-    fig = Figure(figsize=(11, 4), layout="constrained")
+    fig = Figure(figsize=(15, 4), layout="constrained")
     FigureCanvasAgg(fig)
-    a, b = fig.subplots(1, 2)
+    a, b, c = fig.subplots(1, 3)
     tr = [h for h in history if "loss" in h]
     a.plot([h["wall_s"] / 60 for h in tr], [h["loss"] for h in tr], "-")
     a.set_xlabel("wall time (min)")
     a.set_ylabel("training loss (unweighted)")
     a.set_yscale("log")
     a.grid(alpha=0.3)
-    va = [h for h in history if "val" in h]
-    for name in (va[0]["val"] if va else {}):
-        for n, style in zip(("5", "15", "30", "45"), ("-", "--", "-.", ":")):
-            b.plot([h["wall_s"] / 60 for h in va], [h["val"][name][n] for h in va], style,
-                   color="C0" if name == "bandai" else "C1", label=f"{name} @{n}")
-    b.axhline(1.0, color="k", lw=0.8)
-    b.set_xlabel("wall time (min)")
-    b.set_ylabel("L2Q / Interp (validation)")
-    b.grid(alpha=0.3)
-    b.legend(fontsize=7, ncol=2)
+    for ax, key, label in ((b, "val", "L2Q / Interp"), (c, "val_l2p", "L2P / Interp")):
+        va = [h for h in history if key in h]
+        for name in (va[0][key] if va else {}):
+            for n, style in zip(("5", "15", "30", "45"), ("-", "--", "-.", ":")):
+                ax.plot([h["wall_s"] / 60 for h in va], [h[key][name][n] for h in va], style,
+                        color="C0" if name == "bandai" else "C1", label=f"{name} @{n}")
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xlabel("wall time (min)")
+        ax.set_ylabel(f"{label} (validation)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
     fig.suptitle("infill-body training (one CPU thread)")
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
 
@@ -209,12 +213,16 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
         done = bool(asked) or wall >= budget or (stop is not None and now - t0 >= stop) or (
             max_steps is not None and state["step"] >= max_steps)
         if (done and not asked) or now - last_val >= recipe.val_every or state["step"] == 0:
-            val = validate(ema, net, val_sets)
-            state["history"].append({"step": state["step"], "wall_s": wall, "val": val})
+            scores = validate(ema, net, val_sets)
+            val = scores["L2Q"]
+            state["history"].append({"step": state["step"], "wall_s": wall, "val": val, "val_l2p": scores["L2P"],
+                                     "val_jerk": scores["Jerk"]})
             left = min(budget - wall, np.inf if stop is None else stop - (now - t0))
             eta = " (done)" if done else f" (about {max(left, 0.0) / 60:.0f} min left)"
-            print(f"step {state['step']} {wall / 60:.1f} min{eta}: L2Q/Interp " + "; ".join(
-                f"{k} " + " / ".join(f"{v[n]:.3f}" for n in v) for k, v in val.items()), file=sys.stderr, flush=True)
+            print(f"step {state['step']} {wall / 60:.1f} min{eta}: " + " | ".join(
+                f"{m}{'/Interp' if m != 'Jerk' else '/truth'} " + "; ".join(
+                    f"{k} " + " / ".join(f"{v[n]:.3f}" for n in v) for k, v in sc.items())
+                for m, sc in scores.items()), file=sys.stderr, flush=True)
             plot_curve(state["history"], run / "curve.png")
             last_val = time.monotonic()
         if done or time.monotonic() - last_save >= recipe.save_every:
@@ -260,7 +268,7 @@ def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
 def train_infill_body_from_args(args: argparse.Namespace) -> int:
     over = {"data": args.body_data, "cmu_share": args.cmu_share, "minutes": args.minutes, "threads": args.threads,
             "seed": getattr(args, "seed", None), "d_model": getattr(args, "d_model", None),
-            "n_layers": getattr(args, "n_layers", None)}
+            "n_layers": getattr(args, "n_layers", None), "lr": getattr(args, "lr", None)}
     recipe = BodyRecipe(**{**BodyRecipe().to_dict(), **{k: v for k, v in over.items() if v is not None}})
     run = Path(args.out or ("runs/infill-body-cmu" if recipe.data == "cmu" else "runs/infill-body"))
     if args.export:

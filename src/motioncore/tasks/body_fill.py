@@ -326,37 +326,46 @@ def confidence(layout: BodyLayout, safety: dict, rotations: np.ndarray, position
 
 
 def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, known: np.ndarray,
-              batch: int = 64, confidence: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              batch: int = 64, confidence: np.ndarray | None = None, base: bool = False):
     """The network on windows (B, T, J, 4) / (B, T, J, 3) with ``known`` (B, T, J + 1): filled locals, keys
-    exact. ``confidence`` (B,) in [0, 1] scales the network's residual (0: Blender's Bezier exactly)."""
+    exact. ``confidence`` (B,) or (B, 2) in [0, 1] scales the network's correction (the rotations' and the
+    root's; 0: Blender's Bezier exactly). ``base``: also return the Bezier base the network corrected (the same
+    pass: (q, p, base_q, base_p))."""
     import torch
 
     from ..models.infill_body import assemble
 
-    qs, ps = [], []
+    qs, ps, bqs, bps = [], [], [], []
     for s in range(0, len(rotations), batch):
         r, p, k = rotations[s:s + batch], positions[s:s + batch], known[s:s + batch]
         prep = prepare(layout, r, p, k)
         dev = next(model.parameters()).device
+        w = None
+        if confidence is not None:
+            c = np.asarray(confidence, np.float64)[s:s + batch]
+            w = torch.as_tensor(np.stack([c, c], 1) if c.ndim == 1 else c, dtype=torch.float32, device=dev)
         with torch.no_grad():
             feats = torch.from_numpy(prep.features).to(dev)
-            res = model(feats)
-            if confidence is not None:
-                res = res * torch.as_tensor(confidence[s:s + batch], dtype=res.dtype, device=dev)[:, None, None]
-            _, quats, root = assemble(feats, res, torch.from_numpy(prep.known).to(dev))
+            res = model(feats).float()
+            _, quats, root = assemble(feats, res, torch.from_numpy(prep.known).to(dev), weights=w)
         q, pp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, r, p, k)
         qs.append(q)
         ps.append(pp)
+        bqs.append(np.where(k[..., :-1, None], r, prep.rotations))
+        bps.append(prep.positions)
+    if base:
+        return np.concatenate(qs), np.concatenate(ps), np.concatenate(bqs), np.concatenate(bps)
     return np.concatenate(qs), np.concatenate(ps)
 
 
 def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-              fill: np.ndarray | None = None, residual: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+              fill: np.ndarray | None = None, residual: float | tuple[float, float] = 1.0, base: bool = False):
     """One window on the checkpoint's skeleton, as ``tasks.infill.fill_clip`` hands it: ``rotations`` (T, J, 4),
     ``root`` (T, 3) the local translation of ``meta["root_joint"]``, ``known`` (T, J + 1) bool. Returns the
     filled (T, J, 4), (T, 3); elements not in ``fill`` (default: every unknown one) come back as given.
     A gap longer than ``ONE_PASS`` frames is left to the Bezier (the network is not run on it). ``residual``
-    scales the network's correction (0: the Bezier base itself)."""
+    scales the network's correction, one weight or (rotations, root) (0: the Bezier base itself), times the
+    checkpoint's safety confidence. ``base``: also return the Bezier base (T, J, 4), (T, 3) from the same pass."""
     from ..core.skeleton import Skeleton
 
     sk = Skeleton.from_dict(meta["skeleton"])
@@ -368,14 +377,16 @@ def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     k = known.astype(bool)
     d = np.diff(np.r_[0, (~k.all(1)).astype(np.int8), 0])
     longest = int((np.flatnonzero(d == -1) - np.flatnonzero(d == 1)).max(initial=0))
-    conf = np.array([0.0 if longest > ONE_PASS else float(residual)])
+    w = np.broadcast_to(np.asarray(residual, np.float64), (2,))
+    conf = np.zeros((1, 2)) if longest > ONE_PASS else w[None].copy()
     if meta.get("safety"):
-        conf = conf * confidence(layout, meta["safety"], np.asarray(rotations, np.float64)[None], pos[None], k[None])
-    q, p = run_model(model, layout, np.asarray(rotations, np.float64)[None], pos[None], k[None], confidence=conf)
-    q, r = q[0], p[0, :, rj]
+        conf = conf * confidence(layout, meta["safety"], np.asarray(rotations, np.float64)[None], pos[None],
+                                 k[None])[:, None]
+    q, p, bq, bp = run_model(model, layout, np.asarray(rotations, np.float64)[None], pos[None], k[None],
+                             confidence=conf, base=True)
+    q, r, bq, br = q[0], p[0, :, rj], bq[0], bp[0, :, rj]
     if fill is not None:
         keep = ~fill.astype(bool)
-        q = np.where(keep[:, :J, None], rotations, q)
-        r = np.where(keep[:, J:], root, r)
-    return q, r
-
+        q, bq = (np.where(keep[:, :J, None], rotations, a) for a in (q, bq))
+        r, br = (np.where(keep[:, J:], root, a) for a in (r, br))
+    return (q, r, bq, br) if base else (q, r)

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..core.gaps import CONTEXT, gap_windows, is_whole_frames
+from ..core.gaps import gap_windows, is_whole_frames
 from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from ..errors import MotioncoreError, ShapeError, WholeFramesError
 
-__all__ = ["fill_clip", "fill_clip_at", "fill_joints", "Filled", "interp_channels", "mirror_x", "resample_frames"]
+__all__ = ["fill_clip", "fill_clip_at", "at_model_rate", "fill_joints", "Filled", "interp_channels", "mirror_x", "resample_frames"]
 
 
 def _bracket(known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,6 +74,9 @@ class Filled:
     root: np.ndarray  # (S, T, 3) local translation of the checkpoint's root joint
     known: np.ndarray  # (T, J + 1) the keys used
     filled: np.ndarray  # (T, J + 1) the elements filled
+    base_rotations: np.ndarray | None = None  # (S, T, J, 4) infill-body: the Bezier base it corrected
+    base_root: np.ndarray | None = None  # (S, T, 3)
+    gate: Any = None  # infill-body: the request-time gate (``tasks.body_gate.Gate``) or None
 
 
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
@@ -90,9 +94,13 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               order: str = "bisection", temperature: float = 0.0, n_samples: int = 1, seed: int = 0,
               k: int | None = None, check: Callable[[], None] | None = None,
               fill: np.ndarray | None = None, window: int | None = 80,
-              object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0) -> Filled:
+              object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
+              gate: Any = True, gate_limit: int | None = None) -> Filled:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` only): the weight of the network's
-    correction; 0 gives its base, Blender's Bezier of the keys, exactly as the model sees them. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
+    correction; 0 gives its base, Blender's Bezier of the keys, exactly as the model sees them. ``gate``
+    (``infill-body`` only): True fits the correction's weights on pseudo-gaps cut from this clip's own keys
+    (``tasks.body_gate``; on up to ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False
+    uses the network as trained. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
     (cancellation). A clip longer than ``window`` frames is filled gap by gap, each gap in its own window
@@ -100,8 +108,9 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     metres away from its training windows' (None: one window, whatever the length)."""
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
-    if meta.get("kind") == "infill-body" and window is not None:
-        window = min(window, 2 * CONTEXT + 1)  # the deterministic model: every gap in its own window
+    if meta.get("kind") == "infill-body" and q.ndim == 3:
+        return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, gate, check,
+                               gate_limit)
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track, residual)
@@ -125,6 +134,40 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     out_q = quat_continuity(np.where(~todo[None, :, :J, None], quat_normalize(q)[None], out_q), axis=1)
     out_q = np.where(~todo[None, :, :J, None], q[None], out_q)  # untouched elements bit-identical
     return Filled(out_q, out_r, keys, todo)
+
+
+def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
+                    fill: np.ndarray | None, residual: float, gate: Any, check: Callable[[], None] | None,
+                    gate_limit: int | None = None) -> Filled:
+    """``fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its own window
+    (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass."""
+    from ..core.skeleton import Skeleton
+    from .body_gate import MAX_PSEUDO, Gate, fit_gate
+
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
+    frames = todo.any(1)
+    if gate is True:
+        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO)
+    elif not isinstance(gate, Gate):
+        gate = None
+    out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
+    for s, e, a, b in gap_windows(frames):
+        if check is not None:
+            check()
+        sel = np.zeros((b - a, J + 1), bool)
+        sel[s - a:e - a] = todo[s:e]
+        w = residual * np.asarray(gate.weights(e - s) if gate is not None else (1.0, 1.0))
+        fq, fr, bq, br = _fill_body_window(model, meta, q[a:b], r[a:b], keys[a:b], sel, (float(w[0]), float(w[1])))
+        out_q[a:b] = np.where(sel[:, :J, None], fq, out_q[a:b])
+        out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
+        base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
+        base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
+    keep = ~todo[:, :J, None]
+    out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
+    base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
+    out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
+    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate)
 
 
 def resample_frames(n_frames: int, fps_from: float, fps_to: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -168,7 +211,8 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
             kw["object_track"] = mirror_x(*kw["object_track"])
         out = fill_clip_at(model, meta, q_m, r_m, known, fps, fill=fill, **kw)
         fq, fr = mirror_x(out.rotations, out.root)
-        return Filled(fq, fr, out.known, out.filled)
+        bq, br = (None, None) if out.base_rotations is None else mirror_x(out.base_rotations, out.base_root)
+        return Filled(fq, fr, out.known, out.filled, bq, br, out.gate)
     q_in = np.asarray(rotations, np.float64)
     mfps = float(meta.get("fps") or 0.0)
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
@@ -178,10 +222,8 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     keys = _known_mask(known, T, J)
     todo = ~keys if fill is None else _known_mask(fill, T, J)
     q = quat_continuity(quat_normalize(q_in), axis=0)
+    mq, mr, mk = at_model_rate(meta, q_in, r_in, keys, fps)
     i0, i1, w = resample_frames(T, float(fps), mfps)
-    mq = quat_slerp(q[i0], q[i1], np.broadcast_to(w[:, None], (w.size, J)))
-    mr = r_in[i0] + w[:, None] * (r_in[i1] - r_in[i0])
-    mk = keys[i0] & (keys[i1] | (w == 0)[:, None])
     mfill = ~mk if fill is None else (todo[i0] | todo[i1]) & ~mk
     if kw.get("object_track") is not None:  # the object at the model's rate too
         oq = quat_continuity(quat_normalize(np.asarray(kw["object_track"][0], np.float64)), axis=0)
@@ -193,12 +235,36 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     b0, b1, v = b0[:T], b1[:T], np.pad(v, (0, max(0, T - v.size)))[:T]
     if b0.size < T:   # the model's frames end before the clip's last frame: hold the last one
         b0, b1 = np.pad(b0, (0, T - b0.size), mode="edge"), np.pad(b1, (0, T - b1.size), mode="edge")
-    fq = quat_slerp(out.rotations[:, b0], out.rotations[:, b1], np.broadcast_to(v[None, :, None], (S, T, J)))
-    fr = out.root[:, b0] + v[None, :, None] * (out.root[:, b1] - out.root[:, b0])
-    fq = quat_continuity(np.where(~todo[None, :, :J, None], q[None], fq), axis=1)
-    fq = np.where(~todo[None, :, :J, None], q_in[None], fq)
-    fr = np.where(~todo[None, :, J:], r_in[None], fr)
-    return Filled(fq, fr, keys, todo)
+
+    def back(rots: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        fq = quat_slerp(rots[:, b0], rots[:, b1], np.broadcast_to(v[None, :, None], (S, T, J)))
+        fr = root[:, b0] + v[None, :, None] * (root[:, b1] - root[:, b0])
+        fq = quat_continuity(np.where(~todo[None, :, :J, None], q[None], fq), axis=1)
+        fq = np.where(~todo[None, :, :J, None], q_in[None], fq)
+        return fq, np.where(~todo[None, :, J:], r_in[None], fr)
+
+    fq, fr = back(out.rotations, out.root)
+    bq = br = None
+    if out.base_rotations is not None and out.base_root is not None:
+        bq, br = back(out.base_rotations, out.base_root)
+    return Filled(fq, fr, keys, todo, bq, br, out.gate)
+
+
+def at_model_rate(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, fps: float | None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A clip at ``fps`` on the checkpoint's skeleton, at the checkpoint's rate (``fill_clip_at``'s first half):
+    rotations (slerp), root (lerp) and keys (T', J + 1) (a model frame is keyed where the clip frames around it
+    both are)."""
+    q = quat_continuity(quat_normalize(np.asarray(rotations, np.float64)), axis=0)
+    r = np.asarray(root, np.float64)
+    T, J = q.shape[:2]
+    keys = _known_mask(np.asarray(keys), T, J)
+    mfps = float(meta.get("fps") or 0.0)
+    if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9:
+        return q, r, keys
+    i0, i1, w = resample_frames(T, float(fps), mfps)
+    mq = quat_slerp(q[i0], q[i1], np.broadcast_to(w[:, None], (w.size, J)))
+    return mq, r[i0] + w[:, None] * (r[i1] - r[i0]), keys[i0] & (keys[i1] | (w == 0)[:, None])
 
 
 def fill_joints(model, meta: dict, rotations: np.ndarray, root: np.ndarray, missing: np.ndarray,
@@ -241,7 +307,7 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
                  residual: float = 1.0) -> Filled:
     """fill_clip on one window (the whole clip as given)."""
     if meta.get("kind") == "infill-body":  # deterministic: one answer, repeated for every sample asked
-        return _fill_body_window(model, meta, rotations, root, known, n_samples, fill, residual)
+        return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, False, check)
     import torch
 
     from ..core.kinematics import facing_directions, yaw_quat
@@ -357,19 +423,14 @@ def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, 
     return q, r, keys, todo
 
 
-def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
-                      fill: np.ndarray | None, residual: float = 1.0) -> Filled:
-    """``_fill_window`` for the deterministic ``infill-body`` (``tasks.body_fill``), with the same checks."""
-    from ..core.skeleton import Skeleton
+def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,
+                      todo: np.ndarray, residual: tuple[float, float]):
+    """One gap's window for the deterministic ``infill-body`` (``tasks.body_fill``): (filled rotations, root,
+    base rotations, base root). A channel with no key in the window (sparse, staggered curves) stays as sent."""
     from .body_fill import fill_body
 
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    bare = ~keys.any(0)   # a channel with no key in the window (sparse, staggered curves): it stays as sent
+    bare = ~keys.any(0)
     keys, todo = keys | bare, todo & ~bare
     if not todo.any():
-        raise MotioncoreError("fill: nothing to fill (the channels with gaps have no key in the window)")
-    fq, fr = fill_body(model, meta, q, r, keys, todo, residual)
-    fq = np.where(~todo[:, :J, None], q, fq)
-    fr = np.where(~todo[:, J:], r, fr)
-    return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
+        return rotations, root, rotations, root
+    return fill_body(model, meta, rotations, root, keys, todo, residual, base=True)

@@ -1,0 +1,79 @@
+"""The body in-fill's request-time learning on the server: the ``adapt`` request (Learn This Action) and the
+cache of adapted copies, keyed by a hash of the keys (``motioncore.tasks.body_adapt.keys_hash``): an ``infill``
+with the same keys uses the adapted copy, and the gate is fitted on the pseudo-gaps adapting held out."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from motioncore.errors import MotioncoreError
+from motioncore.wire.protocol import InvalidRequest
+
+__all__ = ["AdaptCache", "adapt_body", "CACHE_SIZE"]
+
+CACHE_SIZE = 4  # adapted copies kept (about 7 MB each in float32)
+
+
+class AdaptCache:
+    """Adapted copies by the hash of their keys, least recently used dropped first. Thread-safe."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+            return item
+
+    def put(self, key: str, adapted: Any) -> None:
+        with self._lock:
+            self._items[key] = adapted
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def for_request(self, model, meta: dict, q: np.ndarray, root: np.ndarray, known: np.ndarray,
+                    content: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """(network, fill_clip arguments, reply fields) for an ``infill`` request: the adapted copy when these
+        keys were learnt (its gate on the pseudo-gaps adapting held out), else the model."""
+        from motioncore.tasks.body_adapt import keys_hash
+
+        gate = bool(content.get("gate", True))
+        ad = self.get(keys_hash(q, root, known))
+        if ad is None:
+            return model, {"gate": gate}, {}
+        return ad.model, {"gate": gate, "gate_limit": ad.held or None}, {"adapted": ad.summary()}
+
+
+def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, root: np.ndarray, known: np.ndarray,
+               content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+    """The ``adapt`` request: Learn This Action on the request's keys (at the model's rate), with progress and
+    cancellation; the copy is cached for later ``infill`` requests with the same keys."""
+    from motioncore.tasks.body_adapt import DEFAULT_SECONDS, adapt_infill, keys_hash
+    from motioncore.tasks.infill import at_model_rate
+
+    key = keys_hash(q, root, known)
+    seconds = float(content.get("seconds") or DEFAULT_SECONDS)
+    hit = cache.get(key)
+    if hit is not None and not content.get("again"):
+        return {"model": name, "adapted": hit.summary(), "cached": True}, {}
+    mq, mr, mk = at_model_rate(meta, q, root, known, content.get("fps"))
+
+    def progress(frac: float, message: str) -> None:
+        ctx.progress(int(round(frac * 100)), 100, message)
+
+    try:
+        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled)
+    except MotioncoreError as e:
+        raise InvalidRequest(str(e)) from None
+    ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation
+    ad.key = key
+    cache.put(key, ad)
+    return {"model": name, "adapted": ad.summary(), "cached": False}, {}

@@ -1,0 +1,214 @@
+"""The request-time gate of the body in-fill (``infill-body``): how much of the network's correction this clip
+should get, fitted on the clip's own keys.
+
+An animator's clip is not the training data. Its keyed frames are data the model never saw, with the truth
+known, so before filling the real gaps we cut *pseudo-gaps* from them and ask how well the correction does
+there:
+
+- **dense keys** (a capture being cleaned, a re-timed shot): windows of ``CONTEXT`` keyed frames, a pseudo-gap
+  of the real gap's length, ``CONTEXT`` keyed frames, all inside fully keyed stretches (never touching a real
+  gap), up to ``MAX_PSEUDO`` of them spread over the clip;
+- **sparse keys** (blocking): leave one key out, fill it from its neighbours with the clip's other keys, and
+  score the frame of the key left out.
+
+Per gap-length bucket (``bucket``) the weights of the rotations' and the root's correction are picked from
+``GRID`` (0: Blender's Bezier of the keys exactly; 1: the network as trained): the rotations' weight minimises
+position error over Bezier's plus rotation error over Bezier's on the pseudo-gaps (the root at Bezier's), then
+the root's weight minimises the position error. A correction that does not help on this clip goes toward
+Bezier; ties go to the smaller weight. The network runs once per pseudo-window; the weights only re-assemble.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..core.gaps import CONTEXT, runs
+from ..core.rotations import quat_angle
+
+__all__ = ["Gate", "GateFit", "fit_gate", "bucket", "pseudo_windows", "GRID", "MAX_PSEUDO"]
+
+GRID = np.round(np.linspace(0.0, 1.0, 11), 2)  # candidate weights
+MAX_PSEUDO = 24  # pseudo-gaps per length bucket
+MIN_PSEUDO = 4  # fewer dense pseudo-gaps than this: leave-one-key-out as well
+EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+
+
+def bucket(length: int) -> int:
+    """The gap-length bucket of a gap of ``length`` frames (its lower edge)."""
+    return max(e for e in EDGES if e <= max(1, int(length)))
+
+
+@dataclass
+class GateFit:
+    """The weights for one gap-length bucket and what they were fitted on."""
+
+    length: int  # the pseudo-gaps' length (the bucket's median real gap)
+    rot: float  # weight of the rotations' correction
+    root: float  # weight of the root's correction
+    pseudo: int  # pseudo-gaps scored
+    method: str  # "pseudo-gaps" | "leave-one-key-out" | "none" (nothing keyed to learn from: weight 1)
+    error: dict[str, list[float]] = field(default_factory=dict)  # {bezier, model, gated: [cm, deg]}
+
+
+@dataclass
+class Gate:
+    """Per bucket (``bucket(length)``) the fitted weights."""
+
+    fits: dict[int, GateFit]
+
+    def weights(self, length: int) -> tuple[float, float]:
+        f = self.fits.get(bucket(length))
+        return (1.0, 1.0) if f is None else (f.rot, f.root)
+
+    def summary(self) -> list[dict]:
+        return [asdict(f) for _, f in sorted(self.fits.items())]
+
+    def mean_weight(self) -> float:
+        return float(np.mean([f.rot for f in self.fits.values()])) if self.fits else 1.0
+
+
+def pseudo_windows(full: np.ndarray, length: int, context: int = CONTEXT, limit: int = MAX_PSEUDO
+                   ) -> list[tuple[int, int, int, int]]:
+    """(a, s, e, b) per pseudo-gap [s, e) of ``length`` frames with its window [a, b) wholly inside the fully
+    keyed frames ``full`` (T,): ``context`` keys on each side, so every window has the same length. Spread
+    evenly over the clip, windows not overlapping where there is room."""
+    T = len(full)
+    cs = np.r_[0, np.cumsum(np.asarray(full, np.int64))]
+    starts = []
+    for s in range(context, T - length - context + 1):
+        a, b = s - context, s + length + context
+        if cs[b] - cs[a] == b - a:
+            starts.append(s)
+    if not starts:
+        return []
+    out: list[int] = []
+    width = length + 2 * context
+    for s in np.linspace(starts[0], starts[-1], num=min(len(starts), 4 * limit)).round().astype(int):
+        s = starts[int(np.searchsorted(starts, s).clip(0, len(starts) - 1))]
+        if not out or s - out[-1] >= width:
+            out.append(s)
+    if len(out) > limit:
+        out = [out[i] for i in np.linspace(0, len(out) - 1, limit).round().astype(int)]
+    return [(s - context, s, s + length, s + length + context) for s in out]
+
+
+def _loo_tasks(keys: np.ndarray, length: int, context: int, limit: int) -> list[tuple[int, int, np.ndarray, int]]:
+    """Leave one key out: (a, b, known (b - a, E) without the key, frame of the key) per interior key frame whose
+    neighbours make a gap of ``length`` / 2 to 2 x ``length`` frames (none: nothing to learn from)."""
+    full = keys.all(axis=1)
+    kf = np.flatnonzero(full)
+    cand = [(i, kf[i + 1] - kf[i - 1] - 1) for i in range(1, len(kf) - 1) if kf[i + 1] - kf[i - 1] > 2]
+    near = [c for c in cand if length / 2 <= c[1] <= 2 * length + 1]
+    if not near:
+        return []
+    pick = [near[i] for i in np.linspace(0, len(near) - 1, min(limit, len(near))).round().astype(int)]
+    out = []
+    for i, _ in dict.fromkeys(pick):
+        a, b = max(0, kf[i - 1] - context), min(len(full), kf[i + 1] + context + 1)
+        known = keys[a:b].copy()
+        known[kf[i] - a] = False
+        out.append((a, b, known, int(kf[i] - a)))
+    return out
+
+
+def _errors(sk, q, p, tq, tp, frames) -> tuple[float, float]:
+    """Mean global position error (cm) and rotation error (deg) over the windows' scored frames."""
+    gq, gp = sk.forward_kinematics(q, p)
+    tgq, tgp = sk.forward_kinematics(tq, tp)
+    pos = np.linalg.norm(gp - tgp, axis=-1).mean(-1)  # (B, T)
+    rot = np.degrees(quat_angle(gq, tgq)).mean(-1)
+    return float(pos[frames].mean()), float(rot[frames].mean())
+
+
+def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[float, float], tuple[float, float]]:
+    """(cm, deg) per (rotation weight, root weight) on windows of one length: the network runs once."""
+    import torch
+
+    from ..models.infill_body import assemble, smooth_residual
+    from .body_fill import POS_SCALE, confidence, finish, prepare
+
+    prep = prepare(layout, q, p, known)
+    dev = next(model.parameters()).device
+    feats = torch.from_numpy(prep.features).to(dev)
+    kn = torch.from_numpy(prep.known).to(dev)
+    with torch.no_grad():
+        res = smooth_residual(model(feats).float(), kn)
+    conf = np.ones(len(q)) if not safety else confidence(layout, safety, q, p, known)
+    out: dict[tuple[float, float], tuple[float, float]] = {}
+
+    def score(wr: float, wp: float) -> tuple[float, float]:
+        if (wr, wp) not in out:
+            w = torch.as_tensor(np.stack([conf * wr, conf * wp], 1), dtype=res.dtype, device=dev)
+            with torch.no_grad():
+                _, quats, root = assemble(feats, res, kn, smooth=False, weights=w)
+            fq, fp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE,
+                            q, p, known)
+            out[wr, wp] = _errors(layout.skeleton, fq, fp, q, p, frames)
+        return out[wr, wp]
+
+    return score
+
+
+def _fit_one(score, n: int, length: int, method: str) -> GateFit:
+    bez, full = score(0.0, 0.0), score(1.0, 1.0)
+    ratio = [(sum(v / max(b, 1e-9) for v, b in zip(score(w, 0.0), bez, strict=True)), w) for w in GRID]
+    wr = float(min(ratio)[1])
+    wp = float(min((score(wr, w)[0], w) for w in GRID)[1])
+    return GateFit(length, wr, wp, n, method, {"bezier": list(bez), "model": list(full), "gated": list(score(wr, wp))})
+
+
+def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
+             context: int = CONTEXT, limit: int = MAX_PSEUDO) -> Gate:
+    """The gate for a clip on the checkpoint's skeleton (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` and
+    ``todo`` (T, J + 1) bool), one fit per bucket of the lengths of the gaps in ``todo``, on up to ``limit``
+    pseudo-gaps each (after Learn This Action: its held-out ones, ``tasks.body_adapt.HELD``)."""
+    from ..core.skeleton import Skeleton
+    from .body_fill import BodyLayout
+
+    sk = Skeleton.from_dict(meta["skeleton"])
+    layout = BodyLayout.of(sk)
+    J, rj = sk.num_joints, int(meta.get("root_joint", layout.body.root))
+    pos = np.broadcast_to(sk.offsets, rotations.shape[:1] + (J, 3)).copy()
+    pos[:, rj] = root
+    q = np.asarray(rotations, np.float64)
+    lengths: dict[int, list[int]] = {}
+    for s, e in runs(np.asarray(todo).any(axis=1)):
+        lengths.setdefault(bucket(e - s), []).append(e - s)
+    full = keys.all(axis=1)
+    fits = {}
+    for bk, ls in lengths.items():
+        L = int(np.median(ls))
+        wins = pseudo_windows(full, L, context, limit)
+        if len(wins) >= MIN_PSEUDO:
+            idx = np.stack([np.arange(a, b) for a, _, _, b in wins])
+            kn = np.ones(idx.shape + (J + 1,), bool)
+            frames = np.zeros(idx.shape, bool)
+            for i, (a, s, e, _) in enumerate(wins):
+                kn[i, s - a:e - a] = False
+                frames[i, s - a:e - a] = True
+            score = _score_windows(model, layout, meta.get("safety"), q[idx], pos[idx], kn, frames)
+            fits[bk] = _fit_one(score, len(wins), L, "pseudo-gaps")
+            continue
+        tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
+        if not tasks:
+            fits[bk] = GateFit(L, 1.0, 1.0, 0, "none")
+            continue
+        fits[bk] = _fit_loo(model, layout, meta.get("safety"), q, pos, tasks, L)
+    return Gate(fits)
+
+
+def _fit_loo(model, layout, safety, q, pos, tasks, L: int) -> GateFit:
+    """Leave-one-key-out windows differ in length: each is scored on its own and the errors summed."""
+    scorers = []
+    for a, b, kn, f in tasks:
+        frames = np.zeros((1, b - a), bool)
+        frames[0, f] = True
+        scorers.append(_score_windows(model, layout, safety, q[None, a:b], pos[None, a:b], kn[None], frames))
+
+    def score(wr: float, wp: float) -> tuple[float, float]:
+        e = np.array([s(wr, wp) for s in scorers])
+        return float(e[:, 0].mean()), float(e[:, 1].mean())
+
+    return _fit_one(score, len(tasks), L, "leave-one-key-out")
