@@ -445,7 +445,7 @@ def test_operator_ids_and_classes_tuple():
     tree = ast.parse((ADDON / "blender" / "operators.py").read_text())
     ids = {n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
            and any(isinstance(t, ast.Name) and t.id == "bl_idname" for t in n.targets)}
-    assert ids == {"motioncore.connect", "motioncore.infill", "motioncore.hands_infill", "motioncore.walk_path",
+    assert ids == {"motioncore.connect", "motioncore.infill", "motioncore.adapt_action", "motioncore.hands_infill", "motioncore.walk_path",
                    "motioncore.style_adapt", "motioncore.retarget", "motioncore.map_bones"}
     assert "classes = (" in (ADDON / "__init__.py").read_text()
 

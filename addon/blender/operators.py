@@ -149,6 +149,7 @@ class _InfillBase(_ServerOperator):
 
     label = "In-fill"
     model = "anyorder-body"
+    whole_range = False   # the body in-fill sends the whole range: its gate learns from every keyed frame
     variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
                                       description="Samples to draw (temperature > 0 makes them differ)")
     variation: bpy.props.IntProperty(name="Show Variation", default=1, min=1, max=8,  # type: ignore[valid-type]
@@ -184,7 +185,7 @@ class _InfillBase(_ServerOperator):
         rng = keys.fill_range(rig["keyed"], _selected_bones(arm), *_scene_range_and_preview(context))
         if rng is None:
             raise ValueError("key the selected bones on at least two frames inside the frame range")
-        segs = infill_segments(arm, rig, rng, _scene_fps(context))
+        segs = infill_segments(arm, rig, rng, _scene_fps(context), whole=self.whole_range)
         held = self.manipulated(context, arm)
         sent = ["rotations", "known", "root"]
         if held is not None:   # the object's pose over each window's frames, as Blender evaluates it
@@ -200,7 +201,8 @@ class _InfillBase(_ServerOperator):
                                                     for g in segs], *[g["frames"] for g in segs],
                           *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts)
         self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
-        if key in _REPLIES:
+        extra = self.job_options()
+        if key in _REPLIES and not extra:
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_segments_job(
@@ -208,7 +210,11 @@ class _InfillBase(_ServerOperator):
             rig["parents"], opts[0] or None, _preset(context), fps=opts[6], temperature=opts[3],
             samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
             root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1,
-            object_name=opts[7], root_bone=rig["root"], side=opts[8])
+            object_name=opts[7], root_bone=rig["root"], side=opts[8], **extra)
+
+    def job_options(self) -> dict[str, Any]:
+        """Extra keywords for `requests.infill_segments_job` (Learn This Action: its budget)."""
+        return {}
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
@@ -250,8 +256,27 @@ class _InfillBase(_ServerOperator):
         with_obj = f" with the object {self._state['held']!r}" if held and self._state.get("held") else ""
         if (content.get("segments") or [{}])[0].get("mirror"):
             with_obj += f" ({'left' if self._state.get('side') == 'l' else 'right'} hand, mirrored onto the model's)"
-        return f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
+        gate = gate_message([g for seg in content.get("segments") or [] for g in seg.get("gate") or []])
+        learnt = "; with this action learnt" if any(seg.get("adapted") for seg in content.get("segments") or []) else ""
+        return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
+                f"{learnt}{gate}")
 
+
+def gate_message(fits: list[dict[str, Any]]) -> str:
+    """What the gate did, for the report: where the correction was scaled toward Blender's curve, how much and
+    why (its error on pseudo-gaps cut from the animator's own keys)."""
+    out = []
+    for f in fits:
+        if f.get("method") == "none":
+            out.append(f"gaps of {f['length']}: no keyed stretch to check the model on, used as trained")
+        elif f["rot"] < 1.0 or f["root"] < 1.0:
+            err = f.get("error") or {}
+            why = (f" (on {f['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, Blender's "
+                   f"curve {err['bezier'][0]:.1f} cm)") if err.get("model") else ""
+            kept = "kept Blender's curve" if f["rot"] == 0.0 and f["root"] == 0.0 else \
+                f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
+            out.append(f"gaps of {f['length']}: {kept}{why}")
+    return ("; " + "; ".join(out)) if out else ""
 
 class MOTIONCORE_OT_infill(_InfillBase):
     """Fill the frames between your keyed poses (keys you set are kept)"""
@@ -260,10 +285,43 @@ class MOTIONCORE_OT_infill(_InfillBase):
     bl_label = "In-fill Between Keys"
     label = "In-fill"
     model = "infill-body"
+    whole_range = True
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         """The deterministic infill-body for the single best answer; anyorder-body to draw variations."""
         return "anyorder-body" if float(self.temperature) > 0.0 else "infill-body"
+
+
+class MOTIONCORE_OT_adapt_action(_InfillBase):
+    """Learn this action: fine-tune a copy of the in-fill model on your keyed frames (Esc cancels); In-fill then
+    uses it until the keys change"""
+
+    bl_idname = "motioncore.adapt_action"
+    bl_label = "Learn This Action"
+    label = "Learn This Action"
+    whole_range = True
+    seconds: bpy.props.FloatProperty(name="Seconds", default=20.0, min=2.0, max=600.0,  # type: ignore[valid-type]
+                                     description="How long to learn (one CPU thread on the server)")
+
+    def model_name(self, context: bpy.types.Context) -> str | None:
+        return "infill-body"
+
+    def job_options(self) -> dict[str, Any]:
+        return {"adapt": float(self.seconds)}
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        content, _ = value
+        ad = content.get("adapted") or {}
+        if content.get("cached"):
+            return "this action is learnt already (same keys): In-fill uses it"
+        before = sum(ad.get("before_cm", {}).values())
+        after = sum(ad.get("after_cm", {}).values())
+        judged = f": test-gap error {before:.2f} -> {after:.2f} cm" if ad.get("before_cm") else ""
+        if not ad.get("used", True):
+            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, which did not "
+                    "help: In-fill keeps the shipped model")
+        return (f"learnt this action in {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}; "
+                "In-fill uses it until the keys change")
 
 
 class MOTIONCORE_OT_hands_infill(_InfillBase):
@@ -401,5 +459,6 @@ class MOTIONCORE_OT_retarget(_ServerOperator):
         return f"retargeted {frames.size} frames onto {tgt.name!r} ({added} keys){miss}"
 
 
-classes = (MOTIONCORE_OT_connect, MOTIONCORE_OT_map_bones, MOTIONCORE_OT_walk_path, MOTIONCORE_OT_infill, MOTIONCORE_OT_hands_infill,
+classes = (MOTIONCORE_OT_connect, MOTIONCORE_OT_map_bones, MOTIONCORE_OT_walk_path, MOTIONCORE_OT_infill,
+           MOTIONCORE_OT_adapt_action, MOTIONCORE_OT_hands_infill,
            MOTIONCORE_OT_style_adapt, MOTIONCORE_OT_retarget)

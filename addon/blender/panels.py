@@ -39,7 +39,9 @@ class MOTIONCORE_PT_main(bpy.types.Panel):
 
         box = layout.box()
         box.label(text="Fill and retarget")
-        box.operator("motioncore.infill", icon="KEYFRAME")
+        row = box.row(align=True)
+        row.operator("motioncore.infill", icon="KEYFRAME")
+        row.operator("motioncore.adapt_action", icon="SHADERFX")
         col = box.column(align=True)
         col.operator("motioncore.hands_infill", icon="VIEW_PAN")
         col.prop(s, "hands_object")

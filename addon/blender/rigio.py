@@ -124,12 +124,14 @@ def _chain_channels(arm: Any, rig: dict[str, Any], frames: np.ndarray, quats: di
     return locs, qs, off
 
 
-def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: float | None = None
-                    ) -> list[dict[str, Any]]:
+def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: float | None = None,
+                    whole: bool = False) -> list[dict[str, Any]]:
     """The windows to send for frames ``rng`` (inclusive): per window its frames, model-space rotations
     (T, B, 4), known (T, B + 1) (the root last), the root relative to its parent (T, 3, armature units)
     and the raw channel values (to write continuously). ``fps`` (the scene's) sizes the context around
-    each gap to the model's (`vendor.gaps.context_frames`). Raises ValueError when nothing is missing."""
+    each gap to the model's (`vendor.gaps.context_frames`). ``whole``: one window, the whole range (the body
+    in-fill: the server windows it, `vendor.gaps`, and fits its gate and Learn This Action on every keyed frame of
+    the range). Raises ValueError when nothing is missing."""
     lo, hi = rng
     bones = rig["bones"]
     known = keys.constraints(rig["keyed"], bones, lo, hi)
@@ -146,7 +148,8 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
                          f"{' and the root' if rig['root_keys'] else ''}; delete the keys where the motion "
                          "should be filled (keys typed GENERATED count as missing)")
     segs = []
-    for a, b in gaps.windows(missing, gaps.context_frames(fps)):
+    spans = [(0, missing.size - 1)] if whole else gaps.windows(missing, gaps.context_frames(fps))
+    for a, b in spans:
         frames = np.arange(lo + a, lo + b + 1, dtype=np.float64)
         raws, qs = [], []
         for bone in bones:

@@ -124,7 +124,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         fps: float | None = None, temperature: float = 0.0, samples: int = 1,
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
                         up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
-                        root_bone: str | None = None, side: str | None = None) -> Job:
+                        root_bone: str | None = None, side: str | None = None, adapt: float | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
@@ -205,6 +205,10 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 if whole:   # whole frames: joints the rig lacks are filled with the frame (held at rest elsewhere)
                     km[:, [j for j in range(len(mnames)) if j not in paths]] = km.all(axis=1, keepdims=True)
                 try:
+                    if adapt:   # Learn This Action: the server fine-tunes on these keys and caches the copy
+                        rc, ra = plain(c.adapt(q, rel * scale, km, model=info["name"], joints=mnames,
+                                               fps=settings["fps"], seconds=float(adapt), **live()))
+                        return {"adapted": rc.get("adapted"), "cached": rc.get("cached"), "model": info["name"]}, {}
                     rc, ra = plain(c.infill_rotations(q, rel * scale, km, object_track=obj, **settings, **live()))
                     break
                 except Exception as e:   # a whole-frames model (the listing may not say so): whole frames

@@ -7,6 +7,7 @@ retarget; ``eval controllers`` is registered by `cli/controllers.py`.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,41 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     print(f"plot: {plot}")
     if args.json:
         write_json(results, args.json)
+        print(f"json: {args.json}")
+    return 0
+
+
+def _cmd_eval_clips(args: argparse.Namespace) -> int:
+    import json
+
+    from ..data.datasets import load
+    from ..eval.body_model import load_body_clipfill
+    from ..eval.clips import evaluate_clips, format_clips, plot_clips
+    from ..io.atomic import atomic_write_text
+
+    plot = _plot_path(args, f"eval_clips_{_safe_stem(args.data)}")
+    _check_models([args.model])
+    set_threads(args.threads)
+    clips = [c.motion for c in load(args.data, "test", fps=30, progress=not args.quiet)
+             if not args.subject or any(c.name.startswith(f"{s}_") for s in args.subject)]
+    if args.limit:
+        clips = clips[:args.limit]
+    if not clips:
+        from ..errors import UsageError
+
+        raise UsageError(f"--data {args.data} --subject {args.subject}: no test clip matches")
+    fills = {"shipped": load_body_clipfill(args.model, gate=False), "gate": load_body_clipfill(args.model)}
+    if args.adapt:
+        fills["adapt"] = load_body_clipfill(args.model, adapt=args.adapt)
+    say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    res = evaluate_clips(clips, fills, args.gaps, tuple(args.lengths), progress=say)
+    print(f"Whole clips keyed but {args.gaps} gaps per clip ({args.data} test, {len(clips)} clips, model "
+          f"{args.model}; lower is better)")
+    print(format_clips(res))
+    plot_clips(res, plot)
+    print(f"plot: {plot}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(res, indent=1) + "\n")
         print(f"json: {args.json}")
     return 0
 
@@ -206,6 +242,25 @@ def add_subcommands(sub: Any) -> None:
                         "(repeatable, e.g. --keys-every 8 --keys-every 16); the JSON is keyed by N")
     _add_report_args(e, "results", "eval_infill_<data>.png")
     e.set_defaults(func=_cmd_eval_infill)
+    e = ev.add_parser("clips", help="the animator's benchmark: whole clips keyed but N gaps; shipped, gate and "
+                      "Learn This Action against Blender's Bezier (cm, degrees, jerk)",
+                      description="The animator's benchmark: each test clip keyed at every frame but --gaps gaps of "
+                      "each length, filled as the add-on fills (the gate fitted on the clip's own keys; with --adapt, "
+                      "Learn This Action first), scored against the deleted truth and against Blender's Bezier of "
+                      "the same keys. About 1 s per clip and length, plus --adapt seconds for each.")
+    e.add_argument("--model", default="infill-body", help="an infill-body checkpoint (default the bundled one)")
+    e.add_argument("--data", default="cmu", help="registered dataset (its test split; default cmu: subjects 05 "
+                   "and 07, never trained on)")
+    e.add_argument("--subject", action="append", help="only clips whose name starts with this subject (e.g. 07; "
+                   "repeatable)")
+    e.add_argument("--gaps", type=positive_int, default=12, help="gaps per clip, at least 60 frames apart (default 12)")
+    e.add_argument("--lengths", type=positive_int, nargs="+", default=[5, 15, 30],
+                   help="gap lengths in frames (default 5 15 30)")
+    e.add_argument("--adapt", type=float, default=0.0, metavar="SECONDS",
+                   help="also Learn This Action for this many seconds per clip and length (default off)")
+    e.add_argument("--limit", type=positive_int, help="at most this many clips")
+    _add_report_args(e, "per-clip results", "eval_clips_<data>.png")
+    e.set_defaults(func=_cmd_eval_clips)
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)",
                       description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp). The "
                       f"defaults (12 windows, 5 samples each) take ~70 s ({MEASURED_ON}); the time grows "

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.skeleton import Skeleton
+from ..errors import MotioncoreError
 from .keyed import KeyFill, on_skeleton
 
 __all__ = ["is_body_checkpoint", "load_body_keyfill"]
@@ -61,12 +62,16 @@ def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float
         oq, op = np.array(q, np.float64), np.array(p, np.float64)
         info.clear()
         for b in range(len(q)):
-            net, g = model, gate
+            net, g, ad = model, gate, None
             if adapt > 0:
                 from ..tasks.body_adapt import adapt_infill
                 from ..tasks.body_gate import fit_gate
 
-                ad = adapt_infill(model, meta, q[b], p[b, :, rj], known[b], seconds=adapt)
+                try:
+                    ad = adapt_infill(model, meta, q[b], p[b, :, rj], known[b], seconds=adapt)
+                except MotioncoreError as e:  # too little keyed to learn from: the gate alone, and say so
+                    info["adapt_skipped"] = str(e)
+            if ad is not None:
                 net = ad.model
                 info.update(adapt_before=ad.before, adapt_after=ad.after, adapt_steps=ad.steps, adapt_used=ad.used)
                 if gate and ad.held:  # fitted on the held-out pseudo-gaps only (none: the default gate)

@@ -27,7 +27,7 @@ from ..errors import MotioncoreError
 from .infill import JERK_PAD, jerk_sum
 from .keyed import bezier_keys
 
-__all__ = ["cut_gaps", "evaluate_clips", "format_clips"]
+__all__ = ["cut_gaps", "evaluate_clips", "format_clips", "plot_clips"]
 
 SPACING = 60  # frames at least between gaps (and from the clip's ends: CONTEXT keys at least)
 
@@ -134,6 +134,9 @@ def _summary(rows: list[dict], models: list[str], lengths) -> dict:
             w = [r[m]["weight"] for r in rs if "weight" in r[m]]
             if w:
                 out[str(L)][m]["weight"] = float(np.mean(w))
+            skipped = sum("adapt_skipped" in r[m] for r in rs)
+            if skipped:
+                out[str(L)][m]["adapt_skipped"] = skipped  # clips too short to learn from: the gate alone
     return out
 
 
@@ -146,5 +149,34 @@ def format_clips(res: dict) -> str:
                      "cm / Bezier, deg / Bezier, jerk / truth, mean weight")
         for m, v in per.items():
             w = f"{v['weight']:.2f}" if "weight" in v else "-"
-            lines.append(f"  {m:<8} {v['cm']:6.3f} {v['deg']:6.3f} {v['jerk']:6.3f}  {w}")
+            skip = f"  (not adapted on {v['adapt_skipped']} clips: too little keyed to learn from)" \
+                if v.get("adapt_skipped") else ""
+            lines.append(f"  {m:<8} {v['cm']:6.3f} {v['deg']:6.3f} {v['jerk']:6.3f}  {w}{skip}")
     return "\n".join(lines)
+
+
+def plot_clips(res: dict, path) -> None:
+    """PNG: per gap length, each model's cm and degree ratio to Bezier and its jerk over the truth's (atomic)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ..io.atomic import atomic_write
+
+    summ = res["summary"]
+    Ls = list(summ)
+    models = list(next(iter(summ.values()))) if summ else []
+    fig = Figure(figsize=(13, 4), layout="constrained")
+    FigureCanvasAgg(fig)
+    for ax, key, label in zip(fig.subplots(1, 3), ("cm", "deg", "jerk"),
+                              ("position error / Bezier", "rotation error / Bezier", "jerk / truth"), strict=True):
+        x = np.arange(len(Ls))
+        for i, m in enumerate(models):
+            ax.bar(x + (i - (len(models) - 1) / 2) * 0.8 / max(len(models), 1), [summ[L][m][key] for L in Ls],
+                   0.8 / max(len(models), 1), label=m)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xticks(x, [f"{L} frames" for L in Ls])
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3, axis="y")
+    fig.axes[0].legend(fontsize=8)
+    fig.suptitle("Whole clips keyed but N gaps (lower is better; 1 = Blender's Bezier, or the truth's jerk)")
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
