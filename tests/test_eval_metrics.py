@@ -242,7 +242,7 @@ def test_evaluate_infill_structure_and_interp_beats_zerovel(bench):
     *_, res = bench
     assert set(res) == {"zerovel", "interp"}
     for model in res.values():
-        assert set(model) == {"L2Q", "L2P", "NPSS"}
+        assert set(model) == {"L2Q", "L2P", "NPSS", "Jerk"}
         for per_len in model.values():
             assert tuple(per_len) == LENGTHS
             assert all(type(v) is float and np.isfinite(v) for v in per_len.values())
@@ -286,7 +286,25 @@ def test_evaluate_infill_oracle_scores_zero(bench):
 
     res = evaluate_infill({"oracle": oracle}, sk, rotations, positions, mean, std, lengths=(5, 30),
                           progress=False)
-    assert res == {"oracle": {k: {"5": 0.0, "30": 0.0} for k in ("L2Q", "L2P", "NPSS")}}
+    assert res == {"oracle": {**{k: {"5": 0.0, "30": 0.0} for k in ("L2Q", "L2P", "NPSS")},
+                              "Jerk": {"5": 1.0, "30": 1.0}}}   # the truth's own jerk
+
+
+def test_jerk_is_the_third_difference_over_the_gap_and_three_keys_each_side(bench):
+    from motioncore.eval.infill import jerk_sum
+
+    sk, rotations, positions, mean, std, res = bench
+    n = 15
+    q, p = rotations[:, : 10 + n + 1], positions[:, : 10 + n + 1]
+    zq, zp = zerovel(sk, q, p, 10, n)
+    tail_q, tail_p = rotations[:, 26:28], positions[:, 26:28]   # keys past the window's target frame
+    _, mine = sk.forward_kinematics(np.concatenate([zq[:, 7:26], tail_q], 1), np.concatenate([zp[:, 7:26], tail_p], 1))
+    _, true = sk.forward_kinematics(rotations[:, 7:28], positions[:, 7:28])
+    slow = sum(np.linalg.norm(mine[w, t + 3] - 3 * mine[w, t + 2] + 3 * mine[w, t + 1] - mine[w, t], axis=-1).sum()
+               for w in range(len(q)) for t in range(mine.shape[1] - 3))
+    assert jerk_sum(mine) == pytest.approx(slow, rel=1e-9)
+    assert res["zerovel"]["Jerk"]["15"] == pytest.approx(jerk_sum(mine) / jerk_sum(true), rel=1e-9)
+    assert res["zerovel"]["Jerk"]["15"] > 1.0   # holding the pose, then a jump to the target: jerkier than the truth
 
 
 def test_evaluate_infill_rejects_peeking_or_misshapen_models(bench):
@@ -317,7 +335,7 @@ def test_reports_table_markdown_json_plot(bench, tmp_path):
     assert f"{res['interp']['NPSS']['45']:.4f}" in lines[3]
     md = results_to_markdown(res).splitlines()
     assert len(md) == 4 and all(line.startswith("|") and line.endswith("|") for line in md)
-    assert md[1].startswith("|:---|") and md[0].count("|") == 1 + 1 + 12
+    assert md[1].startswith("|:---|") and md[0].count("|") == 1 + 1 + 16
     write_json(res, tmp_path / "res.json")
     assert json.loads((tmp_path / "res.json").read_text()) == res
     plot_results(res, tmp_path / "res.png")

@@ -40,8 +40,7 @@ def cut_gaps(T: int, n: int, length: int, spacing: int = SPACING) -> np.ndarray:
     known = np.ones(T, bool)
     if k == 0:
         return known
-    starts = 10 + np.linspace(0, room - length, k + 2)[1:-1].round().astype(int) if k > 1 else \
-        np.array([10 + (room - length) // 2])
+    starts = 10 + (np.linspace(0, room - length, k).round().astype(int) if k > 1 else np.array([(room - length) // 2]))
     for s in starts:
         known[s:s + length] = False
     return known

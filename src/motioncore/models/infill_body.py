@@ -134,7 +134,7 @@ def smooth_residual(residual: Tensor, known: Tensor) -> Tensor:
     packed = np.packbits(np.moveaxis(km, 1, -1), axis=-1)  # (B, E, ceil(T/8))
     keys = [p.tobytes() for p in packed.reshape(B * E, -1)]
     uniq = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-    mats = torch.as_tensor(np.stack([_projection(k, T) for k in uniq]), dtype=residual.dtype, device=residual.device)
+    mats = torch.as_tensor(np.stack([_projection(k, T) for k in uniq]), dtype=residual.dtype).to(residual.device)
     idx = torch.as_tensor([uniq[k] for k in keys], device=residual.device).reshape(B, E)
     rot = residual[..., : R * 6].reshape(B, T, R, 6).permute(0, 2, 1, 3)  # (B, R, T, 6)
     root = residual[..., R * 6 :][:, None]  # (B, 1, T, 3)

@@ -65,10 +65,10 @@ def _save_state(run: Path, model, ema, opt, state: dict) -> None:
     from ..io.atomic import atomic_write, atomic_write_text
     from ..train.loop import _opt_state_tensors
 
-    tensors = {f"model/{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
-    tensors.update({f"ema/{k}": v.detach().contiguous() for k, v in ema.state_dict().items()})
+    tensors = {f"model/{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    tensors.update({f"ema/{k}": v.detach().cpu().contiguous() for k, v in ema.state_dict().items()})
     opt_t, groups = _opt_state_tensors(opt)
-    tensors.update({k: v.contiguous() for k, v in opt_t.items()})
+    tensors.update({k: v.cpu().contiguous() for k, v in opt_t.items()})
     atomic_write(run / "state.safetensors", lambda tmp: save_file(tensors, tmp))
     atomic_write_text(run / "state.json", json.dumps({**state, "opt_groups": groups}, indent=1))
 
@@ -86,6 +86,14 @@ def _load_state(run: Path, model, ema, opt) -> dict | None:
     ema.load_state_dict({k[4:]: v for k, v in t.items() if k.startswith("ema/")})
     _restore_opt(opt, {k: v for k, v in t.items() if k.startswith("opt/")}, state.pop("opt_groups"))
     return state
+
+
+def _optimizer_to(opt, device: str) -> None:
+    """The optimiser's state tensors onto ``device`` (a run saved on one machine resumed on another)."""
+    for st in opt.state.values():
+        for k, v in st.items():
+            if hasattr(v, "to") and getattr(v, "dim", lambda: 1)() > 0:
+                st[k] = v.to(device)
 
 
 def plot_curve(history: list[dict], path: Path) -> None:
@@ -147,13 +155,14 @@ def _stop_requests() -> Iterator[list[int]]:
 
 def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None = None, progress: bool = True,
                       val_sets: dict | None = None, data: dict | None = None, max_steps: int | None = None,
-                      warm_start: str | None = None) -> dict:
+                      warm_start: str | None = None, device: str = "cpu") -> dict:
     """Train (or resume) in ``run``; stops after ``max_minutes`` of this call, at ``max_steps`` (in all) or at the
     recipe's budget. Returns the final state dict. ``warm_start``: a checkpoint (e.g. the bundled infill-body) whose
     weights start a run that has no state in ``run`` (a new machine: the schedule and optimiser start afresh).
-    Ctrl-C / SIGTERM: the state is saved after the current step, then KeyboardInterrupt is raised."""
+    Ctrl-C / SIGTERM: the state is saved after the current step, then KeyboardInterrupt is raised. ``device``: where
+    the model trains (a lent GPU: "cuda"); the state is saved on the CPU, so a run moves between machines."""
     with _stop_requests() as asked:
-        state = _train(recipe, run, max_minutes, progress, val_sets, data, max_steps, warm_start, asked)
+        state = _train(recipe, run, max_minutes, progress, val_sets, data, max_steps, warm_start, asked, device)
     if asked:
         print(f"stopped at step {state['step']}; the state is saved in {run}: the same command resumes", file=sys.stderr)
         raise KeyboardInterrupt
@@ -161,7 +170,8 @@ def train_infill_body(recipe: BodyRecipe, run: Path, max_minutes: float | None =
 
 
 def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: bool, val_sets: dict | None,
-           data: dict | None, max_steps: int | None, warm_start: str | None, asked: list[int]) -> dict:
+           data: dict | None, max_steps: int | None, warm_start: str | None, asked: list[int],
+           device: str = "cpu") -> dict:
     import torch
 
     from ..models.infill_body import InfillBody, InfillBodyConfig
@@ -178,6 +188,9 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
     ema.requires_grad_(False)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     state = _load_state(run, model, ema, opt)
+    model.to(device)
+    ema.to(device)
+    _optimizer_to(opt, device)
     if state is None:
         state = {"step": 0, "wall_s": 0.0, "history": [], "recipe": recipe.to_dict(), "config": cfg.to_dict()}
         if warm_start:  # a new machine without the run's state: start from a checkpoint's weights (fp16 -> fp32)
@@ -187,8 +200,8 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
             if meta.get("config") != cfg.to_dict():
                 raise MotioncoreError(f"--warm-start {warm_start}: its config {meta.get('config')} is not this "
                                       f"recipe's {cfg.to_dict()}")
-            model.load_state_dict(init.state_dict())
-            ema.load_state_dict(init.state_dict())
+            model.load_state_dict({k: v.to(device) for k, v in init.state_dict().items()})
+            ema.load_state_dict({k: v.to(device) for k, v in init.state_dict().items()})
             state["warm_start"] = {"from": str(warm_start), "steps": meta.get("steps"),
                                    "train_wall_s": meta.get("train_wall_s")}
     elif state["recipe"] != recipe.to_dict():

@@ -59,13 +59,14 @@ def batch_loss(model, net: Net, rotations, positions, known, gap: int, kind: str
 
     prep = prepare(net.layout, rotations, positions, known)
     t_rot, t_root = net.truth(prep, rotations, positions)
-    feats = torch.from_numpy(prep.features)
-    kn = torch.from_numpy(prep.known)
+    dev = next(model.parameters()).device  # the batch goes where the model is (CPU, or a lent GPU)
+    feats = torch.from_numpy(prep.features).to(dev)
+    kn = torch.from_numpy(prep.known).to(dev)
     mats, _, root = assemble(feats, model(feats), kn)
-    t_mats = torch.from_numpy(quat_to_matrix(t_rot)).float()
-    t_root_m = torch.from_numpy(t_root * POS_SCALE).float()
-    off = torch.from_numpy(positions[:, :, list(net.layout.joints)] * POS_SCALE).float()
-    hole = torch.from_numpy(~prep.known.all(-1)).float()[..., None]  # (B, T, 1)
+    t_mats = torch.from_numpy(quat_to_matrix(t_rot)).float().to(dev)
+    t_root_m = torch.from_numpy(t_root * POS_SCALE).float().to(dev)
+    off = torch.from_numpy(positions[:, :, list(net.layout.joints)] * POS_SCALE).float().to(dev)
+    hole = torch.from_numpy(~prep.known.all(-1)).float().to(dev)[..., None]  # (B, T, 1)
     n = hole.sum().clamp_min(1.0) * mats.shape[2]
     tG, tP = net.fk(t_mats, t_root_m, off)
 
@@ -81,7 +82,7 @@ def batch_loss(model, net: Net, rotations, positions, known, gap: int, kind: str
     if kind == "length":
         return loss * min(max(gap / 10.0, 0.1), 6.0), loss
     with torch.no_grad():
-        zero = torch.zeros(feats.shape[:2] + (mats.shape[2] * 6 + 3,))
+        zero = torch.zeros(feats.shape[:2] + (mats.shape[2] * 6 + 3,), device=dev)
         bm, _, br = assemble(feats, zero, kn)
         base = l1(bm, br)
     return loss / base.clamp_min(1e-6), loss
