@@ -65,11 +65,12 @@ class InfillBody(nn.Module):
 
 
 def assemble(features: Tensor, residual: Tensor, known: Tensor, smooth: bool = True,
-             weights: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+             weights: Tensor | None = None, quats: bool = True) -> tuple[Tensor, Tensor | None, Tensor]:
     """Base + residual where not keyed: local rotation matrices (B, T, R, 3, 3), quaternions (B, T, R, 4) WXYZ
     and the root position in metres (B, T, 3). ``known`` (B, T, R + 1) bool. ``smooth``: the residual as smooth
     curves over each gap (``smooth_residual``; False only for the parity test). ``weights`` (B, 2): the scale of
-    the rotations' and the root's correction (the request-time gate; 0 gives the Bezier base exactly)."""
+    the rotations' and the root's correction (the request-time gate; 0 gives the Bezier base exactly). ``quats``
+    False: no quaternions (None in their place), for callers that need only matrices."""
     B, T, _ = features.shape
     if smooth:
         residual = smooth_residual(residual, known)
@@ -84,7 +85,7 @@ def assemble(features: Tensor, residual: Tensor, known: Tensor, smooth: bool = T
     d6 = torch.where(kr, base6, base6 + residual[..., : R * 6].reshape(B, T, R, 6))
     mats = rot6d_to_matrix(d6)
     pos = torch.where(kp, root, root + residual[..., R * 6 :])
-    return mats, matrix_to_quat(mats), pos
+    return mats, matrix_to_quat(mats) if quats else None, pos
 
 
 # --- the correction as a smooth curve over each gap ----------------------------------------------------------

@@ -59,7 +59,7 @@ def sample_batch(rng: np.random.Generator, data: dict[str, Any], recipe: BodyRec
     J = data["skeleton"].num_joints
     known, gap = sample_task(rng, J, recipe.max_gap)
     T = known.shape[0]
-    B = int(np.clip(recipe.tokens // T, 16, 160))
+    B = int(np.clip(recipe.tokens // T, 16, 160 * max(1, recipe.tokens // 2560)))  # a GPU's large batch: more windows
     bounds, source = data["bounds"], data["source"]
     lengths = bounds[:, 1] - bounds[:, 0] - T
     ok = lengths > 0

@@ -88,6 +88,30 @@ def _load_state(run: Path, model, ema, opt) -> dict | None:
     return state
 
 
+def _pick_device(asked: str | None) -> str:
+    """``--device`` (auto | cpu | cuda[:N]; default cpu for this recipe: one thread beats a busy GPU nowhere)."""
+    import torch
+
+    if asked in (None, "", "cpu"):
+        return "cpu"
+    if asked == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if asked.startswith("cuda") and not torch.cuda.is_available():
+        raise MotioncoreError(f"--device {asked}: this machine has no CUDA device (torch {torch.__version__})")
+    return asked
+
+
+def _device_name(device: str, threads: int) -> str:
+    """What trained this run last, for the checkpoint's metadata: the GPU's name, or the CPU and its threads."""
+    import platform
+
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+    return f"cpu ({platform.machine()}, {threads} thread(s))"
+
+
 def _optimizer_to(opt, device: str) -> None:
     """The optimiser's state tensors onto ``device`` (a run saved on one machine resumed on another)."""
     for st in opt.state.values():
@@ -208,6 +232,7 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
         changed = {k: (state["recipe"].get(k), v) for k, v in recipe.to_dict().items() if state["recipe"].get(k) != v}
         print(f"resuming {run} with changed recipe fields {changed}", file=sys.stderr)
         state["recipe"] = recipe.to_dict()
+    state["device"] = _device_name(device, recipe.threads)
     if val_sets is None:
         val_sets = validation_sets(data["skeleton"], data["convention"], recipe.val_windows, progress)
     print(f"{data['describe']}; {sum(p.numel() for p in model.parameters()):,} parameters; "
@@ -275,22 +300,39 @@ def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
                    help="wall-time budget of the learning-rate schedule, cumulative over resumes (default 110)")
     g.add_argument("--warm-start", default=None, metavar="CHECKPOINT",
                    help="a run without saved state starts from these weights (e.g. infill-body: the last bundled)")
+    g.add_argument("--tokens", type=int, default=None, help="frames per batch (default 2560; a GPU takes 40960)")
+    g.add_argument("--pack", default=None, metavar="PATH", help="write a compact slice of the training data and the "
+                   "validation windows (about 18 MB, .npz) for a machine without the mocap, and exit")
+    g.add_argument("--data-pack", default=None, metavar="PATH", help="train from such a pack instead of the mocap")
     g.add_argument("--export", default=None, help="(infill-body; run folder: --out) write the EMA weights as a checkpoint (fp16) to this path and exit")
 
 
 def train_infill_body_from_args(args: argparse.Namespace) -> int:
     over = {"data": args.body_data, "cmu_share": args.cmu_share, "minutes": args.minutes, "threads": args.threads,
             "seed": getattr(args, "seed", None), "d_model": getattr(args, "d_model", None),
-            "n_layers": getattr(args, "n_layers", None), "lr": getattr(args, "lr", None)}
+            "n_layers": getattr(args, "n_layers", None), "lr": getattr(args, "lr", None),
+            "tokens": getattr(args, "tokens", None)}
     recipe = BodyRecipe(**{**BodyRecipe().to_dict(), **{k: v for k, v in over.items() if v is not None}})
     run = Path(args.out or ("runs/infill-body-cmu" if recipe.data == "cmu" else "runs/infill-body"))
+    if args.pack:
+        from .infill_body_pack import write_pack
+
+        data = build_data(recipe.data, run.parent / "cache", not getattr(args, "quiet", False))
+        print(write_pack(data, validation_sets(data["skeleton"], data["convention"], recipe.val_windows,
+                                               not getattr(args, "quiet", False)), Path(args.pack)))
+        return 0
+    data = val = None
+    if args.data_pack:
+        from .infill_body_pack import load_pack
+
+        data, val = load_pack(Path(args.data_pack))
     if args.export:
         if not (run / "state.json").is_file():
             raise MotioncoreError(f"--export: no training state in {run} (train first)")
-        print(export(run, Path(args.export), Path(args.export).stem))
+        print(export(run, Path(args.export), Path(args.export).stem, data=data))
         return 0
     state = train_infill_body(recipe, run, args.max_minutes or None, progress=not getattr(args, "quiet", False),
-                              warm_start=args.warm_start)
+                              warm_start=args.warm_start, device=_pick_device(args.device), data=data, val_sets=val)
     print(f"{run}: step {state['step']}, {state['wall_s'] / 60:.1f} min; curve {run / 'curve.png'}; "
           f"export with --export PATH")
     return 0

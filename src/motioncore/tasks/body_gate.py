@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..core.gaps import CONTEXT, runs
-from ..core.rotations import quat_angle
+
+Pair = tuple[float, float]
 
 __all__ = ["Gate", "GateFit", "fit_gate", "bucket", "pseudo_windows", "GRID", "MAX_PSEUDO"]
 
@@ -113,50 +114,67 @@ def _loo_tasks(keys: np.ndarray, length: int, context: int, limit: int) -> list[
     return out
 
 
-def _errors(sk, q, p, tq, tp, frames) -> tuple[float, float]:
-    """Mean global position error (cm) and rotation error (deg) over the windows' scored frames."""
-    gq, gp = sk.forward_kinematics(q, p)
-    tgq, tgp = sk.forward_kinematics(tq, tp)
-    pos = np.linalg.norm(gp - tgp, axis=-1).mean(-1)  # (B, T)
-    rot = np.degrees(quat_angle(gq, tgq)).mean(-1)
-    return float(pos[frames].mean()), float(rot[frames].mean())
-
-
-def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[float, float], tuple[float, float]]:
-    """(cm, deg) per (rotation weight, root weight) on windows of one length: the network runs once."""
+def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list[Pair]], list[Pair]]:
+    """A scorer for windows of one length: given (rotation weight, root weight) pairs, the mean global position
+    error (cm) and rotation error (deg) over the scored ``frames`` (B, T) for each. The network runs once; the
+    pairs are scored together, the windows repeated per pair, in the canonical frame (a rigid move of answer and
+    truth alike: the errors are those on the skeleton)."""
     import torch
 
+    from ..core.rotations import quat_to_matrix
     from ..models.infill_body import assemble, smooth_residual
-    from .body_fill import POS_SCALE, confidence, finish, prepare
+    from .body_fill import POS_SCALE, confidence, prepare
+    from .body_loss import Net
 
+    net = Net(layout.skeleton)
     prep = prepare(layout, q, p, known)
+    t_rot, t_root = net.truth(prep, q, p)
     dev = next(model.parameters()).device
     feats = torch.from_numpy(prep.features).to(dev)
     kn = torch.from_numpy(prep.known).to(dev)
+    off = torch.from_numpy(p[:, :, list(layout.joints)] * POS_SCALE).float().to(dev)
     with torch.no_grad():
         res = smooth_residual(model(feats).float(), kn)
-    conf = np.ones(len(q)) if not safety else confidence(layout, safety, q, p, known)
-    out: dict[tuple[float, float], tuple[float, float]] = {}
+        tG, tP = net.fk(torch.from_numpy(quat_to_matrix(t_rot)).float().to(dev),
+                        torch.from_numpy(t_root * POS_SCALE).float().to(dev), off)
+    conf = torch.as_tensor(np.ones(len(q)) if not safety else confidence(layout, safety, q, p, known),
+                           dtype=torch.float32, device=dev)
+    cols = torch.from_numpy(np.flatnonzero(np.asarray(frames, bool).any(0))).to(dev)  # only scored frames matter:
+    feats, res, kn, off, tG, tP = (x[:, cols] for x in (feats, res, kn, off, tG, tP))  # FK is per frame
+    fr = torch.from_numpy(np.asarray(frames, bool)).to(dev)[:, cols]
+    B = len(q)
+    cache: dict[Pair, Pair] = {}
 
-    def score(wr: float, wp: float) -> tuple[float, float]:
-        if (wr, wp) not in out:
-            w = torch.as_tensor(np.stack([conf * wr, conf * wp], 1), dtype=res.dtype, device=dev)
+    def score(pairs: list[Pair]) -> list[Pair]:
+        todo = [pp for pp in dict.fromkeys(pairs) if pp not in cache]
+        if todo:
+            G = len(todo)
+            w = torch.as_tensor(todo, dtype=torch.float32, device=dev)  # (G, 2)
+            w = (w[:, None, :] * conf[None, :, None]).reshape(G * B, 2)
+            rep = (lambda x: x.repeat((G,) + (1,) * (x.dim() - 1)))  # noqa: E731  (G * B, ...)
             with torch.no_grad():
-                _, quats, root = assemble(feats, res, kn, smooth=False, weights=w)
-            fq, fp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE,
-                            q, p, known)
-            out[wr, wp] = _errors(layout.skeleton, fq, fp, q, p, frames)
-        return out[wr, wp]
+                mats, _, root = assemble(rep(feats), rep(res), rep(kn), smooth=False, weights=w, quats=False)
+                Gm, Pm = net.fk(mats, root, rep(off))
+                cm = (Pm - rep(tP)).norm(dim=-1).mean(-1) / POS_SCALE  # (G * B, T)
+                cos = ((Gm * rep(tG)).sum((-1, -2)) - 1.0) / 2.0
+                deg = torch.rad2deg(torch.arccos(cos.clamp(-1.0, 1.0))).mean(-1)
+            m = rep(fr)
+            for g, pp in enumerate(todo):
+                sl = slice(g * B, (g + 1) * B)
+                cache[pp] = (float(cm[sl][m[sl]].mean()), float(deg[sl][m[sl]].mean()))
+        return [cache[pp] for pp in pairs]
 
     return score
 
 
-def _fit_one(score, n: int, length: int, method: str) -> GateFit:
-    bez, full = score(0.0, 0.0), score(1.0, 1.0)
-    ratio = [(sum(v / max(b, 1e-9) for v, b in zip(score(w, 0.0), bez, strict=True)), w) for w in GRID]
-    wr = float(min(ratio)[1])
-    wp = float(min((score(wr, w)[0], w) for w in GRID)[1])
-    return GateFit(length, wr, wp, n, method, {"bezier": list(bez), "model": list(full), "gated": list(score(wr, wp))})
+def _fit_one(score: Callable[[list[Pair]], list[Pair]], n: int, length: int, method: str) -> GateFit:
+    bez, full = score([(0.0, 0.0), (1.0, 1.0)])
+    rot = score([(float(w), 0.0) for w in GRID])
+    wr = float(min((cm / max(bez[0], 1e-9) + deg / max(bez[1], 1e-9), w) for (cm, deg), w in zip(rot, GRID))[1])
+    root = score([(wr, float(w)) for w in GRID])
+    wp = float(min((cm, w) for (cm, _), w in zip(root, GRID))[1])
+    (gated,) = score([(wr, wp)])
+    return GateFit(length, wr, wp, n, method, {"bezier": list(bez), "model": list(full), "gated": list(gated)})
 
 
 def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
@@ -200,15 +218,15 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
 
 
 def _fit_loo(model, layout, safety, q, pos, tasks, L: int) -> GateFit:
-    """Leave-one-key-out windows differ in length: each is scored on its own and the errors summed."""
+    """Leave-one-key-out windows differ in length: each is scored on its own and the errors averaged."""
     scorers = []
     for a, b, kn, f in tasks:
         frames = np.zeros((1, b - a), bool)
         frames[0, f] = True
         scorers.append(_score_windows(model, layout, safety, q[None, a:b], pos[None, a:b], kn[None], frames))
 
-    def score(wr: float, wp: float) -> tuple[float, float]:
-        e = np.array([s(wr, wp) for s in scorers])
-        return float(e[:, 0].mean()), float(e[:, 1].mean())
+    def score(pairs: list[Pair]) -> list[Pair]:
+        e = np.array([s(pairs) for s in scorers])  # (tasks, pairs, 2)
+        return [(float(v[0]), float(v[1])) for v in e.mean(0)]
 
     return _fit_one(score, len(tasks), L, "leave-one-key-out")
