@@ -30,10 +30,10 @@ def test_the_served_body_infill_on_the_device_matches_the_cpu_library(tmp_path):
     q, root = clip.rotations[:300].astype(np.float32), clip.positions[:300, 1].astype(np.float32)
     known = np.ones(len(q), bool)
     known[60:75] = known[150:180] = known[240:245] = False
-    with server_process(tmp_path, "--no-bundled", "--model", ckpt, "--device", DEVICE) as (_, conn, first), \
+    with server_process(tmp_path, "--no-bundled", "--model", ckpt, "--device", DEVICE) as (_, conn, _), \
             Client(conn, timeout=120) as c:
-        info = next(m for m in c.models() if m["name"] == "infill-body" or "infill" in m["tasks"])
-        assert str(info["device"]).startswith(DEVICE.split(":")[0])
+        assert str(c.hello()["device"]).startswith(DEVICE.split(":")[0])   # the server says where it runs
+        info = next(m for m in c.models() if "adapt" in m["tasks"])   # the body in-fill
         r = c.infill_rotations(q, root, known, model=info["name"])
     model, meta = load_model(ckpt, "cpu")
     lib = fill_clip(model, meta, q.astype(np.float64), root.astype(np.float64), known)

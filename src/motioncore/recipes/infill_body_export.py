@@ -41,7 +41,7 @@ def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None
         "citation": ("" if recipe.data == "cmu" else "Kobayashi et al. 2023, arXiv:2306.08861 (Bandai Namco); ")
         + CMU_CITE,
         "device": state.get("device", f"cpu ({platform.machine()}, {recipe.threads} thread(s))"),
-        "steps": state["step"], "train_wall_s": round(state["wall_s"], 1),
+        "steps": state["step"], "train_wall_s": round(state["wall_s"], 1), "warm_start": state.get("warm_start"),
         "validation": next(({"step": h["step"], "wall_s": round(h["wall_s"], 1), "l2q_over_interp": h["val"]}
                             for h in reversed(state["history"]) if "val" in h), None),
         "validation_note": "L2Q over Interp on fixed validation windows (Bandai test; CMU subject 05 on the Bandai "

@@ -3,7 +3,8 @@ machine that cannot read the mocap: a lent GPU gets the working tree and what it
 ``../shared``. One ``.npz``: every ``step``-th augmented clip (rotations in float16, the root chain's translations
 in float32, every other joint's translation once per clip, since it is its rest offset), the validation windows
 and the position statistics. ``load_pack`` rebuilds what ``build_data`` and ``validation_sets`` return; the
-reconstruction is checked when the pack is written (rotations to float16 precision, translations exactly).
+reconstruction is checked when the pack is written (rotations to float16 precision, the root chain's translations
+exactly, every other joint's to 1e-4 cm).
 """
 from __future__ import annotations
 
