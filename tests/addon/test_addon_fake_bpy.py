@@ -15,7 +15,7 @@ import pytest
 from conftest import needs_data, server_process
 from helpers import fakebpy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = "_mc_fake_addon"
 BANDAI12 = [("Hips", None), ("Spine", "Hips"), ("Chest", "Spine"), ("Neck", "Chest"), ("Head", "Neck"),
             ("Shoulder_L", "Chest"), ("UpperArm_L", "Shoulder_L"), ("LowerArm_L", "UpperArm_L"),

@@ -28,7 +28,7 @@ from helpers.blender import build_addon_module
 
 from motioncore.data.cache import cache_root
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon"
 SRC = ROOT / "src" / "motioncore"
 

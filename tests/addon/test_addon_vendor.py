@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers.blender import build_addon_module
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "motioncore"
 ADDON = ROOT / "addon"
 build_addon = build_addon_module()

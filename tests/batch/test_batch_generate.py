@@ -91,7 +91,7 @@ def test_scripts_entry_points_run_the_batch_jobs(tmp_path: Path) -> None:
     src = tmp_path / "paths"
     src.mkdir()
     (src / "a.json").write_text(json.dumps({"points": [[0, 0], [0, 1.5]]}))
-    root = Path(__file__).resolve().parents[1] / "scripts"
+    root = Path(__file__).resolve().parents[2] / "scripts"
     r = subprocess.run([sys.executable, str(root / "batch_generate.py"), str(src), "--out", str(tmp_path / "out"),
                         "--quiet"], capture_output=True, text=True, timeout=240)
     assert r.returncode == 0 and (tmp_path / "out" / "a.bvh").exists(), r.stderr[-2000:]

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from helpers.blender import bpy_python
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HANDS: dict[str, str] = {}   # "right" / "left" -> the mug3 take's BVH (filled by `_hands`, at run time)
 A = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])   # model Y-up -> Blender Z-up
 FPS, GAP, CONTEXT = 120.0, (1201, 1236), 40          # 36 frames at 120 fps; 40 = rigclip.context_frames(120)

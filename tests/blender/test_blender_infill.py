@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers.blender import bpy_python
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.timeout(900), pytest.mark.blender]
 
 

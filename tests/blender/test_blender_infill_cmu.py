@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers.blender import bpy_python
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.timeout(1200), pytest.mark.blender]
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from helpers.blender import bpy_python, build_addon_module
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.blender]
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from helpers.blender import bpy_python
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BANDAI = {"dataset-2": "bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz",
           "dataset-1": "bandai_namco/dataset-1_all.tar.xz"}
 MODEL = "learnet-biped"

@@ -17,7 +17,7 @@ import pytest
 from motioncore.cli import main as cli_main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-BODY = Path(__file__).resolve().parents[1] / "src" / "motioncore" / "checkpoints" / "anyorder-body.json"
+BODY = Path(__file__).resolve().parents[2] / "src" / "motioncore" / "checkpoints" / "anyorder-body.json"
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -12,7 +12,7 @@ import pytest
 from motioncore.cli import main as cli_main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str]) -> int:
@@ -313,7 +313,7 @@ def test_cache_follows_motioncore_cache_then_xdg(monkeypatch, tmp_path):
 
 def test_no_test_hard_codes_the_data_cache():
     """Tests find the unpacked mocap through the `raw` fixtures (cache_root(), unpacked on demand)."""
-    hits = [f"{f.name}:{i}" for f in sorted((ROOT / "tests").rglob("*.py")) if f.name != "test_newcomer.py"
+    hits = [f"{f.name}:{i}" for f in sorted((ROOT / "tests").rglob("*.py")) if f.name != "test_cli_inputs.py"
             for i, line in enumerate(f.read_text().splitlines(), 1)
             if "motioncore/raw" in line or '"motioncore" / "raw"' in line]
     assert hits == []

@@ -476,7 +476,7 @@ def test_whole_train_split_has_no_nan(name):
 def test_docs_tables_match_the_layouts(bandai1_train, dog_train):
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "features.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "features.md").read_text()
     assert pfnn_layout(bandai1_train[0].motion.skeleton).markdown() in doc
     layout = mann_layout(dog_train[0].motion.skeleton)
     assert layout.markdown() in doc

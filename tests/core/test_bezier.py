@@ -275,7 +275,7 @@ def test_matches_real_blender_fcurves(tmp_path):
     req = {"keys": (x + 1.0).tolist(), "values": y.tolist(), "frames": frames.tolist(), "bvh": str(bvh),
            "bvh_keep": (x + 1).tolist()}
     (tmp_path / "in.json").write_text(json.dumps(req))
-    r = subprocess.run([str(bpy_python("5.0.1")), str(__import__("pathlib").Path(__file__).parent / "blender" /
+    r = subprocess.run([str(bpy_python("5.0.1")), str(__import__("pathlib").Path(__file__).parents[1] / "blender" /
                         "bezier_parity.py"), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
                        capture_output=True, text=True, timeout=500,
                        env={**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")})

@@ -19,7 +19,7 @@ from motioncore.io.bvh_roundtrip import RoundtripResult, roundtrip, roundtrip_ma
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 POS = ("Xposition", "Yposition", "Zposition")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("MOTIONCORE_DATA", REPO.parent / "shared" / "mocap"))
 
 

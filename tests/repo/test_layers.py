@@ -12,7 +12,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("_import_depth_under_test", ROOT / "scripts" / "import_depth.py")
 assert _spec and _spec.loader
 deps = importlib.util.module_from_spec(_spec)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-MODULES = sorted(TESTS.glob("test_*.py"))
+TESTS = Path(__file__).resolve().parents[1]
+MODULES = sorted(TESTS.rglob("test_*.py"))
 
 
 def _imported(tree: ast.Module) -> set[str]:
@@ -27,7 +27,7 @@ def _imported(tree: ast.Module) -> set[str]:
 
 
 def test_no_test_module_imports_another():
-    hits = {f.name: sorted(m for m in _imported(ast.parse(f.read_text())) if m.startswith("test_"))
+    hits = {str(f.relative_to(TESTS)): sorted(m for m in _imported(ast.parse(f.read_text())) if m.startswith("test_"))
             for f in MODULES}
     assert {k: v for k, v in hits.items() if v} == {}
 
@@ -61,9 +61,22 @@ def test_every_test_that_launches_bpy_is_marked_blender():
             if name.startswith("test_"):
                 launching += 1
                 if not (module_mark or any(_marks_blender(d) for d in fn.decorator_list)):
-                    unmarked.append(f"{f.name}::{name}")
+                    unmarked.append(f"{f.relative_to(TESTS)}::{name}")
     assert launching >= 8   # the rule is checked on the real-bpy tests, not on none
     assert unmarked == []
+
+
+def test_every_test_module_sits_in_an_area_folder_with_a_unique_name_under_500_lines():
+    """tests/<area>/test_<what it tests>.py: pytest imports test modules by basename (the default "prepend"
+    import mode, no ``__init__.py``, so that ``from conftest import ...`` and ``helpers`` keep working), so two
+    modules of one name in two folders would collide; and a file over 500 lines is split by what it tests."""
+    assert len(MODULES) >= 50   # the rule is checked on the suite, not on none
+    assert [str(f.relative_to(TESTS)) for f in MODULES if f.parent == TESTS] == []
+    names = [f.name for f in MODULES]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+    assert list((TESTS).rglob("__init__.py")) == [TESTS / "helpers" / "__init__.py"]
+    long = {str(f.relative_to(TESTS)): n for f in MODULES if (n := len(f.read_text().splitlines())) > 500}
+    assert long == {}
 
 
 @pytest.mark.parametrize("skip, status, outcome", [("1", 0, "1 passed, 1 skipped"), ("", 1, "1 failed, 1 passed")])

@@ -17,7 +17,7 @@ from motioncore_server import checks
 from motioncore.wire import jsonwire
 from motioncore.wire import protocol as P
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = b"0123456789abcdef" * 4
 
 

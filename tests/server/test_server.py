@@ -35,7 +35,7 @@ from motioncore.models.checkpoint import load_state_into, save_model
 from motioncore.wire import protocol as P
 from motioncore.wire.client import Client, read_connection_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(60)
 
 
