@@ -1,58 +1,29 @@
-"""Issue 26: what a newcomer hits (wrong skeletons, threads, bad inputs, case of .BVH, skipped tests,
-broken pipes, long paths, resampling). One test (or a few) per item of the issue."""
+"""What a newcomer hits at the command line: a closed stdout, .BVH in any case, a wrong file extension, a
+clip on another skeleton for `eval infill`, resampling notes, a path over the length cap, threads, and help
+texts that give no unmeasured time."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-from motioncore.cli import main as cli_main
+from helpers.cli import DOG, body_clip, main, src_env, tiny_motion
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def main(argv: list[str]) -> int:
-    """The command's exit code, whether argparse exits or the command returns."""
-    try:
-        return cli_main.main(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "server")])}
-
-
-# ---------------------------------------------------------------------------------------------- item 6
 def test_closed_stdout_is_quiet():
     """`motioncore models | head -1` where head has already gone: exit 0 or 141, nothing on stderr."""
     r, w = os.pipe()
     os.close(r)  # the reader is gone before the first write: every write is EPIPE
     try:
         p = subprocess.run([sys.executable, "-m", "motioncore.cli", "models"], stdout=w, stderr=subprocess.PIPE,
-                           env=_env(), text=True, timeout=120)
+                           env=src_env(), text=True, timeout=120)
     finally:
         os.close(w)
     assert p.returncode in (0, 141), p.stderr
     assert p.stderr == ""
-
-
-# ---------------------------------------------------------------------------------------------- item 4
-def _tiny_motion(frames: int = 4, fps: float = 30.0):
-    import numpy as np
-
-    from motioncore.core.motion import Motion
-    from motioncore.core.skeleton import Skeleton
-
-    sk = Skeleton(("root", "a"), np.array([-1, 0]), np.array([[0, 0, 0], [0, 10, 0]], float))
-    rng = np.random.default_rng(0)
-    q = rng.normal(size=(frames, 2, 4))
-    q /= np.linalg.norm(q, axis=-1, keepdims=True)
-    return Motion(sk, q, np.broadcast_to(sk.offsets, (frames, 2, 3)).copy(), fps)
 
 
 def test_folder_inputs_match_bvh_in_any_case(tmp_path, capsys):
@@ -62,14 +33,13 @@ def test_folder_inputs_match_bvh_in_any_case(tmp_path, capsys):
 
     for name in ("walk.BVH", "run.bvh", "sub/jump.Bvh"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
-        write_bvh(tmp_path / name, _tiny_motion())
+        write_bvh(tmp_path / name, tiny_motion())
     assert [f.name for f in discover(tmp_path)] == ["run.bvh", "jump.Bvh", "walk.BVH"]
     assert len(_clips_from_files(str(tmp_path), progress=False)) == 3    # eval infill --data FOLDER
     assert main(["bvh", "roundtrip", str(tmp_path)]) == 0
     assert "3 files, 0 failed" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------------------------------------- item 3
 @pytest.mark.parametrize("argv, accepted", [
     (["retarget", "{d}/walk.bvh", "--target", "{d}/rig.json", "--out", "{d}/o"], "--target {d}/rig.json: expected "
      "a .bvh, .fbx or .blend file, got '.json'"),
@@ -83,90 +53,13 @@ def test_folder_inputs_match_bvh_in_any_case(tmp_path, capsys):
 def test_bad_input_extension_says_what_is_accepted(tmp_path, capsys, argv, accepted):
     from motioncore.io.bvh import write_bvh
 
-    write_bvh(tmp_path / "walk.bvh", _tiny_motion())
+    write_bvh(tmp_path / "walk.bvh", tiny_motion())
     for name in ("rig.json", "walk", "walk.txt"):
         (tmp_path / name).write_text((tmp_path / "walk.bvh").read_text())
     assert main([a.format(d=tmp_path) for a in argv] + ["--quiet"]) == 2
     err = capsys.readouterr().err
     assert err == f"motioncore: error: {accepted.format(d=tmp_path)}\n"
     assert not (tmp_path / "o").exists()
-
-
-# ---------------------------------------------------------------------------------------------- item 1
-BODY = ROOT / "src" / "motioncore" / "checkpoints" / "anyorder-body.json"
-DOG = "mann_dog/mann_dog_bvh_46clips.tar.xz"
-
-
-def _body_clip(names: list[str] | None = None, frames: int = 20):
-    """A small walk on the bundled body model's 22-joint skeleton, its joints renamed to ``names``."""
-    import json
-
-    import numpy as np
-
-    from motioncore.core.motion import Motion
-    from motioncore.core.rotations import axis_angle_to_quat
-    from motioncore.core.skeleton import Skeleton
-
-    d = json.loads(BODY.read_text())["skeleton"]
-    if names is not None:
-        d = {**d, "names": names}
-    sk = Skeleton.from_dict(d)
-    rng = np.random.default_rng(0)
-    pos = np.repeat(sk.offsets[None], frames, 0)
-    pos[:, 1, 2] += np.linspace(0, 50, frames)
-    return Motion(sk, axis_angle_to_quat(np.cumsum(rng.normal(0, 0.01, (frames, sk.num_joints, 3)), 0)), pos, 30.0)
-
-
-def test_retarget_refuses_a_dog_for_a_biped_target(tmp_path, capsys, raw):
-    import json
-    import shutil
-
-    from motioncore.io.bvh import write_bvh
-
-    src = tmp_path / "src"
-    src.mkdir()
-    shutil.copy(sorted(raw(DOG).rglob("*.bvh"))[0], src / "dog.bvh")
-    write_bvh(src / "walk.bvh", _body_clip())
-    write_bvh(tmp_path / "target.bvh", _body_clip())
-    out = tmp_path / "out"
-    assert main(["retarget", str(src), "--target", str(tmp_path / "target.bvh"), "--out", str(out), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    rep = json.loads((out / "report.json").read_text())
-    assert rep["counts"]["ok"] == 1 and rep["counts"]["failed"] == 1
-    [e] = rep["errors"]
-    assert e["stage"] == "map" and e["file"].endswith("dog.bvh") and "\n" not in e["error"]
-    assert "unmapped: joint_Root, Chest, Toes_L, Toes_R" in e["error"] and "--map" in e["error"]
-    assert e["error"] in err
-    assert (out / "walk.bvh").is_file() and not (out / "dog.bvh").exists()
-
-
-def test_retarget_refuses_unknown_names_until_a_bone_map_is_given_and_reuses_it(tmp_path, capsys):
-    import json
-
-    from motioncore.io.bvh import read_bvh, write_bvh
-
-    target = _body_clip()
-    names = [f"bone_{i:02d}" for i in range(target.skeleton.num_joints)]
-    src = tmp_path / "src"
-    src.mkdir()
-    write_bvh(src / "renamed.bvh", _body_clip(names))
-    write_bvh(tmp_path / "target.bvh", target)
-    out = tmp_path / "out"
-    argv = ["retarget", str(src), "--target", str(tmp_path / "target.bvh"), "--out", str(out), "--quiet"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "only 0 of 22 target joints found; unmapped: joint_Root, Hips," in err
-    assert not (out / "renamed.bvh").exists()
-    bone_map = tmp_path / "map.json"   # the add-on's form: {target joint: source joint}
-    bone_map.write_text(json.dumps(dict(zip(target.skeleton.names, names, strict=True))))
-    assert main(argv + ["--map", str(bone_map)]) == 0
-    moved = read_bvh(out / "renamed.bvh")
-    assert list(moved.skeleton.names) == list(target.skeleton.names)
-    write_bvh(src / "renamed2.bvh", _body_clip(names))   # a later run into the same folder, without --map
-    capsys.readouterr()
-    assert main(argv) == 0
-    assert "using the bone map saved by an earlier run" in capsys.readouterr().err
-    assert (out / "renamed2.bvh").is_file()
 
 
 def test_eval_infill_refuses_a_dog_for_a_biped_model(tmp_path, capsys, raw):
@@ -180,107 +73,12 @@ def test_eval_infill_refuses_a_dog_for_a_biped_model(tmp_path, capsys, raw):
     assert "unmapped: joint_Root, Chest, Toes_L, Toes_R" in err[1] and not (tmp_path / "o").exists()
 
 
-def test_batch_infill_refuses_clips_on_another_skeleton_before_any_work(tmp_path, capsys):
-    import json
-
-    from motioncore.io.bvh import write_bvh
-
-    src = tmp_path / "src"
-    src.mkdir()
-    write_bvh(src / "walk.bvh", _body_clip())
-    write_bvh(src / "renamed.bvh", _body_clip(["bone_00", *_body_clip().skeleton.names[1:]]))
-    out = tmp_path / "out"
-    assert main(["batch", "infill", str(src), "--out", str(out), "--frozen", "3", "--quiet"]) == 2
-    [e] = json.loads((out / "report.json").read_text())["errors"]
-    assert e["stage"] == "map" and e["file"].endswith("renamed.bvh")
-    assert "unmapped: joint_Root;" in e["error"] and e["error"] in capsys.readouterr().err
-    assert (out / "walk.bvh").is_file() and not (out / "renamed.bvh").exists()
-
-
-# ---------------------------------------------------------------------------------------------- item 8
-def _quat_angle_deg(a, b):
-    import numpy as np
-
-    return np.degrees(2 * np.arccos(np.clip(np.abs((a * b).sum(-1)), 0, 1)))   # q == -q
-
-
-def test_bvh_resample_round_trip_and_folders(tmp_path, capsys):
-    """30 -> 120 -> 30 fps gives the clip back (each 30 fps frame is a 120 fps frame); a folder is mirrored,
-    .BVH included."""
-    import numpy as np
-
-    from motioncore.io.bvh import read_bvh, write_bvh
-
-    clip = _body_clip(frames=31)
-    (tmp_path / "in" / "day2").mkdir(parents=True)
-    write_bvh(tmp_path / "in" / "walk.bvh", clip)
-    write_bvh(tmp_path / "in" / "day2" / "run.BVH", clip)
-    assert main(["bvh", "resample", str(tmp_path / "in"), str(tmp_path / "hi"), "--fps", "120"]) == 0
-    hi = read_bvh(tmp_path / "hi" / "day2" / "run.bvh")
-    assert hi.fps == 120 and hi.num_frames == 121
-    assert main(["bvh", "resample", str(tmp_path / "hi" / "walk.bvh"), str(tmp_path / "back.bvh"), "--fps", "30"]) == 0
-    back, orig = read_bvh(tmp_path / "back.bvh"), read_bvh(tmp_path / "in" / "walk.bvh")
-    assert back.fps == 30 and back.num_frames == orig.num_frames
-    assert _quat_angle_deg(back.rotations, orig.rotations).max() < 1e-3
-    assert np.abs(back.positions - orig.positions).max() < 1e-4
-    assert "121 frames at 120 fps -> 31 at 30" in capsys.readouterr().out
-
-
-def test_bvh_resample_is_quaternion_correct(tmp_path):
-    """A joint turning 160 deg about a tilted axis between two frames: the frame halfway is the 80 deg
-    rotation about that axis (slerp), where interpolating BVH Euler angles is not."""
-    import numpy as np
-
-    from motioncore.core.rotations import axis_angle_to_quat
-    from motioncore.io.bvh import read_bvh, write_bvh
-
-    m = _tiny_motion(frames=2, fps=10.0)
-    axis = np.array([1.0, 2.0, 2.0]) / 3.0
-    m.rotations[:, 1] = axis_angle_to_quat(np.stack([0 * axis, np.radians(160) * axis]))
-    write_bvh(tmp_path / "a.bvh", m)
-    assert main(["bvh", "resample", str(tmp_path / "a.bvh"), str(tmp_path / "b.bvh"), "--fps", "20"]) == 0
-    mid = read_bvh(tmp_path / "b.bvh").rotations[1, 1]
-    assert _quat_angle_deg(mid, axis_angle_to_quat(np.radians(80) * axis)) < 1e-3
-
-
-def test_bvh_resample_bad_inputs(tmp_path, capsys):
-    (tmp_path / "a.txt").write_text("x")
-    assert main(["bvh", "resample", str(tmp_path / "a.txt"), str(tmp_path / "b.bvh"), "--fps", "30"]) == 2
-    assert capsys.readouterr().err.strip().endswith("expected a .bvh file, got '.txt'")
-
-
-def test_batch_infill_resamples_other_rates_and_says_so(tmp_path, capsys):
-    """A 60 fps clip with a gap given in its own frames: filled at the model's 30 fps, the keys kept."""
-    import json
-
-    import numpy as np
-
-    from motioncore.core.kinematics import resample
-    from motioncore.core.motion import Motion
-    from motioncore.io.bvh import read_bvh, write_bvh
-
-    c = _body_clip(frames=81)
-    src = tmp_path / "src"
-    src.mkdir()
-    write_bvh(src / "walk.bvh", Motion(c.skeleton, c.rotations, c.positions, 60.0, "walk"))
-    (tmp_path / "gaps.json").write_text(json.dumps({"walk": [[30, 50]]}))
-    out = tmp_path / "out"
-    assert main(["batch", "infill", str(src), "--out", str(out), "--gaps", str(tmp_path / "gaps.json"), "--quiet"]) == 0
-    assert "1 clip(s) at 60 fps resampled to the model's rate first" in capsys.readouterr().err
-    got, want = read_bvh(out / "walk.bvh"), resample(read_bvh(src / "walk.bvh"), 30.0)
-    assert got.fps == 30 and got.num_frames == 41
-    [r] = json.loads((out / "report.json").read_text())["files"]
-    assert r["gaps"] == [[15, 25]] and r["resampled_from"] == 60
-    keys = np.r_[0:15, 25:41]
-    assert _quat_angle_deg(got.rotations[keys], want.rotations[keys]).max() < 1e-3
-
-
 def test_eval_infill_says_it_resamples(tmp_path, capsys):
     from motioncore.core.motion import Motion
     from motioncore.eval.run import _clips_from_files
     from motioncore.io.bvh import write_bvh
 
-    c = _body_clip(frames=41)
+    c = body_clip(frames=41)
     write_bvh(tmp_path / "a.bvh", Motion(c.skeleton, c.rotations, c.positions, 60.0, "a"))
     write_bvh(tmp_path / "b.bvh", c)
     clips = _clips_from_files(str(tmp_path), progress=False)
@@ -288,7 +86,6 @@ def test_eval_infill_says_it_resamples(tmp_path, capsys):
     assert capsys.readouterr().err == f"{tmp_path}: resampled 1 of 2 clips from 60 fps to 30 fps first\n"
 
 
-# ---------------------------------------------------------------------------------------------- item 7
 def test_generate_refuses_a_path_over_the_cap_instead_of_cutting_it(tmp_path, capsys):
     import json
 
@@ -300,45 +97,6 @@ def test_generate_refuses_a_path_over_the_cap_instead_of_cutting_it(tmp_path, ca
     assert not (tmp_path / "w.bvh").exists()
 
 
-# ---------------------------------------------------------------------------------------------- item 5
-def test_cache_follows_motioncore_cache_then_xdg(monkeypatch, tmp_path):
-    from motioncore.data.cache import cache_root
-
-    monkeypatch.setenv("MOTIONCORE_CACHE", str(tmp_path / "mc"))
-    assert cache_root() == tmp_path / "mc"
-    monkeypatch.delenv("MOTIONCORE_CACHE")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_root() == tmp_path / "xdg" / "motioncore"
-
-
-def test_no_test_hard_codes_the_data_cache():
-    """Tests find the unpacked mocap through the `raw` fixtures (cache_root(), unpacked on demand)."""
-    hits = [f"{f.name}:{i}" for f in sorted((ROOT / "tests").rglob("*.py")) if f.name != "test_cli_inputs.py"
-            for i, line in enumerate(f.read_text().splitlines(), 1)
-            if "motioncore/raw" in line or '"motioncore" / "raw"' in line]
-    assert hits == []
-
-
-@pytest.mark.parametrize("reason, status", [("MOTIONCORE_SKIP_BLENDER=1", 0),
-                                            ("the archive is not unpacked in the data cache", 1)])
-def test_with_the_mocap_present_only_blender_or_gpu_skips_pass(tmp_path, reason, status):
-    """The session check of tests/conftest.py, run on a one-test suite beside a copy of it."""
-    import shutil
-
-    from motioncore.data import data_root
-
-    if not data_root().is_dir():
-        pytest.skip(f"mocap folder {data_root()} absent (set MOTIONCORE_DATA)")
-    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
-    (tmp_path / "test_one.py").write_text(f"import pytest\n\n\ndef test_one():\n    pytest.skip({reason!r})\n")
-    env = {**_env(), "MOTIONCORE_DATA": str(data_root())}
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)], cwd=tmp_path,
-                       env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == status, p.stdout[-2000:] + p.stderr[-2000:]
-    assert ("skipped although the mocap is present" in p.stderr) == bool(status)
-
-
-# ---------------------------------------------------------------------------------------------- item 2
 THREADED = (["eval", "infill"], ["eval", "hands"], ["eval", "controllers"], ["train", "pfnn"],
              ["retarget", "s", "--target", "t.bvh", "--out", "o"], ["batch", "infill", "s", "--out", "o"],
              ["batch", "generate", "s", "--out", "o"])
@@ -386,7 +144,7 @@ def test_eval_infill_threads_and_eta(tmp_path, capsys):
     from motioncore.io.bvh import write_bvh
 
     for i in range(2):
-        write_bvh(tmp_path / f"walk{i}.bvh", _body_clip(frames=140))
+        write_bvh(tmp_path / f"walk{i}.bvh", body_clip(frames=140))
     assert main(["eval", "infill", "--data", str(tmp_path), "--model", "interp", "--lengths", "5", "--threads", "2",
                  "--out", str(tmp_path / "o")]) == 0
     assert torch.get_num_threads() == 2
