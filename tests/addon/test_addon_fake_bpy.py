@@ -1,6 +1,6 @@
 """The add-on's operators, unchanged, against a live server with a fake ``bpy`` (tests/fakebpy.py): each
 runs in milliseconds to a second, without Blender. Real Blender runs the same operators in
-tests/test_blender_real.py.
+tests/blender/test_blender_real.py.
 """
 from __future__ import annotations
 
@@ -184,7 +184,7 @@ def test_connect_map_bones_and_errors(addon, server, tmp_path, monkeypatch):
     # the server down: Connect says so, In-fill reports and writes nothing
     dead = tmp_path / "dead.json"
     dead.write_text(json.dumps({**json.loads(Path(server[1]).read_text()), "port": 9}))   # nothing listens on 9
-    dead.chmod(0o600)   # as a server leaves it (a file others can read is refused: tested in test_addon_logic)
+    dead.chmod(0o600)   # as a server leaves it (a file others can read is refused: tested in test_addon_jobs)
     prefs.connection_file = str(dead)
     sys.modules[f"{PKG}.blender.modal"].stop_worker()
     fakebpy.key_pose(arm, 1, {"Hips": (1, 0, 0, 0)})

@@ -233,7 +233,7 @@ def bench():
     sk = chain()
     rotations, positions = smooth_windows()
     mean, std = stats_for(sk, *smooth_windows(N=16, seed=9))
-    two = {n: BASELINES[n] for n in ("zerovel", "interp")}  # the LaFAN1 pair (Bezier: tests/test_bezier.py)
+    two = {n: BASELINES[n] for n in ("zerovel", "interp")}  # the LaFAN1 pair (Bezier: tests/core/test_bezier.py)
     res = evaluate_infill(two, sk, rotations, positions, mean, std, progress=False)
     return sk, rotations, positions, mean, std, res
 

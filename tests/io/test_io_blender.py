@@ -1,5 +1,5 @@
 """.fbx and .blend through bpy (motioncore.io.blender), run in the real-Blender venv of
-tests/test_blender_real.py (bpy 5.0.1) with motioncore's src on PYTHONPATH: a Bandai clip written to
+tests/blender/test_blender_real.py (bpy 5.0.1) with motioncore's src on PYTHONPATH: a Bandai clip written to
 .blend and .fbx and read back; a retarget batch reading .bvh and .fbx, targeting a .blend, writing .fbx.
 Skipped with MOTIONCORE_SKIP_BLENDER=1, like the other real-Blender tests."""
 from __future__ import annotations

@@ -58,7 +58,7 @@ def test_no_import_cycle_counting_imports_inside_functions():
 def test_every_folder_and_top_level_module_has_a_layer():
     files = deps.module_files()
     layers = {_layer(m) for m in files if m.startswith("motioncore.")}
-    assert layers <= set(RANK), f"place these in tests/test_layers.py RANK: {sorted(layers - set(RANK))}"
+    assert layers <= set(RANK), f"place these in tests/repo/test_layers.py RANK: {sorted(layers - set(RANK))}"
 
 
 def test_each_folder_imports_only_layers_below_it():

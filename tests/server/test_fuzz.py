@@ -6,7 +6,7 @@ huge dimensions and an empty frame (each used to kill the server), messages of t
 timestamps, signed replies sent back as requests, and huge finite inputs (1e308). Afterwards the process must be alive, its RSS
 must not have grown by more than 50 MB, and a valid request must still succeed.
 
-Run alone with more messages: ``FUZZ_N=100000 .venv/bin/python -m pytest tests/test_fuzz.py``.
+Run alone with more messages: ``FUZZ_N=100000 .venv/bin/python -m pytest tests/server/test_fuzz.py``.
 """
 from __future__ import annotations
 
