@@ -1,4 +1,4 @@
-"""Issue 23 item 5 in REAL Blender (bpy 5.0.1): a CMU test-subject clip (subject 07, walks: a performer the model
+"""In REAL Blender (bpy 5.0.1; issue 23 item 5): a CMU test-subject clip (subject 07, walks: a performer the model
 never trained on, in the cmu_05-09 conversion: other joint names, ASF units) imported with Blender's own BVH
 importer at its defaults; gaps of 5, 15 and 30 frames cut and filled by ``bpy.ops.motioncore.infill`` (the
 deterministic infill-body, temperature 0) through a live server. Required: position and rotation error against

@@ -1,4 +1,4 @@
-"""Issue 17: every bad input a pipeline TD can give the CLI and the batch jobs gets one line naming the
+"""Bad inputs (issue 17): every bad input a pipeline TD can give the CLI and the batch jobs gets one line naming the
 argument, exit 2 and nothing written, before any work; errors during work are reported per file; no
 traceback reaches the user. One test (or parameter) per row of the issue's table."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 27: no joint of a bundled controller's output turns between frames by more than that joint does
+"""Frame-to-frame turns (issue 27): no joint of a bundled controller's output turns between frames by more than that joint does
 in the controller's training data (a robust maximum: the 99.9th percentile over every frame of the training
 split, computed here from the real mocap) plus MARGIN_DEG. Measured on the written BVH (the writer's Euler
 conversion included), on the demo's path and on a sharp 90 degree turn.

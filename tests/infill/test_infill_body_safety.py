@@ -1,4 +1,4 @@
-"""Issue 23 item 6: off the training data the bundled infill-body is never much worse than Blender's Bezier of
+"""Safety (issue 23 item 6): off the training data the bundled infill-body is never much worse than Blender's Bezier of
 the same keys. Three kinds of input unlike anything trained on, each on held-out Bandai windows (LaFAN1 gaps
 of 15 and 30 frames): a rig with joints missing (both arms held at the rest pose, as the add-on holds unmapped
 joints), extreme poses (the spine bent 100 degrees forward throughout), and motion four times faster than
