@@ -2,7 +2,7 @@
 
     python scripts/batch_generate.py SRC --out DIR [--model pfnn-biped] [--ray | --ray-address ADDR]
 
-Same arguments as ``motioncore batch generate --help``; see README "Batch jobs" and docs/batch.md.
+Same arguments as ``motioncore batch generate --help``; see docs/batch.md.
 """
 from __future__ import annotations
 

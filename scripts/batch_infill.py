@@ -2,7 +2,7 @@
 
     python scripts/batch_infill.py SRC --out DIR [--frozen N] [--gaps gaps.json] [--ray | --ray-address ADDR]
 
-Same arguments as ``motioncore batch infill --help``; see README "Batch jobs" and docs/batch.md.
+Same arguments as ``motioncore batch infill --help``; see docs/batch.md.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
     python scripts/batch_retarget.py SRC --target T.bvh --out DIR [--contacts] [--format fbx] [--ray]
 
-Same arguments as ``motioncore retarget --help``; see README "Batch jobs" and docs/batch.md.
+Same arguments as ``motioncore retarget --help``; see docs/batch.md.
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ EXCLUDE_FILES = {"README.md"}
 _WHEELS_RE = re.compile(r"^wheels\s*=\s*\[.*?\]\s*$", re.S | re.M)
 
 
-# The library modules the add-on runs as they are (stdlib, numpy and zmq only; tests/test_addon_vendor.py):
+# The library modules the add-on runs as they are (stdlib, numpy and zmq only; tests/addon/test_addon_vendor.py):
 VENDORED = (
     "wire/protocol.py",    # the wire format
     "wire/errors.py",      # its typed errors (codes)

@@ -1,4 +1,4 @@
-"""Runs INSIDE the bpy venv with motioncore's src on PYTHONPATH (tests/test_io_blender.py):
+"""Runs INSIDE the bpy venv with motioncore's src on PYTHONPATH (tests/io/test_io_blender.py):
 
     python batch_formats.py WORKDIR OUT.json
 

@@ -1,4 +1,4 @@
-"""Runs INSIDE a venv with the real ``bpy`` wheel (tests/test_blender_real.py starts it as a subprocess).
+"""Runs INSIDE a venv with the real ``bpy`` wheel (tests/blender/test_blender_real.py starts it as a subprocess).
 
     python drive.py ZIP OUT.json [CONNECTION_FILE]
 
@@ -325,7 +325,7 @@ def live_infill(conn: str) -> dict:
     """In-fill between two keyed poses 30 frames apart on a rolled rig: the request the operator sent
     (captured on the wire: the model's joints, frames 1 and 31 known), keys on every frame of the gap, the
     user's keys unchanged, one undo removes the fill. (The written values against the truth and against
-    the library: tests/test_blender_infill.py and tests/test_blender_rest.py.)"""
+    the library: tests/blender/test_blender_infill.py and tests/blender/test_blender_rest.py.)"""
     req, rigmap, keys, client = _mods()
     for o in list(bpy.context.selected_objects):
         o.select_set(False)

@@ -1,5 +1,5 @@
 """Runs INSIDE a venv with the real ``bpy`` wheel: In-fill Hands with the object the hand manipulates
-(issue 14). Used by tests/test_blender_hands_object.py.
+(issue 14). Used by tests/blender/test_blender_hands_object.py.
 
     python hands_object.py ZIP SPEC.json TRACK.npz OUT.npz CONNECTION_FILE
 

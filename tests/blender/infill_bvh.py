@@ -1,5 +1,5 @@
 """Runs INSIDE a venv with the real ``bpy`` wheel: the animator's in-fill on rigs made by Blender's own BVH
-importer (issue 12). Used by tests/test_blender_infill.py (small) and bench/blender_infill.py (full).
+importer (issue 12). Used by tests/blender/test_blender_infill.py (small) and bench/blender_infill.py (full).
 
     python infill_bvh.py ZIP SPEC.json OUT.npz CONNECTION_FILE
 

@@ -1,4 +1,4 @@
-"""Runs INSIDE a venv with the real ``bpy`` wheel and motioncore's src on PYTHONPATH (tests/test_io_blender.py):
+"""Runs INSIDE a venv with the real ``bpy`` wheel and motioncore's src on PYTHONPATH (tests/io/test_io_blender.py):
 
     python io_roundtrip.py IN.bvh OUTDIR OUT.json
 

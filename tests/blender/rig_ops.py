@@ -1,5 +1,5 @@
 """Runs INSIDE a venv with the real ``bpy`` wheel: Connect, Map Bones and Hands In-fill on rigs made by
-Blender's own BVH importer at its defaults (issue 12 items 9, 10, 13). Used by tests/test_blender_infill.py.
+Blender's own BVH importer at its defaults (issue 12 items 9, 10, 13). Used by tests/blender/test_blender_infill.py.
 
     python rig_ops.py ZIP CONNECTION_FILE BODY_BVH HAND_BVH OUT.json
 

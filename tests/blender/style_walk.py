@@ -1,5 +1,5 @@
 """Runs INSIDE a venv with the real ``bpy`` wheel: Style from example on a clip of a held-out style (issue 15
-item 4). Used by tests/test_blender_style.py.
+item 4). Used by tests/blender/test_blender_style.py.
 
     python style_walk.py ZIP CONNECTION_FILE EXAMPLE_BVH WALKER_BVH SPEC.json OUT.npz
 

@@ -24,3 +24,18 @@ def addon_module(name: str) -> types.ModuleType:
         pkg.__path__ = [str(ADDON)]
         sys.modules[PKG] = pkg
     return importlib.import_module(f"{PKG}.{name}")
+
+
+def unit_quat(q):
+    """``q`` (..., 4) scaled to unit length."""
+    import numpy as np
+
+    q = np.asarray(q, float)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def same_rotation(a, b, atol=1e-9) -> bool:
+    """Whether WXYZ quaternions ``a`` and ``b`` are the same rotations (q == -q)."""
+    import numpy as np
+
+    return bool(np.allclose(np.abs(np.sum(unit_quat(a) * unit_quat(b), axis=-1)), 1.0, atol=atol))

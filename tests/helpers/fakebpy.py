@@ -1,6 +1,6 @@
 """A small test double of the few ``bpy`` APIs the add-on uses, so its operators run against a live server
-in milliseconds without Blender (tests/test_addon_fake_bpy.py). Blender 4.2 behaviour: legacy
-``Action.fcurves``, no action slots. Real Blender is covered by tests/test_blender_real.py.
+in milliseconds without Blender (tests/addon/test_addon_fake_bpy.py). Blender 4.2 behaviour: legacy
+``Action.fcurves``, no action slots. Real Blender is covered by tests/blender/test_blender_real.py.
 
 What is faithful: operator properties from (string) annotations with their defaults; f-curves with bulk
 ``keyframe_points.add`` / ``foreach_get`` / ``foreach_set`` (``co`` and the ``type`` enum as integers),

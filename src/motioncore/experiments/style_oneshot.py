@@ -39,7 +39,7 @@ from ..models.pfnn import PFNN
 from .learnet_setup import Prepared
 from .learnet_train import ExemplarSampler, _pfnn_of, _write, model_configs, train_stage
 
-HELD_OUT = ("elderly", "not-confident", "proud")  # chosen from the walk statistics before any training (README)
+HELD_OUT = ("elderly", "not-confident", "proud")  # chosen from the walk statistics before any training (docs/models.md)
 
 
 @dataclass(frozen=True)

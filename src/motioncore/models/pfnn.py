@@ -229,7 +229,7 @@ class PFNNRuntime:
     ``POINTS_AFTER_SETS`` stored sets, reading that many 2.4 MB sets costs more than evaluating the K
     control points for every row, and since every stored set is a blend of them (``set_coeff``), the
     batch runs that way instead (`_run_points`). All paths agree with the row-by-row evaluation to float
-    rounding (tests/test_pfnn.py). A style code z given to ``from_model`` is baked into every stored set
+    rounding (tests/models/test_pfnn.py). A style code z given to ``from_model`` is baked into every stored set
     and control point (the adapter does not depend on phase).
     """
 

@@ -1,9 +1,9 @@
 """One-shot style adaptation: a learnet PFNN reads a style code z from ONE exemplar clip, and walks paths
 in that style with its weights ``W_k + M1 diag(f(z)) M2`` (no fine-tuning).
 
-The model (kind ``learnet-pfnn``) is trained by `motioncore.experiments.learnet_style`; the bundled
-``learnet-biped`` is that run on Bandai dataset 2 with the style ``elderly`` held out (its README numbers,
-a negative result on the held-out style, are in the checkpoint's ``metrics``).
+The model (kind ``learnet-pfnn``) is trained by `motioncore.experiments` (scripts/style_train.py); the
+bundled ``learnet-biped`` holds out three Bandai styles (docs/models.md; its figures, a mostly negative
+result on the held-out styles, are in the checkpoint's ``metrics``).
 
 Use::
 

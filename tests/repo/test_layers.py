@@ -1,0 +1,118 @@
+"""The package layout: no import cycle, and each folder of motioncore imports only the layers below it.
+
+The graph comes from scripts/import_depth.py (read with `ast`, nothing imported). Edges are every import
+that can run: module-level ones *and* lazy ones inside functions (a lazy import that closes a cycle still
+couples the two modules); only `if TYPE_CHECKING:` blocks are skipped. A module-level cycle is the hard
+failure (Python can fail to import it); the lazy-inclusive test keeps the design honest.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("_import_depth_under_test", ROOT / "scripts" / "import_depth.py")
+assert _spec and _spec.loader
+deps = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = deps   # dataclasses look their module up there
+_spec.loader.exec_module(deps)
+
+# Bottom-up: a module may import its own folder and any folder of a strictly lower rank.
+# errors.py and configs.py are the root: stdlib-only modules every layer may use.
+RANK = {
+    "errors": 0, "configs": 0,   # top-level leaf modules
+    "wire": 0,                   # protocol + client: stdlib, numpy, zmq only (vendored into the add-on)
+    "core": 1,                   # rotations, skeleton, motion, kinematics
+    "io": 2,                     # bvh, blender, atomic
+    "data": 3,                   # datasets, cache, windows
+    "features": 4,               # PFNN / MANN feature layouts
+    "models": 5,                 # nets, registry, checkpoint, sampling
+    "train": 6,                  # training loop and recipes
+    "tasks": 7,                  # locomotion, paths, infill, style
+    "retarget": 8,               # joint maps and retargeting (fills missing joints with tasks.infill)
+    "eval": 9,                   # benchmarks
+    "batch": 10, "experiments": 10,
+    "recipes": 10,               # training recipes on retargeted data, validated with the benchmarks (infill-body)
+    "cli": 11,                   # the `motioncore` command
+}
+WIRE_THIRD_PARTY = {"numpy", "zmq", "msgspec"}  # msgspec: the C JSON codec (optional, stdlib fallback)
+
+
+def _layer(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_no_module_level_import_cycle():
+    g = deps.graph(deps.edges(), lazy=False)
+    assert deps.cycles(g) == []
+
+
+def test_no_import_cycle_counting_imports_inside_functions():
+    g = deps.graph(deps.edges(), lazy=True)
+    assert deps.cycles(g) == []
+
+
+def test_every_folder_and_top_level_module_has_a_layer():
+    files = deps.module_files()
+    layers = {_layer(m) for m in files if m.startswith("motioncore.")}
+    assert layers <= set(RANK), f"place these in tests/repo/test_layers.py RANK: {sorted(layers - set(RANK))}"
+
+
+def test_each_folder_imports_only_layers_below_it():
+    bad = []
+    for e in deps.edges():
+        if not e.src.startswith("motioncore.") or e.dst == "motioncore":
+            continue
+        if not e.dst.startswith("motioncore."):
+            bad.append(f"{e.src}:{e.line} imports {e.dst}")  # motioncore never imports motioncore_server
+            continue
+        a, b = _layer(e.src), _layer(e.dst)
+        if a != b and RANK[b] >= RANK[a]:
+            bad.append(f"{e.src}:{e.line} ({a}, rank {RANK[a]}) imports {e.dst} ({b}, rank {RANK[b]})")
+    assert not bad, "\n".join(bad)
+
+
+def test_top_level_package_imports_only_errors():
+    for e in deps.edges():
+        if e.src == "motioncore":
+            assert e.dst == "motioncore.errors", e
+
+
+def test_wire_imports_only_stdlib_numpy_zmq_and_itself():
+    folder = ROOT / "src" / "motioncore" / "wire"
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:   # relative: only a sibling inside wire/
+                    assert node.level == 1, f"{path.name}:{node.lineno}"
+                    continue
+                names = [node.module or ""]
+            else:
+                continue
+            for n in names:
+                top = n.split(".")[0]
+                assert top in sys.stdlib_module_names or top in WIRE_THIRD_PARTY, f"{path.name}:{node.lineno} {n}"
+
+
+def test_each_folder_init_says_what_the_layer_is_and_may_import():
+    for init in sorted((ROOT / "src" / "motioncore").glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        first = doc.splitlines()[0] if doc else ""
+        assert first.startswith("Layer ") and "import" in first.lower(), f"{init}: {first!r}"
+
+
+def test_import_depth_script_runs(capsys):
+    assert deps.main([]) == 0
+    assert "import depth:" in capsys.readouterr().out
+
+
+def test_no_source_file_over_500_lines():
+    """Issue 25: files split by responsibility. The add-on's vendor/ copies are built from src/ (checked there)."""
+    long = {str(f.relative_to(ROOT)): n for d in ("src", "server", "addon") for f in sorted((ROOT / d).rglob("*.py"))
+            if "vendor" not in f.parts and (n := len(f.read_text().splitlines())) > 500}
+    assert long == {}
