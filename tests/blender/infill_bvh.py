@@ -5,7 +5,9 @@ importer (issue 12). Used by tests/blender/test_blender_infill.py (small) and be
 
 SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps",
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
-range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call)}],
+range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
+"adapt": seconds (Learn This Action over the whole action before the in-fill), "jerk": bool (also evaluate the
+gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon)}],
 "checks": bool}.
 Per clip: import, evaluate the truth on the gap frames, delete the keys strictly inside the gaps, evaluate
 Blender's BEZIER (auto-clamped) and LINEAR interpolation of the remaining keys, then run
@@ -171,15 +173,31 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
             "modes": sorted({pb.rotation_mode for pb in obj.pose.bones}), "blender": bpy.app.version_string,
             "action_frames": [float(v) for v in obj.animation_data.action.frame_range]}
     arrays[f"{name}/truth"] = evaluate(obj, frames)
+    lo_all, hi_all = (int(round(v)) for v in obj.animation_data.action.frame_range)
+    jframes = np.unique(np.concatenate([np.arange(max(lo_all, a - 3), min(hi_all, b + 3) + 1) for a, b in gaps]))
+    if clip.get("jerk"):
+        arrays[f"{name}/jframes"] = jframes
+        arrays[f"{name}/j_truth"] = evaluate(obj, jframes)
     delete_inside(obj, gaps)
     user = keys_of(obj)
     for kind in ("BEZIER", "LINEAR"):
         set_interpolation(obj, kind)
         arrays[f"{name}/{kind.lower()}"] = evaluate(obj, frames)
+        if clip.get("jerk") and kind == "BEZIER":
+            arrays[f"{name}/j_bezier"] = evaluate(obj, jframes)
     set_interpolation(obj, "BEZIER")
     msgs, times = [], []
     full = clip.get("full_range")
-    lo_all, hi_all = (int(round(v)) for v in obj.animation_data.action.frame_range)
+    if clip.get("adapt"):   # Learn This Action over the whole action first (the server caches the copy)
+        sc = bpy.context.scene
+        sc.frame_start, sc.frame_end = lo_all, hi_all
+        t = time.perf_counter()
+        try:
+            bpy.ops.motioncore.adapt_action("EXEC_DEFAULT", True, seconds=float(clip["adapt"]))
+            info["adapt_report"] = last_report()
+        except RuntimeError as e:
+            info["adapt_report"] = "ERROR " + str(e)
+        info["adapt_s"] = time.perf_counter() - t
     prof: dict | None = {} if clip.get("profile") else None
     for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
         ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
@@ -200,6 +218,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
         if prof:
             info["profile_warm"] = prof["text"]
     arrays[f"{name}/addon"] = evaluate(obj, frames)
+    if clip.get("jerk"):
+        arrays[f"{name}/j_addon"] = evaluate(obj, jframes)
     info.update(reports=msgs, op_s=times, modes_after=sorted({pb.rotation_mode for pb in obj.pose.bones}))
     now = keys_of(obj)
     info["user_keys_kept"] = all(

@@ -1,0 +1,114 @@
+"""The animator's test in real Blender, on performers the model never saw (issue 32 item 6): CMU subjects 05
+(dance) and 07 (walks), imported with Blender's own BVH importer at its defaults (Euler bones, the scene at the
+clip's rate), keys deleted inside up to 12 gaps of 5, 15 and 30 frames (at 30 fps; scaled to the clip's rate),
+then the add-on's In-fill over the whole action at its defaults, with and without Learn This Action first.
+Against the deleted truth and Blender's Bezier of the same keys: cm, degrees (ratios to Bezier) and jerk (the
+gaps and 3 frames either side, over the truth's).
+
+    PYTHONPATH=src:server python bench/blender_clips.py [--adapt 20] [--blender 5.0.1] [--out DIR] [--quick]
+
+Writes DIR/results.json and prints one line per (subject, length, mode). Never asserts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import blender_infill as bi  # noqa: E402  (sibling module)
+
+CLIPS = {"05": ("05_02", "05_06", "05_10", "05_14"), "07": ("07_01", "07_03", "07_05", "07_07", "07_09", "07_11")}
+
+
+def gaps_for(n_frames: int, length: int, fps: float, count: int = 12, spacing: int = 60) -> list[list[int]]:
+    """Up to ``count`` gaps of ``length`` frames at 30 fps (scaled to ``fps``), ``spacing`` 30-fps frames apart
+    and 10 from either end (Blender frames from 1, inclusive)."""
+    k = fps / 30.0
+    L, sp, edge = int(round(length * k)), int(round(spacing * k)), int(round(10 * k))
+    room = n_frames - 2 * edge
+    n = min(count, max(0, (room + sp) // (L + sp)))
+    if n == 0:
+        return []
+    starts = edge + 1 + (np.linspace(0, room - L, n).round().astype(int) if n > 1 else np.array([(room - L) // 2]))
+    return [[int(s), int(s + L - 1)] for s in starts]
+
+
+def jerk(x: np.ndarray, frames: np.ndarray) -> float:
+    """Sum over runs of consecutive frames of the size of the third difference of world joint positions."""
+    pos = x[..., :3, 3]
+    cut = np.flatnonzero(np.diff(frames) != 1) + 1
+    return float(sum(np.linalg.norm(np.diff(p, n=3, axis=0), axis=-1).sum()
+                     for p in np.split(pos, cut) if len(p) > 3))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--adapt", type=float, default=20.0, help="Learn This Action seconds (0: skip that pass)")
+    ap.add_argument("--blender", default="5.0.1")
+    ap.add_argument("--lengths", type=int, nargs="+", default=[5, 15, 30])
+    ap.add_argument("--quick", action="store_true", help="two clips per subject")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    from motioncore.io.bvh import read_bvh
+
+    folder = Path(bi.cmu_test_clips()[0]).parent
+    spec = []
+    for subj, names in CLIPS.items():
+        for n in names[:2] if a.quick else names:
+            path = folder / f"{n}.bvh"
+            if not path.is_file():
+                continue
+            mo = read_bvh(path)
+            for L in a.lengths:
+                gaps = gaps_for(mo.num_frames, L, mo.fps)
+                if not gaps:
+                    continue
+                for mode, secs in (("default", 0.0), ("adapt", a.adapt)):
+                    if mode == "adapt" and not secs:
+                        continue
+                    spec.append({"name": f"{n}-{L}-{mode}", "path": str(path), "rotate_mode": None, "fps": mo.fps,
+                                 "gaps": gaps, "full_range": True, "jerk": True, "adapt": secs or None,
+                                 "unit_cm": 2.54 / 0.45, "subject": subj, "length": L, "mode": mode})
+    work = Path(a.out or tempfile.mkdtemp(prefix="blender-clips-"))
+    work.mkdir(parents=True, exist_ok=True)
+    d, res = bi.run_driver({"clips": spec}, a.blender, work)
+    rows = []
+    for c in spec:
+        info = {**res[c["name"]], "unit_cm": c["unit_cm"]}
+        if "error" in info:
+            rows.append({**c, "error": info["error"][-400:]})
+            continue
+        add, bez = bi.errors(d, info, c["name"], "addon"), bi.errors(d, info, c["name"], "bezier")
+        jf = d[f"{c['name']}/jframes"]
+        jt = jerk(d[f"{c['name']}/j_truth"], jf)
+        rows.append({**c, "addon_cm": add[0], "addon_deg": add[1], "bezier_cm": bez[0], "bezier_deg": bez[1],
+                     "jerk_addon": jerk(d[f"{c['name']}/j_addon"], jf) / jt,
+                     "jerk_bezier": jerk(d[f"{c['name']}/j_bezier"], jf) / jt, "reports": info["reports"][:1],
+                     "adapt_report": info.get("adapt_report"), "gaps_n": len(c["gaps"])})
+    (work / "results.json").write_text(json.dumps(rows, indent=1))
+    print(f"real Blender {a.blender}, CMU test subjects, In-fill over the whole action (results: {work})")
+    for subj in CLIPS:
+        for L in a.lengths:
+            for mode in ("default", "adapt"):
+                rs = [r for r in rows if r["subject"] == subj and r["length"] == L and r["mode"] == mode
+                      and "error" not in r]
+                if not rs:
+                    continue
+                w = np.array([r["gaps_n"] for r in rs], float)
+                f = {k: float(np.average([r[k] for r in rs], weights=w)) for k in
+                     ("addon_cm", "bezier_cm", "addon_deg", "bezier_deg", "jerk_addon", "jerk_bezier")}
+                print(f"  subject {subj}, {L:>2} frames, {mode:<7} ({int(w.sum())} gaps in {len(rs)} clips): "
+                      f"cm {f['addon_cm'] / f['bezier_cm']:.2f}x Bezier, deg {f['addon_deg'] / f['bezier_deg']:.2f}x, "
+                      f"jerk {f['jerk_addon']:.2f}x truth (Bezier {f['jerk_bezier']:.2f}x)")
+    errs = [r for r in rows if "error" in r]
+    if errs:
+        print(f"  {len(errs)} clip(s) failed, first: {errs[0]['name']}: {errs[0]['error'][-200:]}")
+
+
+if __name__ == "__main__":
+    main()
