@@ -34,14 +34,19 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
     sk = Skeleton.from_dict(meta["skeleton"])
     layout = BodyLayout.of(sk)
 
+    weights: list[np.ndarray] = []  # per call, the weight each window's correction got (eval.infill: "Weight")
+
     def fill(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
         kn = np.repeat(known[..., None], sk.num_joints + 1, axis=-1)
         q, p = np.asarray(q, np.float64), np.asarray(p, np.float64)
         conf = confidence(layout, meta["safety"], q, p, kn) if use_safety and meta.get("safety") else None
+        weights.append(np.ones(len(q)) if conf is None else np.asarray(conf, np.float64))
         return run_model(model, layout, q, p, kn, confidence=conf)
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
-    return on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map), meta
+    wrapped = on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map)
+    wrapped.weights = weights  # type: ignore[attr-defined]
+    return wrapped, meta
 
 
 def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float = 0.0, joint_map=None,

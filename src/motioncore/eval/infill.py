@@ -21,7 +21,7 @@ from ..io.atomic import atomic_write, atomic_write_text
 from .baselines import Fill
 from .metrics import l2p_frames, l2q_frames, npss_terms
 
-METRICS = ("L2Q", "L2P", "NPSS", "Jerk")
+METRICS = ("L2Q", "L2P", "NPSS", "Jerk", "Weight")
 JERK_PAD = 3  # keyed frames on each side of the gap in the jerk span
 Results = dict[str, dict[str, dict[str, float]]]
 
@@ -39,6 +39,8 @@ class _Sums:
     channels: int = 0
     jerk: float = 0.0  # sum of the prediction's jerk over the jerk span
     jerk_true: float = 0.0  # the same for the truth
+    weight: float = 0.0  # sum over windows of the weight the model's correction got (a model that says)
+    weighted: int = 0  # windows counted in ``weight``
 
     def add_jerk(self, pred_gp: np.ndarray, true_gp: np.ndarray) -> None:
         """Global positions (N, S, J, 3) over the gap plus its keyed frames on either side."""
@@ -61,7 +63,10 @@ class _Sums:
     def values(self) -> dict[str, float]:
         npss = self.emd_w / self.w if self.w > 0 else self.emd / self.channels
         jerk = self.jerk / self.jerk_true if self.jerk_true > 0 else float("nan")
-        return {"L2Q": self.l2q / self.frames, "L2P": self.l2p / self.frames, "NPSS": npss, "Jerk": jerk}
+        out = {"L2Q": self.l2q / self.frames, "L2P": self.l2p / self.frames, "NPSS": npss, "Jerk": jerk}
+        if self.weighted:
+            out["Weight"] = self.weight / self.weighted
+        return out
 
 
 def jerk_sum(gp: np.ndarray) -> float:
@@ -120,7 +125,9 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
     taken on frames ``[n_past, n_past + n)``. Local quaternions get sign continuity over time first
     (``quat_continuity``), as LaFAN1; predictions are scored as returned. "Jerk" is the prediction's jerk over
     the truth's (``jerk_sum`` of global positions over the gap and ``JERK_PAD`` keyed frames on either side,
-    the keyed frames after the window's target taken from the data where the windows have them).
+    the keyed frames after the window's target taken from the data where the windows have them). "Weight" (models
+    that report it: ``infill-body``) is the mean weight of the network's correction over the windows (1: as
+    trained; less where the keys lie past its training data's limits).
     Returns ``{model: {"L2Q" | "L2P" | "NPSS": {str(n): float}}}`` (JSON-ready)."""
     rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
     lengths = tuple(int(n) for n in lengths)
@@ -138,6 +145,12 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
                 gq, gp = skeleton.forward_kinematics(q[:, n_past:end], p[:, n_past:end])
                 for name, fill in models.items():
                     q_out, p_out = _run_model(name, fill, skeleton, q, p, n_past, n)
+                    ws = getattr(fill, "weights", None)
+                    if ws:  # the body model says how much of its correction each window got (safety limits)
+                        w = np.concatenate(ws)
+                        ws.clear()
+                        sums[name, n].weight += float(w.sum())
+                        sums[name, n].weighted += int(w.size)
                     pq, pp = skeleton.forward_kinematics(q_out[:, n_past:end], p_out[:, n_past:end])
                     sums[name, n].add(pq, gq, pp, gp, x_mean, x_std)
                     a = max(0, n_past - JERK_PAD)
@@ -159,7 +172,7 @@ def results_of(models: Iterable[str], sums: Mapping[tuple[str, int], _Sums]) -> 
     for (m, n), acc in sums.items():
         for k, v in acc.values().items():
             out[m][k][str(n)] = float(v)
-    return out
+    return {m: {k: v for k, v in per.items() if v} for m, per in out.items()}  # "Weight" only where reported
 
 
 # --- reporting -----------------------------------------------------------------------------------
@@ -173,11 +186,12 @@ def _lengths(results: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[s
 def _table(results: Results) -> tuple[list[str], list[list[str]]]:
     """Header and rows of formatted cells (3 decimals for L2Q/L2P, 4 for NPSS; '-' when missing)."""
     lengths = _lengths(results)
-    header = ["model"] + [f"{k}@{n}" for k in METRICS for n in lengths]
+    metrics = [k for k in METRICS if any(k in per for per in results.values())]
+    header = ["model"] + [f"{k}@{n}" for k in metrics for n in lengths]
     rows = []
     for model, per_model in results.items():
         row = [model]
-        for k in METRICS:
+        for k in metrics:
             fmt = "{:.4f}" if k == "NPSS" else "{:.3f}"
             vals = per_model.get(k, {})
             row += [fmt.format(vals[n]) if n in vals else "-" for n in lengths]
@@ -219,10 +233,11 @@ def plot_results(results: Results, path: str | os.PathLike) -> None:
     from matplotlib.figure import Figure
 
     lengths = _lengths(results)
-    fig = Figure(figsize=(13, 4), layout="constrained")
+    metrics = [k for k in METRICS if any(k in per for per in results.values())]
+    fig = Figure(figsize=(3.3 * len(metrics), 4), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(METRICS))
-    for ax, k in zip(axes, METRICS, strict=True):
+    axes = fig.subplots(1, len(metrics))
+    for ax, k in zip(axes, metrics, strict=True):
         for model, per_model in results.items():
             vals = per_model.get(k, {})
             xs = [int(n) for n in lengths if n in vals]

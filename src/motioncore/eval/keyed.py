@@ -229,6 +229,12 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                 gq, gp = skeleton.forward_kinematics(q, p)
                 for name, fill in models.items():
                     oq, op = fill(skeleton, q, p, known)
+                    ws = getattr(fill, "weights", None)
+                    if ws:  # the body model's correction weights per window
+                        w = np.concatenate(ws)
+                        ws.clear()
+                        sums[name, n].weight += float(w.sum())
+                        sums[name, n].weighted += int(w.size)
                     if not (np.isfinite(oq).all() and np.isfinite(op).all()):
                         raise MotioncoreError(f"model {name!r} returned non-finite values")
                     pq, pp = skeleton.forward_kinematics(np.asarray(oq, np.float64), np.asarray(op, np.float64))

@@ -36,7 +36,12 @@ def resolve_models(names: list[str], maps: dict | None = None) -> dict[str, Fill
     """Model names or checkpoint paths to LaFAN1 fill callables. Checkpoints take windows on any body skeleton
     (``eval.keyed.on_skeleton``): the data is never moved for them, so the baselines' rows never depend on
     which models are asked for."""
-    return {name: lafan_fill(k) for name, k in resolve_key_models(names, lafan=True, maps=maps).items()}
+    out = {}
+    for name, k in resolve_key_models(names, lafan=True, maps=maps).items():
+        out[name] = lafan_fill(k)
+        if hasattr(k, "weights"):  # the body model's correction weights (eval.infill's "Weight" column)
+            out[name].weights = k.weights  # type: ignore[attr-defined]
+    return out
 
 
 def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None = None) -> dict[str, KeyFill]:
@@ -56,7 +61,8 @@ def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None 
                                       f"{sorted(KEY_BASELINES)} or infill-body")
             out[name] = key_fill(BASELINES[name])
         elif is_body_checkpoint(name):
-            out[name] = load_body_keyfill(name, joint_map=(maps or {}).get(name))[0]
+            fill = load_body_keyfill(name, joint_map=(maps or {}).get(name))[0]
+            out[name] = fill
         elif is_anyorder_checkpoint(name):
             if not lafan:
                 raise MotioncoreError(f"model {name!r}: the any-order model is benchmarked on LaFAN1 gaps only; "
