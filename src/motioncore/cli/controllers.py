@@ -166,8 +166,14 @@ def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
     gap = ~known
     err = lambda q: float(np.degrees(quat_angle(q[gap], walk.rotations[gap])).mean())  # noqa: E731
     png = plot_infill(walk, iq[0], f.rotations[0], known, name, out / "demo_infill.png")
+    from ..eval.infill import jerk_sum
+
+    _, gp_model = walk.skeleton.forward_kinematics(filled.rotations, filled.positions)
+    _, gp_true = walk.skeleton.forward_kinematics(walk.rotations, walk.positions)
     return {"model": name, "bvh": str(bvh), "frames": T, "keys": int(known.sum()), "filled": int(gap.sum()),
             "model_deg": err(f.rotations[0]), "interp_deg": err(iq[0]), "plot": str(png),
+            # every joint's world position, hips included, over the whole clip: the jitter an animator sees
+            "jerk_over_truth": jerk_sum(gp_model) / jerk_sum(gp_true),
             "seconds": time.perf_counter() - t0}
 
 
@@ -262,8 +268,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         s = summary["infill"]
         print(f"in-fill ({s['model']}): kept {s['keys']} of the walk's {s['frames']} frames as keys (10 + one every "
               f"{DEMO_KEY_EVERY}), filled {s['filled']}; mean error over the filled frames (angle between each "
-              f"joint's filled and true rotation) {s['model_deg']:.2f} deg (Interp {s['interp_deg']:.2f} deg) "
-              f"-> {s['bvh']}; curves {s['plot']}")
+              f"joint's filled and true rotation) {s['model_deg']:.2f} deg (Interp {s['interp_deg']:.2f} deg); "
+              f"jerk {s['jerk_over_truth']:.2f}x the walk's -> {s['bvh']}; curves {s['plot']}")
     print(f"plot (paths, foot contacts): {summary['plot']}  ({time.perf_counter() - t0:.1f} s)")
     return 0
 
