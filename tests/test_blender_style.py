@@ -49,8 +49,8 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.blender]
 
 def held_out_clip(raw) -> tuple[str, Path | None]:
     """(a held-out style, a Bandai walk BVH of it in the data cache, unpacked on demand by ``raw``, or None)."""
-    from motioncore.experiments.style_oneshot import HELD_OUT
     from motioncore.models.registry import load_model
+    from motioncore.train.style import HELD_OUT
 
     _, meta = load_model(MODEL)
     styles = list((meta.get("experiment") or {}).get("holdouts") or HELD_OUT)

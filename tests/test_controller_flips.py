@@ -50,7 +50,8 @@ def sharp_turn() -> Path:
 
 def controller(name: str):
     """The model as the user runs it: the plain controllers, and the style model walking in the style
-    of a real held-out exemplar clip (Bandai test split, ``proud``)."""
+    of a real held-out exemplar clip (Bandai test split, ``proud``), its code fitted to the clip as the
+    server's style request does (`StyleAdapter.fit`)."""
     from motioncore.tasks.locomotion import Controller
 
     if name != "learnet-biped":
@@ -61,7 +62,7 @@ def controller(name: str):
     ad = StyleAdapter.load(name)
     clip = next(c for c in load("bandai", "test", progress=False)
                 if c.labels.get("style") == "proud" and c.labels.get("content") == "walk")
-    return ad.controller(ad.code(clip.motion))
+    return ad.controller(ad.fit(clip.motion))
 
 
 def written_steps(ctl, path: Path, tmp_path, name: str) -> np.ndarray:

@@ -13,9 +13,9 @@ from conftest import needs_data
 
 from motioncore.core.motion import Motion
 from motioncore.eval.style import CONDITIONS, Judge, JudgeConfig, judge_features, train_judge
-from motioncore.experiments.style_eval import evaluate_style
-from motioncore.experiments.style_oneshot import StyleConfig, prepare, split_record, train
+from motioncore.eval.style_heldout import evaluate_style
 from motioncore.models.checkpoint import save_model
+from motioncore.train.style import StyleConfig, prepare, split_record, train
 
 pytestmark = [needs_data, pytest.mark.data]
 
