@@ -153,7 +153,13 @@ class StyleAdapter:
         z0 = self._encode(rows["X"])
         t = lambda a: torch.as_tensor(np.asarray(a, np.float64), dtype=torch.float32, device=self.device)  # noqa: E731
         x, y = t(self._base.x_norm.transform(rows["X"])), t(self._base.y_norm.transform(rows["Y"]))
-        z, info = fit_code(self.model.pfnn, x, y, t(rows["phase"]), t(z0)[None], self.prior, cfg or FitConfig())
+        cfg = cfg or FitConfig()
+        cols = None
+        if cfg.outputs == "pose":
+            names = [b.name for b in self.layout.outputs if b.name in ("joint_pos", "joint_vel", "joint_axes", "joint_rot")]
+            cols = torch.as_tensor(np.concatenate([np.arange(self.layout.output_block(n).start,
+                                                             self.layout.output_block(n).stop) for n in names]))
+        z, info = fit_code(self.model.pfnn, x, y, t(rows["phase"]), t(z0)[None], self.prior, cfg, cols)
         return z.reshape(-1).cpu().numpy(), {**info, "z_encoder": z0}
 
     def controller(self, z: np.ndarray | None) -> Any:
