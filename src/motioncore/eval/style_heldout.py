@@ -27,6 +27,7 @@ from ..data import Clip
 from ..errors import MotioncoreError
 from ..features.poses import ground_joints
 from ..train.learnet_data import Prepared
+from .controllers import rotation_step_limits, rotation_steps
 from .style import CONDITIONS, SETTLE_S, WALK_SPEED_MPS, Judge, walks
 
 WRONG_STYLES = ("active", "happy", "youthful")  # the wrong code of exemplar r comes from WRONG_STYLES[r % 3]
@@ -83,9 +84,12 @@ def _repeat(ctx: dict, h: str, r: int, ex: int) -> dict:
     assert not np.isin(rows, np.arange(prep.starts[ex], prep.starts[ex] + prep.counts[ex])).any()
     nf = {"base": prediction_errors(base_net, prep, rows)["joint_cm"]}
     nf.update({c: prediction_errors(ad.model, prep, rows, _zt(z))["joint_cm"] for c, z in codes.items()})
-    named = {"base": ctx["base_named"]}
-    named.update({c: [jd.name(m, SETTLE_S) for m in walks(ad.controller(z), WALK_SPEED_MPS)] for c, z in codes.items()})
-    return {"exemplar": prep.clips[ex].name, "content": prep.clips[ex].labels.get("content"),
+    named, turns = {"base": ctx["base_named"]}, {}
+    for c, z in codes.items():
+        ws = walks(ad.controller(z), WALK_SPEED_MPS)
+        named[c] = [jd.name(m, SETTLE_S) for m in ws]
+        turns[c] = np.max([rotation_steps(m.rotations).max(0) for m in ws], 0).tolist()  # (J,) degrees per frame
+    return {"max_turn_deg": turns, "exemplar": prep.clips[ex].name, "content": prep.clips[ex].labels.get("content"),
             "wrong_code_from": f"{prep.clips[wrong_clip].name} ({prep.styles[wid]})",
             "speed_mps": WALK_SPEED_MPS, "eval_clips": len(others), "eval_rows": int(len(rows)),
             "next_frame_cm": nf, "judge_named": named, "fit_s": fit_s, "fit_best_step": rep["best_step"],
@@ -140,7 +144,8 @@ def _setup(model: str, base: str, judge: str, clips: list[Clip] | None, progress
     if not np.allclose(prep.x_norm.to_dict()["mean"], ad.meta["x_norm"]["mean"], rtol=1e-4, atol=1e-4):
         raise MotioncoreError(f"--model {model}: its normaliser differs from the data's rows (different data?)")
     base_ctl = Controller.from_model(base_net, base_meta)
-    return {"ad": ad, "cfg": cfg, "base_net": base_net, "judge": jd, "prep": prep,
+    limits = rotation_step_limits([c.motion for c in prep.clips if c.split == "train"])  # (J,) the data's p99.9
+    return {"ad": ad, "cfg": cfg, "base_net": base_net, "judge": jd, "prep": prep, "turn_limits": limits,
             "base_named": [jd.name(m, SETTLE_S) for m in walks(base_ctl, WALK_SPEED_MPS)]}
 
 
@@ -170,7 +175,7 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
                                           "exemplars": v} for h, v in held.items()},
                         "fit_s": {"mean": float(np.mean([r["fit_s"] for r in allr])),
                                   "max": float(np.max([r["fit_s"] for r in allr]))}},
-           "training_styles": _training_styles(ctx),
+           "training_styles": _training_styles(ctx), "turns": _turns(ctx, allr),
            "code": "learnet: the encoder's code fitted to the exemplar (train.style_fit); encoder: not fitted",
            "classifier_test_accuracy": ctx["judge"].meta["test_accuracy"],
            "classifier_test_clips": ctx["judge"].meta["test_clips"],
@@ -180,5 +185,20 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
     res["targets"] = {"held_out_next_frame_10pct_below_base": hn["next_frame_cm"]["learnet"] <= 0.9 * hn["next_frame_cm"]["base"],
                       "held_out_hits_2x_base": hn["classifier_hits"]["learnet"] >= 2 * hn["classifier_hits"]["base"]
                       and hn["classifier_hits"]["learnet"] > 0,
-                      "training_styles_within_5pct": tr["learnet"] <= 1.05 * tr["base"]}
+                      "training_styles_within_5pct": tr["learnet"] <= 1.05 * tr["base"],
+                      "held_out_turns_within_data_p999": not res["turns"]["over"]["learnet"]}
     return res
+
+
+def _turns(ctx: dict, reps: list[dict]) -> dict:
+    """Per code condition, the joints whose fastest per-frame turn over every held-out walk exceeds the
+    training data's 99.9th percentile (``over``: joint -> [degrees, limit]); the worst ratio to the limit."""
+    names, lim = ctx["ad"].skeleton.names, np.asarray(ctx["turn_limits"])
+    out: dict[str, Any] = {"limit_percentile": 99.9, "limits_deg": dict(zip(names, lim.round(2).tolist(), strict=True)),
+                           "over": {}, "worst_ratio": {}}
+    for c in ("learnet", "encoder", "wrong_code"):
+        worst = np.max([r["max_turn_deg"][c] for r in reps], 0)  # (J,)
+        out["over"][c] = {names[j]: [round(float(worst[j]), 1), round(float(lim[j]), 1)]
+                          for j in np.flatnonzero(worst > lim)}
+        out["worst_ratio"][c] = float((worst / np.maximum(lim, 1e-6)).max())
+    return out
