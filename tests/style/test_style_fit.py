@@ -44,6 +44,21 @@ def test_prior_cost_is_the_mahalanobis_distance_over_z():
     assert 0.8 < typical < 1.2   # about 1 for the codes it came from
 
 
+def test_nearest_code_cost_is_a_soft_minimum_over_the_codes():
+    """Against the obvious reference: every code's distance, then -tau log sum exp(-d / tau) in numpy."""
+    rng = np.random.default_rng(1)
+    codes = rng.normal(size=(50, 4))
+    prior = CodePrior.from_codes(codes)
+    z = rng.normal(size=4)
+    d = np.array([(z - c) @ prior.precision @ (z - c) / 4 for c in codes])
+    tau = 0.1
+    want = -tau * (np.log(np.exp(-(d - d.min()) / tau).sum()) - d.min() / tau)
+    assert float(prior.nearest_cost(torch.tensor(z)[None], tau)) == pytest.approx(want, rel=1e-9)
+    assert float(prior.nearest_cost(torch.tensor(codes[7])[None], 0.01)) == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(MotioncoreError, match="no codes stored"):
+        CodePrior(prior.mean, prior.cov).nearest_cost(torch.tensor(z)[None], tau)
+
+
 def test_no_steps_returns_the_encoders_code_and_the_weights_never_move(adapter, proud):
     before = {k: v.clone() for k, v in adapter.model.state_dict().items()}
     z0 = adapter.code(proud)
