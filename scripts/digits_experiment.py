@@ -4,8 +4,9 @@
 """
 from __future__ import annotations
 
+from digits import DigitsConfig, main  # scripts/digits.py, beside this file
+
 from motioncore.configs import parse_config
-from motioncore.experiments.digits import DigitsConfig, main
 
 
 def parse(argv: list[str] | None = None) -> DigitsConfig:

@@ -4,9 +4,10 @@
 """
 from __future__ import annotations
 
+from learnet_style import main  # scripts/learnet_style.py, beside this file
+
 from motioncore.configs import parse_config
-from motioncore.experiments.learnet_setup import LearnetStyleConfig
-from motioncore.experiments.learnet_style import main
+from motioncore.train.learnet_data import LearnetStyleConfig
 
 
 def parse(argv: list[str] | None = None) -> LearnetStyleConfig:

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from motioncore.experiments.style_eval import evaluate_style
+from motioncore.eval.style_heldout import evaluate_style
 from motioncore.io.atomic import atomic_write, atomic_write_text
 from motioncore.models.checkpoint import load_tensors, read_meta, save_tensors
 
@@ -22,7 +22,7 @@ def snapshot(run: Path, state: Path, out: Path) -> dict:
     model = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
     base = read_meta(run / "base")
     exp = base["experiment"]
-    from motioncore.experiments.style_oneshot import StyleConfig
+    from motioncore.train.style import StyleConfig
 
     cfg = StyleConfig(**{k: (tuple(v) if k == "holdouts" else v) for k, v in exp.items()})
     from motioncore.models.learnet import StyleEncoderConfig

@@ -358,7 +358,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
 
 class MOTIONCORE_OT_style_adapt(_WalkBase):
     """Walk the active armature along the selected curve in the style of the Style Example action
-    (one-shot adaptation: the server reads a style code from the example; no training)"""
+    (one-shot adaptation: the server reads a style code from the example and fits it to the example; no training)"""
 
     bl_idname = "motioncore.style_adapt"
     bl_label = "Walk in Example's Style"
@@ -378,6 +378,11 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
                                   _preset(context), self._state["offsets"], s.gait or None, bone_map(arm),
                                   float(s.speed), self.until(context))
+
+    def apply(self, context: bpy.types.Context, value: Any) -> str:
+        done = super().apply(context, value)
+        fit = value[0].get("code_fit")
+        return done if not fit else f"{done}; style code fitted to the example in {float(fit['seconds']):.1f} s"
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"

@@ -12,7 +12,7 @@ the per-frame features and the pose decoding stay in numpy on the CPU.
 
 ``learnet-pfnn`` checkpoints (``learnet-biped``) serve ``style.adapt``: an exemplar clip (rotation form)
 or a style code ``z``, plus the same path form; the path is walked by the learnet's PFNN with the
-exemplar's code baked in (`motioncore.tasks.style`).
+exemplar's code baked in: the encoder's code fitted to the exemplar at request time (`motioncore.tasks.style`).
 """
 from __future__ import annotations
 
@@ -269,12 +269,19 @@ def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: t
             try:
                 motion, missing = ad.motion(inputs["rotations"], inputs["root"], content.get("joints"),
                                             content.get("fps"), content.get("root_space") == "ground")
-                z = ad.code(motion)
+                if ad.prior is None:  # an older checkpoint: the encoder alone
+                    z, fit = ad.code(motion), None
+                else:  # the encoder's code fitted to the exemplar (train.style_fit)
+                    z, rep = ad.fit_report(motion)
+                    fit = {"steps": rep["steps"], "best_step": rep["best_step"], "rows": rep["rows"],
+                           "seconds": round(rep["fit_s"], 3)}
             except MotioncoreError as e:
                 raise InvalidRequest(str(e)) from None
             source = "exemplar"
         out, arrays = rollout_path(ad.controller(z), name, inputs, content, ctx)
         out.update(style_from=source, missing_joints=missing)
+        if source == "exemplar":
+            out["code_fit"] = fit
         arrays["z"] = np.asarray(z, np.float32)
         return out, arrays
 

@@ -33,7 +33,7 @@ RANK = {
     "tasks": 7,                  # locomotion, paths, infill, style
     "retarget": 8,               # joint maps and retargeting (fills missing joints with tasks.infill)
     "eval": 9,                   # benchmarks
-    "batch": 10, "experiments": 10,
+    "batch": 10,
     "recipes": 10,               # training recipes on retargeted data, validated with the benchmarks (infill-body)
     "cli": 11,                   # the `motioncore` command
 }

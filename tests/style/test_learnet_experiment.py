@@ -3,6 +3,7 @@ its outputs, the held-out style kept out of training, the exemplar kept out of e
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,12 +12,14 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.experiments.learnet_setup import LearnetStyleConfig, clip_rows, eval_rows, prepare
-from motioncore.experiments.learnet_style import CONDITIONS, exemplar_code, main
-from motioncore.experiments.learnet_train import ExemplarSampler, encode_spans, load_learnet, model_configs
 from motioncore.models import PFNN
 from motioncore.models.checkpoint import read_meta
 from motioncore.models.learnet_pfnn import LearnetPFNN
+from motioncore.train.learnet import ExemplarSampler, encode_spans, load_learnet, model_configs
+from motioncore.train.learnet_data import LearnetStyleConfig, clip_rows, eval_rows, prepare
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # the experiment lives in scripts/
+from learnet_style import CONDITIONS, exemplar_code, main  # noqa: E402
 
 pytestmark = [needs_data, pytest.mark.data]
 

@@ -13,9 +13,9 @@ from conftest import needs_data
 
 from motioncore.core.motion import Motion
 from motioncore.eval.style import CONDITIONS, Judge, JudgeConfig, judge_features, train_judge
-from motioncore.experiments.style_eval import evaluate_style
-from motioncore.experiments.style_oneshot import StyleConfig, prepare, split_record, train
+from motioncore.eval.style_heldout import evaluate_style
 from motioncore.models.checkpoint import save_model
+from motioncore.train.style import StyleConfig, prepare, split_record, train
 
 pytestmark = [needs_data, pytest.mark.data]
 
@@ -96,9 +96,14 @@ def test_eval_style_writes_the_issue_schema(run, clips, tmp_path):
         for r in v["exemplars"]:
             assert r["exemplar"].split("_")[-2] == style or style in r["exemplar"]
             assert all(len(r["judge_named"][c]) == 3 for c in CONDITIONS)  # three paths per model
-    # the three models differ: the code changes the walk
+    # the three models differ: the code changes the walk; fitting changes the code
     nf = h["next_frame_cm"]
-    assert nf["learnet"] != nf["wrong_code"]
+    assert nf["learnet"] != nf["wrong_code"] and nf["learnet"] != nf["encoder"]
+    # the turns are measured against the data's 99.9th percentile, per joint
+    t = res["turns"]
+    assert set(t["over"]) == {"learnet", "encoder", "wrong_code"} and len(t["limits_deg"]) == 22
+    assert all(d >= lim for over in t["over"].values() for d, lim in over.values())   # (rounded to 0.1)
+    assert res["targets"]["held_out_turns_within_data_p999"] == (not t["over"]["learnet"])
     json.dumps(res)
 
 

@@ -183,7 +183,7 @@ def _cmd_eval_style(args: argparse.Namespace) -> int:
 
     from ..errors import UsageError
     from ..eval.style import format_style, plot_style
-    from ..experiments.style_eval import evaluate_style
+    from ..eval.style_heldout import evaluate_style
     from ..io.atomic import atomic_write_text
     from ..models.checkpoint import CheckpointError, read_meta
     from ..models.registry import resolve

@@ -1,4 +1,4 @@
-"""The style judge and the walks it judges, for ``motioncore eval style`` (`experiments.style_eval` runs it).
+"""The style judge and the walks it judges, for ``motioncore eval style`` (`eval.style_heldout` runs it).
 
 1. **The judge** (`train_judge`): a `StyleJudge` classifier trained on real Bandai locomotion clips of
    every style (held-out ones included: it is a judge, not the model), on the clips' train split, with
@@ -9,10 +9,11 @@
 2. **Walks**: for each held-out style and each of ``n_exemplars`` exemplar clips of it, the same paths
    (`judge_paths`: straight, an arc, an S-curve, all at ``WALK_SPEED_MPS``: at an exemplar's own speed the
    base's slow walks were already named "elderly", the speed set the style) are walked by the base
-   PFNN, the learnet with the exemplar's code, and the learnet with a wrong (training) style's code; the
+   PFNN, the learnet with the exemplar's code fitted to it (``learnet``) and its encoder's code alone
+   (``encoder``), and the learnet with a wrong (training) style's code; the
    judge names each walk's style (the first second, the start from the mean pose, is left out). A hit is
    the exemplar's style.
-3. **Next-frame error** (cm, the 21 body joints, from ground-truth inputs) of the three on every other
+3. **Next-frame error** (cm, the 21 body joints, from ground-truth inputs) of each on every other
    clip of the held-out style; and base vs learnet on the training styles' test split (the learnet's
    code from each style's fixed exemplar, another clip of that style).
 
@@ -39,7 +40,7 @@ from ..features.poses import clip_features, ground_joints
 from ..io.atomic import atomic_write
 from ..models.style_judge import StyleJudge, StyleJudgeConfig
 
-CONDITIONS = ("base", "learnet", "wrong_code")
+CONDITIONS = ("base", "learnet", "encoder", "wrong_code")  # learnet: the code fitted to the exemplar
 WALK_SPEED_MPS = 1.2  # every judged walk's speed: a plain walk (Bandai's normal walks: 1.1-1.4 m/s)
 SETTLE_S = 1.0  # seconds of each walk left out of the verdict (the start from the mean pose)
 
@@ -188,8 +189,8 @@ def format_style(res: dict) -> str:
     h, t = res["held_out"], res["training_styles"]
     lines = [f"One-shot style, held-out styles {', '.join(h['styles'])} ({res['walks_per_condition']} walks per model; "
              f"judge test accuracy {res['classifier_test_accuracy']:.2f} on {res['classifier_test_clips']} clips)", "",
-             "| style | next-frame cm: base | learnet | wrong code | judge hits: base | learnet | wrong code |",
-             "|---|---|---|---|---|---|---|"]
+             "| style | next-frame cm: base | learnet (fitted code) | encoder alone | wrong code "
+             "| judge hits: base | learnet | encoder | wrong code |", "|---|---|---|---|---|---|---|---|---|"]
     rows = [(s, v["next_frame_cm"], v["classifier_hits"]) for s, v in h["per_style"].items()]
     rows.append(("**all held-out**", h["next_frame_cm"], h["classifier_hits"]))
     for name, nf, hit in rows:
@@ -203,7 +204,7 @@ def format_style(res: dict) -> str:
 
 
 def plot_style(res: dict, path: str | os.PathLike) -> Path:
-    """Two panels per held-out style: next-frame error and judge hit rate of base, learnet, wrong code."""
+    """Two panels per held-out style: next-frame error and judge hit rate of each condition."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -216,7 +217,8 @@ def plot_style(res: dict, path: str | os.PathLike) -> Path:
                                       ("classifier_hits", "judge names the exemplar's style (fraction of walks)"))):
         ax = fig.add_subplot(1, 2, k + 1)
         for j, c in enumerate(CONDITIONS):
-            ax.bar(x + (j - 1) * 0.27, [res["held_out"]["per_style"][s][key][c] for s in styles], 0.27, label=c)
+            w = 0.8 / len(CONDITIONS)
+            ax.bar(x + (j - (len(CONDITIONS) - 1) / 2) * w, [res["held_out"]["per_style"][s][key][c] for s in styles], w, label=c)
         ax.set_xticks(x, styles)
         ax.set_title(title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)

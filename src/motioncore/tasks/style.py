@@ -1,14 +1,18 @@
-"""One-shot style adaptation: a learnet PFNN reads a style code z from ONE exemplar clip, and walks paths
-in that style with its weights ``W_k + M1 diag(f(z)) M2`` (no fine-tuning).
+"""One-shot style adaptation: a learnet PFNN reads a style code z from ONE exemplar clip, fits it to the
+clip with a few gradient steps on z alone (`style_fit`), and walks paths in that style with its weights
+``W_k + M1 diag(f(z)) M2`` (every weight shared, no fine-tuning).
 
-The model (kind ``learnet-pfnn``) is trained by `motioncore.experiments` (scripts/style_train.py); the
-bundled ``learnet-biped`` holds out three Bandai styles (docs/models.md; its figures, a mostly negative
-result on the held-out styles, are in the checkpoint's ``metrics``).
+The model (kind ``learnet-pfnn``) is trained by `motioncore.train.learnet`; the bundled ``learnet-biped``
+holds out the styles elderly, not-confident and proud (`motioncore eval style` measures it; its numbers
+are in the checkpoint's ``metrics`` and docs/style.md). Its metadata carries ``code_prior`` (a Gaussian
+over the training clips' codes) and ``stance_floor_cm`` (the training data's foot floor), written by
+``scripts/style_code_prior.py``; the exemplar's feet are put on that floor before anything reads it.
 
 Use::
 
     ad = StyleAdapter.load("learnet-biped")
-    z = ad.code(exemplar_motion)        # (Z,) from the clip's central <= 4 s of PFNN input rows
+    z = ad.fit(exemplar_motion)         # (Z,): the encoder's code, then fitted to the clip
+    z = ad.code(exemplar_motion)        # (Z,): the encoder alone (the clip's central <= 4 s)
     ctl = ad.controller(z)              # a PFNNController with z baked in: ctl.rollout(path)
 
 Legend: T frames, N rows, D_in PFNN inputs, Z style code.
@@ -25,6 +29,7 @@ import torch
 from ..core.motion import Motion
 from ..errors import MotioncoreError
 from ..models.learnet_pfnn import LearnetPFNN, StyledPFNN
+from ..train.style_fit import CodePrior, FitConfig, fit_code, level_stance
 
 
 class StyleAdapter:
@@ -40,6 +45,8 @@ class StyleAdapter:
         exp = meta.get("experiment") or {}
         self.window_rows = int(round(float(exp.get("window_max_s", 4.0)) * self.fps))
         self.min_rows = int(round(float(exp.get("window_min_s", 2.0)) * self.fps)) // 2
+        self.prior = CodePrior.from_dict(meta["code_prior"]) if meta.get("code_prior") else None
+        self.floor_cm = meta.get("stance_floor_cm")
 
     @staticmethod
     def load(name_or_path: str | os.PathLike, device: str | torch.device = "cpu") -> StyleAdapter:
@@ -57,6 +64,11 @@ class StyleAdapter:
     def exemplar_rows(self, motion: Motion) -> np.ndarray:
         """(N, D_in) raw PFNN input rows of an exemplar clip on the model's skeleton (phase from the
         feet, gait from speed, as in training). Raises MotioncoreError naming the problem."""
+        return self.exemplar_data(motion)["X"]
+
+    def exemplar_data(self, motion: Motion) -> dict[str, np.ndarray]:
+        """The exemplar's raw PFNN rows (X, Y, phase: `features.pfnn.pfnn_clip`), its feet first put on the
+        training data's floor (`style_fit.level_stance`, when the metadata has ``stance_floor_cm``)."""
         from ..features.pfnn import gait_labels, pfnn_clip
         from ..features.poses import clip_features
 
@@ -66,6 +78,8 @@ class StyleAdapter:
         if abs(motion.fps - self.fps) > 1e-6:
             raise MotioncoreError(f"exemplar: {motion.fps:g} fps; the model runs at {self.fps:g} fps "
                                   "(kinematics.resample it)")
+        if self.floor_cm is not None:
+            motion = level_stance(motion, float(self.floor_cm))
         body = self._base.body
         cf = clip_features(motion, body)
         gid = gait_labels(cf.frames, self.fps, None, self.layout.labels)
@@ -75,7 +89,7 @@ class StyleAdapter:
             need = (self.min_rows + 2 * int(self.fps)) / self.fps
             raise MotioncoreError(f"exemplar: {motion.num_frames} frames ({motion.num_frames / self.fps:.1f} s) give "
                                   f"{n} rows; at least {need:.1f} s of motion is needed")
-        return rows["X"]
+        return rows
 
     def motion(self, rotations: np.ndarray, root: np.ndarray, joints: list[str] | None = None,
                fps: float | None = None, ground: bool = False) -> tuple[Motion, list[str]]:
@@ -114,14 +128,39 @@ class StyleAdapter:
         m = Motion(self.skeleton, rot, pos, self.fps if fps is None else float(fps), "exemplar")
         return (m if fps is None else resample(m, self.fps)), missing
 
-    @torch.no_grad()
     def code(self, motion: Motion) -> np.ndarray:
         """(Z,) style code from the exemplar's central <= window rows (z-scored as in training)."""
-        x = self.exemplar_rows(motion)
+        return self._encode(self.exemplar_rows(motion))
+
+    @torch.no_grad()
+    def _encode(self, x: np.ndarray) -> np.ndarray:
         n = min(len(x), self.window_rows)
         s = (len(x) - n) // 2
         xn = torch.as_tensor(self._base.x_norm.transform(x[s:s + n]), dtype=torch.float32, device=self.device)
         return self.model.encode(xn[None]).reshape(-1).cpu().numpy()  # (1, L, D) -> (Z,)
+
+    def fit(self, motion: Motion, cfg: FitConfig | None = None) -> np.ndarray:
+        """(Z,) style code: the encoder's, then fitted to predict the exemplar's own next frames
+        (`style_fit.fit_code`). Raises MotioncoreError if the checkpoint has no ``code_prior``."""
+        return self.fit_report(motion, cfg)[0]
+
+    def fit_report(self, motion: Motion, cfg: FitConfig | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """(z (Z,), what the fit did: `style_fit.fit_code`'s report plus ``z_encoder``)."""
+        if self.prior is None:
+            raise MotioncoreError("this style model has no code_prior in its metadata (run scripts/style_code_prior.py "
+                                  "on it); use code() for the encoder alone")
+        rows = self.exemplar_data(motion)
+        z0 = self._encode(rows["X"])
+        t = lambda a: torch.as_tensor(np.asarray(a, np.float64), dtype=torch.float32, device=self.device)  # noqa: E731
+        x, y = t(self._base.x_norm.transform(rows["X"])), t(self._base.y_norm.transform(rows["Y"]))
+        cfg = cfg or FitConfig()
+        cols = None
+        if cfg.outputs == "pose":
+            names = [b.name for b in self.layout.outputs if b.name in ("joint_pos", "joint_vel", "joint_axes", "joint_rot")]
+            cols = torch.as_tensor(np.concatenate([np.arange(self.layout.output_block(n).start,
+                                                             self.layout.output_block(n).stop) for n in names]))
+        z, info = fit_code(self.model.pfnn, x, y, t(rows["phase"]), t(z0)[None], self.prior, cfg, cols)
+        return z.reshape(-1).cpu().numpy(), {**info, "z_encoder": z0}
 
     def controller(self, z: np.ndarray | None) -> Any:
         """A PFNNController walking in style z ((Z,); None: the adapters off, the unadapted network)."""

@@ -36,8 +36,9 @@ from ..features.normaliser import layout_normalisers
 from ..features.pfnn import GAITS, ROTATION_ENCODINGS, locomotion_clips, pfnn_dataset, pfnn_layout
 from ..models.learnet_pfnn import LearnetPFNN
 from ..models.pfnn import PFNN
-from .learnet_setup import Prepared
-from .learnet_train import ExemplarSampler, _pfnn_of, _write, model_configs, train_stage
+from .learnet import ExemplarSampler, _pfnn_of, _write, central_span, encode_spans, model_configs, train_stage
+from .learnet_data import Prepared
+from .style_fit import CodePrior, foot_floor
 
 HELD_OUT = ("elderly", "not-confident", "proud")  # chosen from the walk statistics before any training (docs/models.md)
 
@@ -193,6 +194,30 @@ def split_record(cfg: StyleConfig, prep: StylePrepared) -> dict:
                       for i, c in enumerate(prep.clips)]}
 
 
+@torch.no_grad()
+def fit_metadata(model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
+    """What request-time fitting (`train.style_fit`) needs in the checkpoint's metadata: ``stance_floor_cm``
+    (the median over the training styles' exemplar clips of `foot_floor`) and ``code_prior`` (a Gaussian
+    over the encoder's codes of those clips' central ``max_s`` seconds). Held-out styles are never read."""
+    clips = sorted({c for pool in prep.bank.values() for c in pool})
+    spans = [central_span(prep, c, int(round(max_s * prep.layout.fps))) for c in clips]
+    codes = torch.cat([encode_spans(model.eval(), prep.x, spans[i:i + 64]) for i in range(0, len(spans), 64)])
+    prior = CodePrior.from_codes(codes.double().numpy())
+    floor = float(np.median([foot_floor(prep.clips[c].motion) for c in clips]))
+    return {"stance_floor_cm": round(floor, 3),
+            "code_prior": {**prior.to_dict(), "from": f"the encoder's codes of {len(clips)} training clips of "
+                           f"{len(prep.bank)} training styles (central {max_s:g} s); held out: {', '.join(prep.holdouts)}"}}
+
+
+def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
+    """Write `fit_metadata` into the checkpoint JSON at ``path`` (``NAME`` or ``NAME.json``); returns it."""
+    js = Path(path).with_suffix(".json")
+    meta = json.loads(js.read_text())
+    extra = fit_metadata(model, prep, max_s)
+    _write(js, json.dumps({**meta, **extra}, indent=1) + "\n")
+    return extra
+
+
 def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
     """Train base and learnet; write out/base, out/learnet, out/split.json; returns a summary."""
     torch.set_num_threads(cfg.threads)
@@ -224,8 +249,9 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
     if cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
         missing, unexpected = learnet.pfnn.load_state_dict(base.state_dict(), strict=False)
         assert not unexpected and all(".adapters" in k or "adapter" in k for k in missing), (missing, unexpected)
-    _, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg)),  # type: ignore[arg-type]
-                            prep, cfg, "learnet-pfnn", {"pfnn": asdict(lcfg), "encoder": asdict(ecfg)},  # type: ignore[arg-type]
-                            {**meta, "stage_key": lkey})
+    trained, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg)),  # type: ignore[arg-type]
+                                  prep, cfg, "learnet-pfnn", {"pfnn": asdict(lcfg), "encoder": asdict(ecfg)},  # type: ignore[arg-type]
+                                  {**meta, "stage_key": lkey})
+    add_fit_metadata(out / "learnet", trained, prep, cfg.window_max_s)  # type: ignore[arg-type]
     return {"rows": len(prep.x), "train_rows": len(prep.train_idx), "wall_s": {"base": info_b["wall_s"],
                                                                                "learnet": info_l["wall_s"]}}

@@ -21,7 +21,7 @@ from ..models.learnet import StyleEncoderConfig
 from ..models.learnet_pfnn import LearnetPFNN
 from ..models.pfnn import PFNN, PFNNConfig
 from ..train.loop import TrainConfig, fit
-from .learnet_setup import LearnetStyleConfig, Prepared, clip_rows
+from .learnet_data import LearnetStyleConfig, Prepared, clip_rows
 
 
 def load_learnet(path: str | os.PathLike) -> tuple[LearnetPFNN, dict]:

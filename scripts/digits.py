@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..models.anyorder import AnyOrderConfig, AnyOrderTransformer
-from ..models.checkpoint import save_model
-from ..models.sampling import ORDERS, conditioned_order, log_likelihood, make_loss_fn, sample, static_order
-from ..train.loop import TrainConfig, fit
+from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer
+from motioncore.models.checkpoint import save_model
+from motioncore.models.sampling import ORDERS, conditioned_order, log_likelihood, make_loss_fn, sample, static_order
+from motioncore.train.loop import TrainConfig, fit
 
 LEVELS = 17  # pixel intensities 0..16
 SIDE = 8

@@ -1,4 +1,4 @@
-"""One-shot style adaptation of a PFNN with a learnet (Bertinetto et al., NeurIPS 2016), on Bandai
+"""The learnet style experiment (scripts/learnet_experiment.py runs it): one-shot style adaptation of a PFNN with a learnet (Bertinetto et al., NeurIPS 2016), on Bandai
 dataset 2: does a PFNN adapt to an unseen style from ONE exemplar clip, without fine-tuning?
 
 One style (``holdout``, default elderly) is held out entirely; the train split of the other six trains
@@ -45,16 +45,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..core.kinematics import find_body_joints
-from ..data import Clip, get_spec, load
-from ..features.poses import ground_joints
-from ..models.checkpoint import load_state_into, load_tensors, read_meta, save_model
-from ..models.learnet_pfnn import LearnetPFNN
-from ..models.pfnn import PFNN
-from .learnet_setup import LearnetStyleConfig, Prepared, eval_rows, prepare
-from .learnet_train import (
+from motioncore.data import Clip, get_spec, load
+from motioncore.eval.style_heldout import body_joints, prediction_errors
+from motioncore.models.checkpoint import load_state_into, load_tensors, read_meta, save_model
+from motioncore.models.learnet_pfnn import LearnetPFNN
+from motioncore.models.pfnn import PFNN
+from motioncore.train.learnet import (
     ExemplarSampler,
     _write,
     central_span,
@@ -64,34 +62,12 @@ from .learnet_train import (
     model_configs,
     train_stage,
 )
+from motioncore.train.learnet_data import LearnetStyleConfig, Prepared, eval_rows, prepare
 
 CONDITIONS = ("base", "learnet", "learnet_wrong_style", "finetuned")
 
 
 # ----------------------------------------------------------------------------- evaluation
-def body_joints(prep: Prepared) -> np.ndarray:
-    """Joint ids without the ground joints (Bandai's static ``joint_Root``: always 0 in root space)."""
-    sk = prep.clips[0].motion.skeleton
-    return np.setdiff1d(np.arange(len(prep.layout.joints)), ground_joints(sk, find_body_joints(sk)))
-
-
-@torch.no_grad()
-def prediction_errors(model: nn.Module, prep: Prepared, idx: np.ndarray, z: Tensor | None = None) -> dict[str, float]:
-    """z-scored output MSE and mean joint position error (cm, body joints) of next-frame predictions
-    on rows ``idx``; z (len(idx), Z), (1, Z) or None."""
-    model.eval()
-    i = torch.from_numpy(idx)
-    zz = None if z is None else z.expand(len(idx), -1)
-    preds = [model(prep.x[i[s:s + 8192]], prep.phase[i[s:s + 8192]], None if zz is None else zz[s:s + 8192])
-             for s in range(0, len(idx), 8192)]
-    pred = torch.cat(preds)  # (N, D_out) z-scored
-    mse = float(((pred - prep.y[i]) ** 2).mean())
-    J, cols, body = len(prep.layout.joints), prep.layout.output_block("joint_pos").slice, body_joints(prep)
-    raw = prep.y_norm.inverse(pred.double().numpy())[:, cols].reshape(-1, J, 3)
-    true = prep.y_raw[idx][:, cols].astype(np.float64).reshape(-1, J, 3)
-    return {"z_mse": mse, "joint_cm": float(np.linalg.norm(raw - true, axis=-1)[:, body].mean())}
-
-
 @torch.no_grad()
 def exemplar_code(model: LearnetPFNN, prep: Prepared, c: int, max_rows: int) -> Tensor:
     """z (1, Z) from clip ``c``'s central <= max_rows rows."""
