@@ -21,7 +21,22 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
           f"of {c['total']} in {t['wall_s']:.1f} s{rate}; report {args.out}/report.json")
+    _print_left_out(report)
     return _print_errors(report)
+
+
+def _print_left_out(report: dict) -> None:
+    """What the written files lack, on stderr: the target joints held at rest (per distinct set) and the toes
+    or feet below the floor (per file); report.json lists both per file."""
+    sets: dict[tuple[str, ...], int] = {}
+    for joints in report.get("unmapped", {}).values():
+        sets[tuple(joints)] = sets.get(tuple(joints), 0) + 1
+    for joints, n in sets.items():
+        print(f"retarget: {n} file(s) left {len(joints)} target joint(s) unmapped, held at rest: {', '.join(joints)} "
+              "(--map FILE to map them)", file=sys.stderr)
+    for f, low in report.get("below_ground", {}).items():
+        print(f"retarget: {f}: " + ", ".join(f"{j} {d:g} cm below the floor at its lowest" for j, d in low.items()),
+              file=sys.stderr)
 
 
 def _print_errors(report: dict) -> int:
