@@ -135,13 +135,16 @@ def test_retarget_refuses_a_dog_for_a_biped_target(tmp_path, capsys, raw):
     assert rep["counts"]["ok"] == 1 and rep["counts"]["failed"] == 1
     [e] = rep["errors"]
     assert e["stage"] == "map" and e["file"].endswith("dog.bvh") and "\n" not in e["error"]
-    assert "unmapped: joint_Root, Chest, Toes_L, Toes_R" in e["error"] and "--map" in e["error"]
+    assert "another shape" in e["error"] and "unmapped: joint_Root, Toes_L, Toes_R" in e["error"]  # by topology
+    assert "--map" in e["error"]
     assert e["error"] in err
     assert (out / "walk.bvh").is_file() and not (out / "dog.bvh").exists()
 
 
-def test_retarget_refuses_unknown_names_until_a_bone_map_is_given_and_reuses_it(tmp_path, capsys):
+def test_retarget_maps_unknown_names_by_topology_and_a_bone_map_overrides_and_is_reused(tmp_path, capsys):
     import json
+
+    import numpy as np
 
     from motioncore.io.bvh import read_bvh, write_bvh
 
@@ -151,20 +154,23 @@ def test_retarget_refuses_unknown_names_until_a_bone_map_is_given_and_reuses_it(
     src.mkdir()
     write_bvh(src / "renamed.bvh", _body_clip(names))
     write_bvh(tmp_path / "target.bvh", target)
+    argv = ["retarget", str(src), "--target", str(tmp_path / "target.bvh"), "--quiet"]
+    assert main(argv + ["--out", str(tmp_path / "auto")]) == 0   # names unknown: the hierarchy maps all 22
+    assert json.loads((tmp_path / "auto" / "report.json").read_text())["unmapped"] == {}
+    np.testing.assert_allclose(read_bvh(tmp_path / "auto" / "renamed.bvh").rotations, target.rotations, atol=1e-5)
     out = tmp_path / "out"
-    argv = ["retarget", str(src), "--target", str(tmp_path / "target.bvh"), "--out", str(out), "--quiet"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "only 0 of 22 target joints found; unmapped: joint_Root, Hips," in err
-    assert not (out / "renamed.bvh").exists()
-    bone_map = tmp_path / "map.json"   # the add-on's form: {target joint: source joint}
-    bone_map.write_text(json.dumps(dict(zip(target.skeleton.names, names, strict=True))))
-    assert main(argv + ["--map", str(bone_map)]) == 0
+    bone_map = tmp_path / "map.json"   # the add-on's form: {target joint: source joint}; Head from the neck
+    bone_map.write_text(json.dumps(dict(zip(target.skeleton.names, names, strict=True)) | {"Head": "bone_04"}))
+    assert main(argv + ["--out", str(out), "--map", str(bone_map)]) == 0   # a map over a complete map: its word goes
     moved = read_bvh(out / "renamed.bvh")
     assert list(moved.skeleton.names) == list(target.skeleton.names)
+    head, neck = target.skeleton.index("Head"), target.skeleton.index("Neck")
+    assert not np.allclose(moved.rotations[:, head], read_bvh(tmp_path / "auto" / "renamed.bvh").rotations[:, head],
+                           atol=1e-3)
+    assert neck == 4
     write_bvh(src / "renamed2.bvh", _body_clip(names))   # a later run into the same folder, without --map
     capsys.readouterr()
-    assert main(argv) == 0
+    assert main(argv + ["--out", str(out)]) == 0
     assert "using the bone map saved by an earlier run" in capsys.readouterr().err
     assert (out / "renamed2.bvh").is_file()
 
@@ -177,24 +183,27 @@ def test_eval_infill_refuses_a_dog_for_a_biped_model(tmp_path, capsys, raw):
                  "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()   # a note on the resampling, then the refusal
     assert len(err) == 2 and err[1].startswith("motioncore: error: ") and "dog" in err[1], err
-    assert "unmapped: joint_Root, Chest, Toes_L, Toes_R" in err[1] and not (tmp_path / "o").exists()
+    assert "another shape" in err[1] and not (tmp_path / "o").exists()
 
 
-def test_batch_infill_refuses_clips_on_another_skeleton_before_any_work(tmp_path, capsys):
+def test_batch_infill_fills_clips_on_another_skeleton_and_refuses_a_dog_before_any_work(tmp_path, capsys, raw):
     import json
+    import shutil
 
-    from motioncore.io.bvh import write_bvh
+    from motioncore.io.bvh import read_bvh, write_bvh
 
     src = tmp_path / "src"
     src.mkdir()
     write_bvh(src / "walk.bvh", _body_clip())
     write_bvh(src / "renamed.bvh", _body_clip(["bone_00", *_body_clip().skeleton.names[1:]]))
+    shutil.copy(sorted(raw(DOG).rglob("*.bvh"))[0], src / "dog.bvh")
     out = tmp_path / "out"
     assert main(["batch", "infill", str(src), "--out", str(out), "--frozen", "3", "--quiet"]) == 2
     [e] = json.loads((out / "report.json").read_text())["errors"]
-    assert e["stage"] == "map" and e["file"].endswith("renamed.bvh")
-    assert "unmapped: joint_Root;" in e["error"] and e["error"] in capsys.readouterr().err
-    assert (out / "walk.bvh").is_file() and not (out / "renamed.bvh").exists()
+    assert e["stage"] == "map" and e["file"].endswith("dog.bvh") and "another shape" in e["error"]
+    assert e["error"] in capsys.readouterr().err
+    assert (out / "walk.bvh").is_file() and not (out / "dog.bvh").exists()
+    assert read_bvh(out / "renamed.bvh").skeleton.names[0] == "bone_00"   # on its own skeleton
 
 
 # ---------------------------------------------------------------------------------------------- item 8
@@ -249,13 +258,11 @@ def test_bvh_resample_bad_inputs(tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith("expected a .bvh file, got '.txt'")
 
 
-def test_batch_infill_resamples_other_rates_and_says_so(tmp_path, capsys):
-    """A 60 fps clip with a gap given in its own frames: filled at the model's 30 fps, the keys kept."""
+def test_batch_infill_keeps_the_clips_own_rate(tmp_path, capsys):
+    """A 60 fps clip with a gap given in its own frames: filled through the model's 30 fps and back, written at
+    60 fps with all its frames, every frame outside the gap as it was (byte for byte)."""
     import json
 
-    import numpy as np
-
-    from motioncore.core.kinematics import resample
     from motioncore.core.motion import Motion
     from motioncore.io.bvh import read_bvh, write_bvh
 
@@ -266,13 +273,14 @@ def test_batch_infill_resamples_other_rates_and_says_so(tmp_path, capsys):
     (tmp_path / "gaps.json").write_text(json.dumps({"walk": [[30, 50]]}))
     out = tmp_path / "out"
     assert main(["batch", "infill", str(src), "--out", str(out), "--gaps", str(tmp_path / "gaps.json"), "--quiet"]) == 0
-    assert "1 clip(s) at 60 fps resampled to the model's rate first" in capsys.readouterr().err
-    got, want = read_bvh(out / "walk.bvh"), resample(read_bvh(src / "walk.bvh"), 30.0)
-    assert got.fps == 30 and got.num_frames == 41
+    got, had = read_bvh(out / "walk.bvh"), read_bvh(src / "walk.bvh")
+    assert got.fps == 60 and got.num_frames == 81
     [r] = json.loads((out / "report.json").read_text())["files"]
-    assert r["gaps"] == [[15, 25]] and r["resampled_from"] == 60
-    keys = np.r_[0:15, 25:41]
-    assert _quat_angle_deg(got.rotations[keys], want.rotations[keys]).max() < 1e-3
+    assert r["gaps"] == [[30, 50]] and r["fps"] == 60
+    a, b = (src / "walk.bvh").read_text().splitlines(), (out / "walk.bvh").read_text().splitlines()
+    first = next(i for i, line in enumerate(a) if line.startswith("Frame Time")) + 1
+    assert [i - first for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y] == list(range(30, 50))
+    assert _quat_angle_deg(got.rotations[30:50], had.rotations[30:50]).max() > 1e-3   # the gap was filled
 
 
 def test_eval_infill_says_it_resamples(tmp_path, capsys):

@@ -232,3 +232,29 @@ def test_retarget_and_eval_infill_accept_a_degenerate_rest_and_refuse_the_dog(wa
     assert code == 2 and "another shape" in err and "quadruped" in err, err
     assert main(["eval", "infill", "--data", str(dog / "*.bvh"), "--model", "infill-body", "--quiet"]) == 2
     assert "another shape" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------- nothing left in silence
+@needs_data
+def test_retarget_names_unmapped_joints_and_toes_below_the_floor(walk, tmp_path, capsys):
+    """CMU 08_01 (subject 08, a walk) onto Bandai: joint_Root has no source joint (held at rest) and the toes go
+    below the floor (height 0); both are printed and listed per file in report.json."""
+    from motioncore.cli.main import main
+    from motioncore.data import load
+    from motioncore.io.bvh import write_bvh
+
+    src = tmp_path / "src"
+    src.mkdir()
+    clip = next(c for c in load("cmu", progress=False) if c.name == "08_01").motion.slice(0, 240)
+    write_bvh(src / "08_01.bvh", clip)
+    write_bvh(tmp_path / "bandai.bvh", walk)
+    assert main(["retarget", str(src), "--target", str(tmp_path / "bandai.bvh"), "--out", str(tmp_path / "out"),
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "1 file(s) left 1 target joint(s) unmapped, held at rest: joint_Root" in err, err
+    assert "Toes_L" in err and "below the floor" in err, err
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    key = str(src / "08_01.bvh")
+    assert rep["unmapped"] == {key: ["joint_Root"]}
+    low = rep["below_ground"][key]
+    assert 2.0 < low["Toes_L"] < 6.0 and 2.0 < low["Toes_R"] < 6.0, low   # measured 4.5 and 4.6 cm (full clip)

@@ -161,10 +161,15 @@ def check_skeletons(files: Sequence[Path], target: Any, overrides: Mapping[str, 
     return refused
 
 
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-12)
+
+
 def below_ground(motion: Any, joint_map: Any, tol_cm: float = 1.0) -> dict[str, float]:
     """{target toe or foot (mapped, from the map's roles): cm below the floor at its lowest}, for those more
     than ``tol_cm`` below. The floor is height 0 along the body's up axis (the world axis nearest the median
-    hips -> head direction; Y for the project's data)."""
+    hips -> head direction; Y for the project's data); none when the body does not stand (each foot at least
+    135 deg from the head at the hips, median over the frames)."""
     roles = getattr(joint_map, "roles", {}) or {}
     sk = motion.skeleton
     want = [roles[c] for c in ("l_toe", "r_toe", "l_foot", "r_foot") if c in roles and roles[c] in sk._index
@@ -172,7 +177,11 @@ def below_ground(motion: Any, joint_map: Any, tol_cm: float = 1.0) -> dict[str, 
     if not want or "hips" not in roles or "head" not in roles:
         return {}
     gp = motion.global_transforms()[1]
-    up_dir = np.median(gp[:, sk.index(roles["head"])] - gp[:, sk.index(roles["hips"])], axis=0)
+    hips, head = gp[:, sk.index(roles["hips"])], gp[:, sk.index(roles["head"])]
+    for foot in (roles.get("l_foot"), roles.get("r_foot")):   # no floor to speak of unless the body stands
+        if foot is None or np.median(_cos(head - hips, gp[:, sk.index(foot)] - hips)) > np.cos(np.radians(135)):
+            return {}
+    up_dir = np.median(head - hips, axis=0)
     axis = int(np.argmax(np.abs(up_dir)))
     sign = 1.0 if up_dir[axis] > 0 else -1.0
     low = {n: float(-(sign * gp[:, sk.index(n), axis]).min()) for n in want}

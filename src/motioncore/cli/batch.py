@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from .args import add_threads, nonneg_float, nonneg_int, positive_int, set_threads
@@ -60,11 +61,11 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                               fmt=args.format)
     c = report["counts"]
-    moved = [r for r in report["files"] if r.get("resampled_from")]
-    if moved:
-        rates = ", ".join(sorted({f"{r['resampled_from']:g}" for r in moved}))
-        print(f"batch infill: {len(moved)} clip(s) at {rates} fps resampled to the model's rate first (the outputs "
-              "are at the model's rate)", file=sys.stderr)
+    for r in report["files"]:   # what the model did not cover, per file
+        if r.get("status") == "ok" and (r.get("unmapped") or r.get("bezier_only")):
+            print(f"batch infill: {Path(r['file']).name}: through the model's skeleton; model joints it lacks: "
+                  f"{', '.join(r.get('unmapped') or []) or 'none'}; its joints the model does not drive (Bezier of "
+                  f"their keys): {', '.join(r.get('bezier_only') or []) or 'none'}", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")
@@ -128,9 +129,10 @@ def add_subcommands(sub: Any) -> None:
                                                                                               required=True)
     i = b.add_parser("infill", help="fill dropped or marked frames of many BVH clips (resumable)",
                      description="Fill the frames listed in --gaps and/or frozen runs (--frozen N) of every BVH "
-                                 "under SRC with an any-order checkpoint; writes OUT/<base name>.bvh and "
-                                 "OUT/report.json. Existing outputs are skipped. Clips whose joints are not the "
-                                 "model's are refused before any work (in the report). Exit 2 when any clip was "
+                                 "under SRC with an in-filling checkpoint, on each clip's own skeleton (through "
+                                 "the model's and back) and at its own frame rate; writes OUT/<base name>.bvh and "
+                                 "OUT/report.json. Existing outputs are skipped. Clips whose body cannot be mapped "
+                                 "onto the model's (a quadruped) are refused before any work (in the report). Exit 2 when any clip was "
                                  "refused, 1 when any other failed.")
     i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
     i.add_argument("--out", required=True, help="output folder")

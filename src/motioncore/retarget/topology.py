@@ -5,8 +5,9 @@ Legend: J joints, F sampled frames. Positions in any units, any up axis.
 ``find_body`` reads a skeleton as a body: the *hips* are the shallowest joint with three or more branches of
 two joints or more, one of which reaches the *chest* (the first joint down that branch with three such
 branches); the two most alike of the hips' other branches are the legs, the two most alike of the chest's
-are the arms, the longest one left is the neck and head. Along a limb, the hand or foot is where the last
-long bone ends (a bone at least half the chain's longest; the finger and toe bones after it are short); the
+are the arms, the longest one left is the neck and head. Along a limb, the hand is the joint where the
+chain branches most (fingers and thumb; twist helpers branch less), else the hand or foot is where the last
+long bone ends (a bone at least half the chain's longest; the toe bones after it are short); the
 two joints above it are the upper and lower limb and any above those the collar (clavicle, CMU's hip joint).
 Bone lengths are offset norms, so they hold whatever the rest pose.
 
@@ -115,10 +116,11 @@ def _limb(tree: _Tree, start: int, names: Sequence[str]) -> dict[str, tuple[int,
     bones = tree.length[chain[1:]]  # bones[k]: chain[k] -> chain[k + 1]
     if len(chain) < 3 or bones.max() <= 0:
         return None
-    long = np.flatnonzero(bones >= 0.5 * bones.max())
-    e = int(long[-1]) + 1  # the end joint: where the last long bone ends
-    if e < 2:
-        e = 2
+    kids = [len(tree.kids[j]) for j in chain[2:]]
+    if max(kids, default=0) >= 2:   # a hand: where the fingers (and thumb) branch most
+        e = 2 + kids.index(max(kids))
+    else:   # where the last long bone ends (a foot, or a hand without fingers)
+        e = max(int(np.flatnonzero(bones >= 0.5 * bones.max())[-1]) + 1, 2)
     return {"top": tuple(chain[:e - 2]), "upper": (chain[e - 2],), "lower": (chain[e - 1],), "end": (chain[e],),
             "tail": tuple(chain[e + 1:])}
 
@@ -142,8 +144,9 @@ def _chain_side(chain: Sequence[int], names: Sequence[str]) -> str | None:
 def _lateral(poses: np.ndarray, hips: int, chest: int, head: int, legs: Sequence[dict]) -> np.ndarray:
     """(F, 3) per frame up x forward (the body's left, right-handed axes); zero where forward is unclear. Up
     is hips -> chest; forward, across up, is where the knees bend (off the hip-ankle line, as a share of the
-    leg's length) and the toes point (off the ankle). Zero too where the body is not upright (head and feet
-    less than 135 deg apart at the hips: a quadruped, whose spine lies along its forward)."""
+    leg's length) and the toes point (off the ankle). Zero too where the body is not upright (the head and
+    either foot less than 135 deg apart at the hips: a quadruped, whose spine lies along its forward, or a rest
+    pose with the bones along one axis)."""
     up = _unit(poses[:, chest] - poses[:, hips])
     fwd = np.zeros_like(up)
     for leg in legs:
@@ -152,8 +155,11 @@ def _lateral(poses: np.ndarray, hips: int, chest: int, head: int, legs: Sequence
         if leg["tail"]:
             fwd += _unit(poses[:, leg["tail"][0]] - e)
     fwd -= (fwd * up).sum(-1, keepdims=True) * up
-    feet = sum(poses[:, leg["end"][0]] for leg in legs) / len(legs) - poses[:, hips]
-    upright = (_unit(poses[:, head] - poses[:, hips]) * _unit(feet)).sum(-1, keepdims=True) < np.cos(np.radians(135))
+    head_dir = _unit(poses[:, head] - poses[:, hips])
+    upright = np.ones((len(poses), 1), bool)
+    for leg in legs:   # each foot on the other side of the hips from the head
+        foot = _unit(poses[:, leg["end"][0]] - poses[:, hips])
+        upright &= (head_dir * foot).sum(-1, keepdims=True) < np.cos(np.radians(135))
     clear = (np.linalg.norm(fwd, axis=-1, keepdims=True) > 0.1) & upright
     return np.where(clear, np.cross(up, _unit(fwd)), 0.0)
 
@@ -168,7 +174,7 @@ def _first_is_left(poses: np.ndarray, lateral: np.ndarray, a: dict, b: dict, nam
         return bool((v[ok] > 0).mean() >= 0.8), "pose"
     ja, jb = [j for k in _LIMB for j in a[k]], [j for k in _LIMB for j in b[k]]
     sa, sb = _chain_side(ja, names), _chain_side(jb, names)
-    return (sa == "l" or (sa is None and sb == "r")), "names"
+    return (sa == "l" or (sa is None and sb != "l")), "names"   # no word either way: the hierarchy's order
 
 
 def find_body(parents: Sequence[int] | np.ndarray, offsets: np.ndarray, names: Sequence[str],
