@@ -250,7 +250,21 @@ class _InfillBase(_ServerOperator):
         with_obj = f" with the object {self._state['held']!r}" if held and self._state.get("held") else ""
         if (content.get("segments") or [{}])[0].get("mirror"):
             with_obj += f" ({'left' if self._state.get('side') == 'l' else 'right'} hand, mirrored onto the model's)"
-        return f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
+        return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
+                + _not_filled(rig["bones"], bones_written, unmapped))
+
+
+def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
+    """The rig's bones the in-fill left alone, named with the reason (nothing left out in silence)."""
+    def named(bs: list[str]) -> str:
+        return ", ".join(bs[:12]) + (f" and {len(bs) - 12} more" if len(bs) > 12 else "")
+
+    skipped = [b for b in bones if b not in written]
+    no_joint = [b for b in skipped if b in unmapped]
+    keyed = [b for b in skipped if b not in unmapped]
+    out = f"; not filled: {named(no_joint)} (no model joint maps to them; Bone Map to map them)" if no_joint else ""
+    return out + (f"; {'not filled: ' if not out else ''}{named(keyed)} (keyed on every frame of the gaps)"
+                  if keyed else "")
 
 
 class MOTIONCORE_OT_infill(_InfillBase):
