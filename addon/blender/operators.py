@@ -306,8 +306,8 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         return held
 
     def bones(self, arm: Any) -> list[str]:
-        finger_roles = {r for p in rigmap.PRESETS.values() for r in p if r.split("_")[0] in
-                        ("thumb", "index", "middle", "ring", "pinky", "hand", "wrist", "fingers")}
+        finger_roles = {r for p in rigmap.PRESETS.values() for r in p
+                        if r.endswith("_hand") or any(f in r for f in ("thumb", "index", "middle", "ring", "pinky"))}
         names = {rigmap.normalise(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
         return [pb.name for pb in arm.pose.bones if rigmap.normalise(pb.name) in names]
 
@@ -352,8 +352,12 @@ class MOTIONCORE_OT_map_bones(_ServerOperator):
         s = settings(context)
         self._state.update(armature=arm.name)
         task, model = MAP_FOR.get(str(s.map_task), (str(s.map_task), None))
-        return requests.mapping_job([b.name for b in arm.data.bones], task, model, _preset(context), bone_map(arm),
-                                    np.array([tuple(arm.pose.bones[b.name].head) for b in arm.data.bones], np.float64))
+        db = list(arm.data.bones)
+        idx = {b.name: i for i, b in enumerate(db)}
+        return requests.mapping_job([b.name for b in db], task, model, _preset(context), bone_map(arm),
+                                    np.array([tuple(arm.pose.bones[b.name].head) for b in db], np.float64),
+                                    [idx[b.parent.name] if b.parent else -1 for b in db],
+                                    np.array([tuple(b.head_local) for b in db], np.float64))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         if value.get("wrong_kind"):

@@ -12,7 +12,6 @@ maps *target* joint -> *source* joint.
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from . import topology
+from .names import CANONICAL, PRESETS, normalise_name, preset_of, roles_in
 
 __all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "SkeletonMismatch", "apply_overrides", "auto_map",
            "check_map", "clip_poses", "detect_preset", "load_overrides", "normalise_name"]
@@ -36,70 +36,17 @@ class SkeletonMismatch(RetargetError):
     message names the unmapped target joints and says how to give a map (``--map FILE``)."""
 
 
-_BODY = ("root", "hips", "spine", "spine1", "chest", "neck", "neck1", "head", "head_end")
-_SIDED = ("hip", "shoulder", "upper_arm", "forearm", "hand", "upper_leg", "lower_leg", "foot", "toe", "toe_end")
-_FINGERS = tuple(f"{f}{i}" for f in ("index", "middle", "ring", "pinky") for i in (1, 2, 3)) + (
-    "thumb1", "thumb1b", "thumb2", "thumb3")
-CANONICAL: tuple[str, ...] = _BODY + tuple(f"{s}_{p}" for s in "lr" for p in _SIDED + _FINGERS)
-
-
-def _sides(table: dict[str, str], left: str, right: str) -> dict[str, str]:
-    """Expand ``{canonical part: name with {s}}`` for both sides ('{s}' -> the side token)."""
-    return {f"{c}_{part}": name.format(s=tok) for c, tok in (("l", left), ("r", right)) for part, name in table.items()}
-
-
-_LAFAN_SIDED = {"shoulder": "{s}Shoulder", "upper_arm": "{s}Arm", "forearm": "{s}ForeArm", "hand": "{s}Hand",
-                "upper_leg": "{s}UpLeg", "lower_leg": "{s}Leg", "foot": "{s}Foot"}
-_MIXAMO_FINGERS = {f"{f.lower()}{i}": f"mixamorig:{{s}}Hand{f}{i}" for f in ("Index", "Middle", "Ring", "Pinky")
-                   for i in (1, 2, 3)} | {f"thumb{i}": f"mixamorig:{{s}}HandThumb{i}" for i in (1, 2, 3)}
-_MANIPNET = {"hand": "WRIST", "thumb1": "THUMB_CMC_FE", "thumb1b": "THUMB_CMC_AA", "thumb2": "THUMB_MCP_FE",
-             "thumb3": "THUMB_IP_FE"} | {f"{f.lower()}{i}": f"{f}_{k}" for f in ("INDEX", "MIDDLE", "RING", "PINKY")
-                                         for i, k in ((1, "MCP"), (2, "PIP_FE"), (3, "DIP_FE"))}
-
-PRESETS: dict[str, dict[str, str]] = {  # preset -> {canonical name: joint name}
-    "cmu": {"hips": "root", "spine": "lowerback", "spine1": "upperback", "chest": "thorax", "neck": "lowerneck",
-            "neck1": "upperneck", "head": "head"} | _sides(
-        {"hip": "{s}hipjoint", "upper_leg": "{s}femur", "lower_leg": "{s}tibia", "foot": "{s}foot", "toe": "{s}toes",
-         "shoulder": "{s}clavicle", "upper_arm": "{s}humerus", "forearm": "{s}radius", "hand": "{s}wrist"}, "l", "r"),
-    "bandai": {"hips": "Hips", "spine": "Spine", "chest": "Chest", "neck": "Neck", "head": "Head"} | _sides(
-        {"shoulder": "Shoulder_{s}", "upper_arm": "UpperArm_{s}", "forearm": "LowerArm_{s}", "hand": "Hand_{s}",
-         "upper_leg": "UpperLeg_{s}", "lower_leg": "LowerLeg_{s}", "foot": "Foot_{s}", "toe": "Toes_{s}"}, "L", "R"),
-    "lafan1": {"hips": "Hips", "spine": "Spine", "spine1": "Spine1", "chest": "Spine2", "neck": "Neck",
-               "head": "Head"} | _sides(_LAFAN_SIDED | {"toe": "{s}Toe"}, "Left", "Right"),
-    "mixamo": {k: f"mixamorig:{v}" for k, v in {"hips": "Hips", "spine": "Spine", "spine1": "Spine1", "chest": "Spine2",
-                                                 "neck": "Neck", "head": "Head", "head_end": "HeadTop_End"}.items()}
-    | _sides({k: f"mixamorig:{v}" for k, v in (_LAFAN_SIDED | {"toe": "{s}ToeBase", "toe_end": "{s}Toe_End"}).items()}
-             | _MIXAMO_FINGERS, "Left", "Right"),
-    "manipnet-right": {f"r_{k}": v for k, v in _MANIPNET.items()},  # one hand; names carry no side
-    "manipnet-left": {f"l_{k}": v for k, v in _MANIPNET.items()},
-}
-assert all(c in CANONICAL for p in PRESETS.values() for c in p), "preset uses a name outside CANONICAL"
-
-
-def normalise_name(name: str) -> str:
-    """Matching key: namespace ('mixamorig:', 'Armature|') dropped, lowercase, letters and digits only."""
-    return re.sub(r"[^a-z0-9]", "", re.split(r"[:|]", name)[-1].lower())
 
 
 def detect_preset(skeleton: Skeleton) -> str | None:
     """The preset whose joint names (normalised) best cover this skeleton's, or None if none covers
-    at least half its own joints (and 3 joints). Ties go to the earlier preset in ``PRESETS``."""
-    have = {normalise_name(n) for n in skeleton.names}
-    best, best_score = None, 0.0
-    for preset, table in PRESETS.items():
-        hits = sum(normalise_name(n) in have for n in table.values())
-        score = hits / len(table)
-        if hits >= 3 and score >= 0.5 and score > best_score:
-            best, best_score = preset, score
-    return best
+    at least half its own joints (and 3 joints). Ties go to the earlier preset in ``PRESETS`` (`names.preset_of`)."""
+    return preset_of(skeleton.names)
 
 
 def _roles(skeleton: Skeleton, preset: str | None) -> dict[str, str]:
     """canonical name -> this skeleton's joint name, for the preset's joints it has."""
-    if preset is None:
-        return {}
-    by_key = {normalise_name(n): n for n in skeleton.names}
-    return {c: by_key[normalise_name(n)] for c, n in PRESETS[preset].items() if normalise_name(n) in by_key}
+    return roles_in(skeleton.names, preset)
 
 
 @dataclass(frozen=True, eq=False)

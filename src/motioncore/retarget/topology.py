@@ -177,6 +177,20 @@ def _first_is_left(poses: np.ndarray, lateral: np.ndarray, a: dict, b: dict, nam
     return (sa == "l" or (sa is None and sb != "l")), "names"   # no word either way: the hierarchy's order
 
 
+def _hips_and_chest(tree: _Tree, parents: np.ndarray) -> tuple[int, int, int] | None:
+    """(hips, chest, the hips' child toward the chest): the shallowest joint with three or more branches one
+    of which reaches a joint with three (the largest such branch), or None."""
+    for j in np.argsort([_depth(parents, i) for i in range(len(parents))], kind="stable"):
+        best: tuple[int, int] | None = None   # (chest, spine root)
+        for c in tree.branches(int(j)) if len(tree.branches(int(j))) >= 3 else ():
+            ch = next((k for k in tree.main_path(c) if len(tree.branches(k)) >= 3), None)
+            if ch is not None and (best is None or tree.size[c] > tree.size[best[1]]):
+                best = (ch, c)
+        if best is not None:
+            return int(j), best[0], best[1]
+    return None
+
+
 def find_body(parents: Sequence[int] | np.ndarray, offsets: np.ndarray, names: Sequence[str],
               poses: np.ndarray | None = None) -> Body | None:
     """The body parts of a biped-like rig (also a quadruped: its front legs as arms), or None when the
@@ -185,29 +199,21 @@ def find_body(parents: Sequence[int] | np.ndarray, offsets: np.ndarray, names: S
     parents = np.asarray(parents, np.int64)
     offsets = np.asarray(offsets, np.float64)
     tree = _Tree(parents, offsets)
-    hips = chest = spine_root = None
-    for j in np.argsort([_depth(parents, i) for i in range(len(parents))], kind="stable"):
-        br = tree.branches(int(j))
-        if len(br) >= 3:
-            for c in br:
-                ch = next((k for k in tree.main_path(c) if len(tree.branches(k)) >= 3), None)
-                if ch is not None and (spine_root is None or tree.size[c] > tree.size[spine_root]):
-                    chest, spine_root = ch, c
-            if chest is not None:
-                hips = int(j)
-                break
-    if hips is None:
+    found = _hips_and_chest(tree, parents)
+    if found is None:
         return None
+    hips, chest, spine_root = found
     legs_pair = _alike_pair(tree, [c for c in tree.branches(hips) if c != spine_root], names)
     arm_cands = [c for c in tree.branches(chest) if c not in tree.path_between(hips, chest)]
     arms_pair = _alike_pair(tree, arm_cands, names)
     if legs_pair is None or arms_pair is None:
         return None
     necks = [c for c in arm_cands if c not in arms_pair]
-    legs = [_limb(tree, c, names) for c in legs_pair]
-    arms = [_limb(tree, c, names) for c in arms_pair]
-    if not necks or None in legs or None in arms:
+    limbs = [_limb(tree, c, names) for c in (*legs_pair, *arms_pair)]
+    if not necks or any(x is None for x in limbs):
         return None
+    legs: list[dict] = [x for x in limbs[:2] if x is not None]
+    arms: list[dict] = [x for x in limbs[2:] if x is not None]
     neck_path = tree.main_path(max(necks, key=lambda c: (len(tree.main_path(c)), tree.size[c], -c)))
     head = len(neck_path) - 1
     while head > 0 and _END_NAME.search(re.split(r"[:|]", names[neck_path[head]])[-1]):
@@ -219,7 +225,10 @@ def find_body(parents: Sequence[int] | np.ndarray, offsets: np.ndarray, names: S
     arm_left, how_arms = _first_is_left(poses, lateral, arms[0], arms[1], names)
     legs, arms = (legs if leg_left else legs[::-1]), (arms if arm_left else arms[::-1])
     how = "pose" if how == how_arms == "pose" else "names"
-    root_chain = tree.path_between(0, hips)[:-1] if _depth(parents, hips) else []
+    top = hips
+    while parents[top] >= 0:
+        top = int(parents[top])
+    root_chain = tree.path_between(top, hips)[:-1]
     spine = tree.path_between(hips, chest)[1:-1]
     parts = {"root": tuple(root_chain), "hips": (hips,), "spine": tuple(spine), "chest": (chest,),
              "neck": tuple(neck_path[:head]), "head": (neck_path[head],), "head_end": tuple(neck_path[head + 1:])}
