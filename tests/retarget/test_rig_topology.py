@@ -57,6 +57,28 @@ def test_each_name_set_retargets_back_exactly(walk, name_set):
 
 
 @needs_data
+def test_helper_bones_beside_the_body_are_left_alone(walk):
+    """Unreal's mannequin carries IK helpers under its root (ik_foot_root -> ik_foot_l/r, ik_hand_root ->
+    ik_hand_gun -> ik_hand_l/r) and twist bones on its limbs: the root is no hips, the pelvis is."""
+    ue = renamed(walk, NAME_SETS["unreal"])
+    sk = ue.skeleton
+    extra = [("ik_foot_root", "root"), ("ik_foot_l", "ik_foot_root"), ("ik_foot_r", "ik_foot_root"),
+             ("ik_hand_root", "root"), ("ik_hand_gun", "ik_hand_root"), ("ik_hand_l", "ik_hand_gun"),
+             ("ik_hand_r", "ik_hand_gun"), ("upperarm_twist_01_l", "upperarm_l"), ("thigh_twist_01_r", "thigh_r")]
+    names = list(sk.names) + [n for n, _ in extra]
+    parents = list(sk.parents) + [names.index(p) for _, p in extra]
+    off = np.concatenate([sk.offsets, np.tile([[5.0, 1.0, 0.0]], (len(extra), 1))])
+    big = Skeleton(tuple(names), np.array(parents), off)
+    T = ue.num_frames
+    q = np.concatenate([ue.rotations, np.tile([1.0, 0, 0, 0], (T, len(extra), 1))], 1)
+    pos = np.concatenate([ue.positions, np.broadcast_to(off[22:], (T, len(extra), 3))], 1)
+    src = Motion(big, q, pos, ue.fps, ue.name)
+    jm = auto_map(big, walk.skeleton, source_poses=clip_poses(src), target_poses=clip_poses(walk))
+    assert jm.pairs == {n: NAME_SETS["unreal"][n] for n in BANDAI}
+    assert_same(retarget(src, walk.skeleton, jm), walk)
+
+
+@needs_data
 def test_sides_come_from_the_pose_not_the_names(walk):
     """Left and right swapped in the names (the left leg called 'Right...'): the map follows the body."""
     swap = {n: n[:-1] + {"L": "R", "R": "L"}[n[-1]] if n[-2:] in ("_L", "_R") else n for n in BANDAI}

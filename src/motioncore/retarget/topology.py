@@ -20,7 +20,7 @@ bones onto three) are paired by their place along the chain. Only stdlib and num
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,9 +177,10 @@ def _first_is_left(poses: np.ndarray, lateral: np.ndarray, a: dict, b: dict, nam
     return (sa == "l" or (sa is None and sb != "l")), "names"   # no word either way: the hierarchy's order
 
 
-def _hips_and_chest(tree: _Tree, parents: np.ndarray) -> tuple[int, int, int] | None:
-    """(hips, chest, the hips' child toward the chest): the shallowest joint with three or more branches one
-    of which reaches a joint with three (the largest such branch), or None."""
+def _hips_and_chest(tree: _Tree, parents: np.ndarray) -> Iterator[tuple[int, int, int]]:
+    """Candidates (hips, chest, the hips' child toward the chest), shallowest first: a joint with three or
+    more branches one of which reaches a joint with three (the largest such branch). A root whose other
+    branches are IK helpers (Unreal's ik_foot_root) is tried first and fails as a body; its pelvis follows."""
     for j in np.argsort([_depth(parents, i) for i in range(len(parents))], kind="stable"):
         best: tuple[int, int] | None = None   # (chest, spine root)
         for c in tree.branches(int(j)) if len(tree.branches(int(j))) >= 3 else ():
@@ -187,8 +188,7 @@ def _hips_and_chest(tree: _Tree, parents: np.ndarray) -> tuple[int, int, int] | 
             if ch is not None and (best is None or tree.size[c] > tree.size[best[1]]):
                 best = (ch, c)
         if best is not None:
-            return int(j), best[0], best[1]
-    return None
+            yield int(j), best[0], best[1]
 
 
 def find_body(parents: Sequence[int] | np.ndarray, offsets: np.ndarray, names: Sequence[str],
@@ -199,10 +199,16 @@ def find_body(parents: Sequence[int] | np.ndarray, offsets: np.ndarray, names: S
     parents = np.asarray(parents, np.int64)
     offsets = np.asarray(offsets, np.float64)
     tree = _Tree(parents, offsets)
-    found = _hips_and_chest(tree, parents)
-    if found is None:
-        return None
-    hips, chest, spine_root = found
+    for hips, chest, spine_root in _hips_and_chest(tree, parents):
+        body = _read_body(tree, parents, offsets, names, poses, hips, chest, spine_root)
+        if body is not None:
+            return body
+    return None
+
+
+def _read_body(tree: _Tree, parents: np.ndarray, offsets: np.ndarray, names: Sequence[str], poses: np.ndarray | None,
+               hips: int, chest: int, spine_root: int) -> Body | None:
+    """The body with these hips and chest, or None when its legs, arms or neck are not there."""
     legs_pair = _alike_pair(tree, [c for c in tree.branches(hips) if c != spine_root], names)
     arm_cands = [c for c in tree.branches(chest) if c not in tree.path_between(hips, chest)]
     arms_pair = _alike_pair(tree, arm_cands, names)
