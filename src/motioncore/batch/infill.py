@@ -118,7 +118,8 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
             res["unmapped"] = list(jm.unmapped)
             res["bezier_only"] = [n for n in m.skeleton.names if n not in set(jm.pairs.values())]
         stage = "gaps"
-        rj = m.skeleton.index(jm.pairs[jm.roles["hips"]]) if jm is not None and "hips" in jm.roles else 0
+        rj = int(meta["root_joint"]) if jm is None else (   # the joint whose path is the root's
+            m.skeleton.index(jm.pairs[jm.roles["hips"]]) if jm.roles.get("hips") in jm.pairs else 0)
         todo = gap_mask(m.num_frames, gaps.get(Path(path).stem, []))
         for s, e in (frozen_runs(m.rotations, m.positions[:, rj], frozen) if frozen else []):
             todo[s:e] = True
