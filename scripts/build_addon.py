@@ -42,6 +42,8 @@ VENDORED = (
     "core/axes.py",        # Y-up <-> Z-up
     "core/gaps.py",        # gaps, the windows around them, whole-frame masks: one rule for library and add-on
     "retarget/rest.py",    # rest alignment: a rig's pose onto the model's skeleton and back
+    "retarget/names.py",   # joint-name presets: one vocabulary for the library's and the add-on's bone maps
+    "retarget/topology.py",  # bodies from the hierarchy and the pose: the bone map's first step, as the library's
 )
 _RELATIVE = re.compile(r"^from \.\.\w+\.(\w+) import", re.M)   # from ..core.quat_np import -> from .quat_np import
 

@@ -259,7 +259,20 @@ class _InfillBase(_ServerOperator):
         gate = gate_message([g for seg in content.get("segments") or [] for g in seg.get("gate") or []])
         learnt = "; with this action learnt" if any(seg.get("adapted") for seg in content.get("segments") or []) else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}")
+                f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped))
+
+
+def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
+    """The rig's bones the in-fill left alone, named with the reason (nothing left out in silence)."""
+    def named(bs: list[str]) -> str:
+        return ", ".join(bs[:12]) + (f" and {len(bs) - 12} more" if len(bs) > 12 else "")
+
+    skipped = [b for b in bones if b not in written]
+    no_joint = [b for b in skipped if b in unmapped]
+    keyed = [b for b in skipped if b not in unmapped]
+    out = f"; not filled: {named(no_joint)} (no model joint maps to them; Bone Map to map them)" if no_joint else ""
+    return out + (f"; {'not filled: ' if not out else ''}{named(keyed)} (keyed on every frame of the gaps)"
+                  if keyed else "")
 
 
 def gate_message(fits: list[dict[str, Any]]) -> str:
@@ -277,6 +290,7 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
                 f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
             out.append(f"gaps of {f['length']}: {kept}{why}")
     return ("; " + "; ".join(out)) if out else ""
+
 
 class MOTIONCORE_OT_infill(_InfillBase):
     """Fill the frames between your keyed poses (keys you set are kept)"""
@@ -350,8 +364,8 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         return held
 
     def bones(self, arm: Any) -> list[str]:
-        finger_roles = {r for p in rigmap.PRESETS.values() for r in p if r.split("_")[0] in
-                        ("thumb", "index", "middle", "ring", "pinky", "hand", "wrist", "fingers")}
+        finger_roles = {r for p in rigmap.PRESETS.values() for r in p
+                        if r.endswith("_hand") or any(f in r for f in ("thumb", "index", "middle", "ring", "pinky"))}
         names = {rigmap.normalise(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
         return [pb.name for pb in arm.pose.bones if rigmap.normalise(pb.name) in names]
 
@@ -401,8 +415,12 @@ class MOTIONCORE_OT_map_bones(_ServerOperator):
         s = settings(context)
         self._state.update(armature=arm.name)
         task, model = MAP_FOR.get(str(s.map_task), (str(s.map_task), None))
-        return requests.mapping_job([b.name for b in arm.data.bones], task, model, _preset(context), bone_map(arm),
-                                    np.array([tuple(arm.pose.bones[b.name].head) for b in arm.data.bones], np.float64))
+        db = list(arm.data.bones)
+        idx = {b.name: i for i, b in enumerate(db)}
+        return requests.mapping_job([b.name for b in db], task, model, _preset(context), bone_map(arm),
+                                    np.array([tuple(arm.pose.bones[b.name].head) for b in db], np.float64),
+                                    [idx[b.parent.name] if b.parent else -1 for b in db],
+                                    np.array([tuple(b.head_local) for b in db], np.float64))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         if value.get("wrong_kind"):

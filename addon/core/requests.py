@@ -94,10 +94,15 @@ def check_object_model(info: dict[str, Any], names: Sequence[str], bones: Sequen
 
 
 def joint_names(bones: Sequence[str], model_joints: Sequence[str], rig_preset: str | None,
-                overrides: Mapping[str, str] | None = None) -> list[str]:
+                overrides: Mapping[str, str] | None = None, parents: Sequence[int] | None = None,
+                heads: np.ndarray | None = None, model_skeleton: Mapping[str, Any] | None = None) -> list[str]:
     """One distinct name per bone for the request's ``joints``: the model joint the bone maps to, else
-    the bone's own name (prefixed ``rig:`` if that would collide with a mapped model joint)."""
-    rmap = rigmap.auto_map(list(bones), list(model_joints), rig_preset=rig_preset, overrides=overrides)
+    the bone's own name (prefixed ``rig:`` if that would collide with a mapped model joint). With the rig's
+    ``parents`` and ``heads`` and the model's skeleton (parents, offsets) the bodies map by topology first."""
+    sk = model_skeleton or {}
+    rmap = rigmap.auto_map(list(bones), list(model_joints), rig_preset=rig_preset, overrides=overrides,
+                           rig_parents=parents, rig_heads=heads, model_parents=sk.get("parents"),
+                           model_offsets=sk.get("offsets"))
     of_bone = {b: j for j, b in rmap.mapping.items()}
     taken = set(of_bone.values())
     return [of_bone.get(b) or (f"rig:{b}" if b in taken else b) for b in bones]
@@ -151,7 +156,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         info = find_model(c, "infill", model, object_cond=object_name is not None)
         sk = info["skeleton"]
         mnames = list(sk["names"])
-        names = joint_names(bones, mnames, rig_preset, overrides)
+        names = joint_names(bones, mnames, rig_preset, overrides, parents, heads, sk)
         if object_name is not None:
             check_object_model(info, names, bones, root_bone, object_name)
         mirror = side is not None and side != model_side(info)
@@ -428,16 +433,20 @@ def skeleton_kind_mismatch(info: dict[str, Any], mapping: Mapping[str, str], rig
 
 
 def mapping_job(bones: Sequence[str], task: str, model: str | None, rig_preset: str | None,
-                overrides: Mapping[str, str] | None = None, heads: np.ndarray | None = None
+                overrides: Mapping[str, str] | None = None, heads: np.ndarray | None = None,
+                parents: Sequence[int] | None = None, rest_heads: np.ndarray | None = None
                 ) -> Callable[[Any], dict[str, Any]]:
     """The rows of the armature's bone map for the model serving ``task``: ``{"model", "rows": [(model
-    joint, rig bone or "")]}``, the stored choices first, then presets and names. With the bones' posed
+    joint, rig bone or "")]}``, the stored choices first, then the bodies by topology (with the rig's
+    ``parents`` and ``rest_heads``, as the In-fill maps them), then presets and names. With the bones' posed
     ``heads`` (armature space) a rig of another kind (`skeleton_kind_mismatch`) gives ``{"model",
     "wrong_kind": sentence}`` instead."""
     def job(c: Any) -> dict[str, Any]:
         info = find_model(c, task, model)
         joints = list(info["skeleton"]["names"])
-        rmap = rigmap.auto_map(list(bones), joints, rig_preset=rig_preset, overrides=overrides)
+        sk = info["skeleton"]
+        rmap = rigmap.auto_map(list(bones), joints, rig_preset=rig_preset, overrides=overrides, rig_parents=parents,
+                               rig_heads=rest_heads, model_parents=sk.get("parents"), model_offsets=sk.get("offsets"))
         if heads is not None:
             wrong = skeleton_kind_mismatch(info, rmap.mapping, bones, heads)
             if wrong:

@@ -11,27 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..vendor.quat_np import quat_mul
+from ..vendor.quat_np import blender_euler_to_quat
 
 AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4),
             **{o: ("rotation_euler", 3) for o in EULER_ORDERS}}
-def _axis_quat(axis: int, angle: np.ndarray) -> np.ndarray:
-    q = np.zeros(np.shape(angle) + (4,))
-    q[..., 0] = np.cos(angle / 2)
-    q[..., 1 + axis] = np.sin(angle / 2)
-    return q
-
-
-def euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
-    """(..., 3) Euler angles (x, y, z) in ``order`` -> (..., 4) unit WXYZ."""
-    e = np.asarray(e, np.float64)
-    q = np.zeros(e.shape[:-1] + (4,))
-    q[..., 0] = 1.0
-    for a in order:   # the first axis is applied first: q = q_last ... q_first
-        q = quat_mul(_axis_quat(AXIS[a], e[..., AXIS[a]]), q)
-    return q
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
@@ -114,7 +99,7 @@ def to_quat(values: np.ndarray, mode: str) -> np.ndarray:
     if mode == "AXIS_ANGLE":
         return axis_angle_to_quat(values)
     if mode in EULER_ORDERS:
-        return euler_to_quat(values, mode)
+        return blender_euler_to_quat(values, mode)   # the library's one convention, vendored
     raise ValueError(f"unknown rotation mode {mode!r}")
 
 

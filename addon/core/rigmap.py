@@ -1,9 +1,13 @@
-"""Bone-name presets and auto-mapping of a rig's bones to a model skeleton's joints (pure, no bpy).
+"""Auto-mapping of a rig's bones to a model skeleton's joints by name (pure, no bpy), with the library's
+name presets (the vendored ``retarget/names.py``: one vocabulary for the library and the add-on), and the rest
+pose corrections. Quaternions are WXYZ (as Blender).
 
-Every preset maps canonical *roles* (``hips``, ``upper_arm_l``, ``index_2_r`` ...) to the bone names of
-one naming scheme. Mapping a rig to a model goes rig name -> role -> model name, so any two presets
-connect (Mixamo -> Bandai, Rigify DEF -> LaFAN1, ...). Names unknown to every preset fall back to
-matching normalised names. Quaternions are WXYZ (as Blender).
+Each preset maps canonical *roles* (``hips``, ``l_upper_arm``, ``r_index2`` ...) to the bone names of one
+naming scheme; mapping a rig to a model goes rig name -> role -> model name, so any two presets connect
+(Mixamo -> Bandai, Rigify DEF -> LaFAN1, ...). Names unknown to every preset fall back to matching normalised
+names. Given the rig's hierarchy and the model's, bodies are paired first by topology, as the library does
+(the vendored ``retarget/topology.py``: spine, limbs and sides from the hierarchy and the heads, names only
+breaking ties), and names only map what the bodies leave. The *Rig Names* ids (``MIXAMO``, ``RIGIFY_DEF``...) name the library's presets (``UI_PRESETS``).
 """
 from __future__ import annotations
 
@@ -14,87 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..vendor.axes import Y_UP_TO_Z_UP
+from ..vendor.names import PRESETS as NAMES
+from ..vendor.names import normalise_name, preset_of, roles_in
 from ..vendor.quat_np import quat_conj, quat_mul
+from ..vendor.topology import find_body, pair_bodies
 
-_SIDES = {"l": ("Left", "L", "l"), "r": ("Right", "R", "r")}
-_FINGERS = ("thumb", "index", "middle", "ring", "pinky")
-
-
-def _sided(make: Mapping[str, str]) -> dict[str, str]:
-    """Expand ``{role: "pattern with {Side} {S} {s}"}`` into ``role_l`` and ``role_r`` entries."""
-    out: dict[str, str] = {}
-    for role, pat in make.items():
-        for s, (side, S, sl) in _SIDES.items():
-            out[f"{role}_{s}"] = pat.format(Side=side, S=S, s=sl)
-    return out
-
-
-def _mixamo() -> dict[str, str]:
-    m = {"hips": "Hips", "spine": "Spine", "chest": "Spine1", "upper_chest": "Spine2", "neck": "Neck", "head": "Head"}
-    m.update(_sided({"shoulder": "{Side}Shoulder", "upper_arm": "{Side}Arm", "forearm": "{Side}ForeArm",
-                     "hand": "{Side}Hand", "thigh": "{Side}UpLeg", "shin": "{Side}Leg", "foot": "{Side}Foot",
-                     "toes": "{Side}ToeBase"}))
-    for f in _FINGERS:
-        for i in (1, 2, 3):
-            m.update(_sided({f"{f}_{i}": "{Side}Hand" + f.capitalize() + str(i)}))
-    return m
-
-
-def _rigify() -> dict[str, str]:
-    m = {"hips": "DEF-spine", "spine": "DEF-spine.001", "chest": "DEF-spine.002", "upper_chest": "DEF-spine.003",
-         "neck": "DEF-spine.004", "head": "DEF-spine.006"}
-    m.update(_sided({"shoulder": "DEF-shoulder.{S}", "upper_arm": "DEF-upper_arm.{S}", "forearm": "DEF-forearm.{S}",
-                     "hand": "DEF-hand.{S}", "thigh": "DEF-thigh.{S}", "shin": "DEF-shin.{S}", "foot": "DEF-foot.{S}",
-                     "toes": "DEF-toe.{S}"}))
-    for f in _FINGERS:
-        base = "thumb" if f == "thumb" else f"f_{f}"
-        for i in (1, 2, 3):
-            m.update(_sided({f"{f}_{i}": f"DEF-{base}.0{i}.{{S}}"}))
-    return m
-
-
-def _cmu() -> dict[str, str]:
-    m = {"hips": "root", "spine": "lowerback", "chest": "upperback", "upper_chest": "thorax", "neck": "lowerneck",
-         "head": "head"}
-    m.update(_sided({"hip": "{s}hipjoint", "thigh": "{s}femur", "shin": "{s}tibia", "foot": "{s}foot",
-                     "toes": "{s}toes", "shoulder": "{s}clavicle", "upper_arm": "{s}humerus", "forearm": "{s}radius",
-                     "wrist": "{s}wrist", "hand": "{s}hand", "thumb_1": "{s}thumb", "fingers": "{s}fingers"}))
-    return m
-
-
-def _lafan1() -> dict[str, str]:
-    m = {"hips": "Hips", "spine": "Spine", "chest": "Spine1", "upper_chest": "Spine2", "neck": "Neck", "head": "Head"}
-    m.update(_sided({"shoulder": "{Side}Shoulder", "upper_arm": "{Side}Arm", "forearm": "{Side}ForeArm",
-                     "hand": "{Side}Hand", "thigh": "{Side}UpLeg", "shin": "{Side}Leg", "foot": "{Side}Foot",
-                     "toes": "{Side}Toe"}))
-    return m
-
-
-def _bandai() -> dict[str, str]:
-    m = {"root": "joint_Root", "hips": "Hips", "spine": "Spine", "chest": "Chest", "neck": "Neck", "head": "Head"}
-    m.update(_sided({"shoulder": "Shoulder_{S}", "upper_arm": "UpperArm_{S}", "forearm": "LowerArm_{S}",
-                     "hand": "Hand_{S}", "thigh": "UpperLeg_{S}", "shin": "LowerLeg_{S}", "foot": "Foot_{S}",
-                     "toes": "Toes_{S}"}))
-    return m
-
-
-def _manipnet() -> dict[str, str]:
-    """One ManipNet hand (its BVH files hold one hand each, so names carry no side: see ``side``)."""
-    m = {"hand": "WRIST", "thumb_1": "THUMB_CMC_FE", "thumb_1b": "THUMB_CMC_AA", "thumb_2": "THUMB_MCP_FE",
-         "thumb_3": "THUMB_IP_FE"}
-    for f in _FINGERS[1:]:
-        F = f.upper()
-        m.update({f"{f}_1": f"{F}_MCP", f"{f}_2": f"{F}_PIP_FE", f"{f}_3": f"{F}_DIP_FE"})
-    return m
-
-
-# preset name -> {role: bone name}. Mixamo names usually carry a "mixamorig:" (or "mixamorigN:") prefix,
-# removed by normalise().
-PRESETS: dict[str, dict[str, str]] = {
-    "MIXAMO": _mixamo(), "RIGIFY_DEF": _rigify(), "CMU": _cmu(), "LAFAN1": _lafan1(), "BANDAI": _bandai(),
-    "MANIPNET": _manipnet(),
-}
-
+# Rig Names id -> the library's preset (``MANIPNET``: one hand, its side from ``auto_map``'s ``side``)
+UI_PRESETS = {"MIXAMO": "mixamo", "RIGIFY_DEF": "rigify", "CMU": "cmu", "LAFAN1": "lafan1", "BANDAI": "bandai",
+              "MANIPNET": "manipnet-right"}
+PRESETS: dict[str, dict[str, str]] = {ui: NAMES[lib] for ui, lib in UI_PRESETS.items()}   # role -> bone name
+_UI_OF = {lib: ui for ui, lib in UI_PRESETS.items()} | {"manipnet-left": "MANIPNET"}
 _PREFIX = re.compile(r"^(mixamorig\d*|[A-Za-z0-9_]+)[:|]")
 
 
@@ -103,21 +36,11 @@ def normalise(name: str) -> str:
     return _PREFIX.sub("", name, count=1)
 
 
-def _key(name: str) -> str:
-    """Loose comparison key: no prefix, lower case, letters and digits only."""
-    return re.sub(r"[^a-z0-9]", "", normalise(name).lower())
-
-
 def detect_preset(names: Iterable[str]) -> tuple[str | None, float]:
-    """The preset whose names cover most of ``names`` (fraction of its bones found); (None, 0) if none."""
-    have = {normalise(n) for n in names}
-    best, score = None, 0.0
-    for preset, roles in PRESETS.items():
-        found = sum(1 for b in roles.values() if b in have)
-        frac = found / len(roles)
-        if found >= 3 and frac > score:
-            best, score = preset, frac
-    return best, score
+    """The Rig Names id of the library preset that covers ``names`` (`names.preset_of`), and 1.0; (None, 0)
+    if none does."""
+    lib = preset_of(list(names))
+    return (_UI_OF[lib], 1.0) if lib is not None else (None, 0.0)
 
 
 @dataclass
@@ -134,12 +57,44 @@ class RigMap:
         return [self.mapping.get(j) for j in joints]
 
 
+def _roles(names: Sequence[str], ui: str | None, side: str) -> dict[str, str]:
+    """role -> name for the preset's names present; a one-hand preset (ManipNet) on ``side``."""
+    if ui is None:
+        return {}
+    lib = UI_PRESETS[ui]
+    if lib.startswith("manipnet"):
+        lib = f"manipnet-{'left' if side == 'l' else 'right'}"
+    return roles_in(names, lib)
+
+
+def body_pairs(rig_bones: Sequence[str], rig_parents: Sequence[int], rig_heads: np.ndarray,
+               model_joints: Sequence[str], model_parents: Sequence[int], model_offsets: np.ndarray
+               ) -> tuple[dict[str, str], set[str]]:
+    """(model joint -> rig bone for the bodies paired by topology, the model joints the bodies decide), or
+    ({}, set()) when either is no body. The rig's body is read from its bones' heads (armature space, any
+    up axis), the model's from its rest offsets; both as the library's ``retarget.auto_map`` reads them."""
+    heads = np.asarray(rig_heads, np.float64).reshape(-1, 3)
+    par = np.asarray(rig_parents, np.int64)
+    if len(par) != len(rig_bones) or np.any(par >= np.arange(len(par))):
+        return {}, set()   # not parents-first: leave it to the names
+    off = heads - np.where(par[:, None] >= 0, heads[np.maximum(par, 0)], 0.0)
+    rb = find_body(par, off, list(rig_bones), heads)
+    mb = find_body(model_parents, np.asarray(model_offsets, np.float64), list(model_joints))
+    if rb is None or mb is None:
+        return {}, set()
+    pairs = {model_joints[t]: rig_bones[s] for t, s in pair_bodies(rb, mb).items()}
+    return pairs, {model_joints[j] for chain in mb.parts.values() for j in chain}
+
+
 def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_preset: str | None = None,
-             model_preset: str | None = None, side: str = "r", overrides: Mapping[str, str] | None = None) -> RigMap:
+             model_preset: str | None = None, side: str = "r", overrides: Mapping[str, str] | None = None,
+             rig_parents: Sequence[int] | None = None, rig_heads: np.ndarray | None = None,
+             model_parents: Sequence[int] | None = None, model_offsets: np.ndarray | None = None) -> RigMap:
     """Map ``model_joints`` to ``rig_bones``: first the user's ``overrides`` (model joint -> rig bone, as
-    stored on the armature; an empty bone means "leave unmapped"), then through the presets (detected
-    unless given), then by normalised name. Each rig bone is used at most once. A role without a side
-    (one-hand presets such as ManipNet) maps to the rig's ``side`` ("l" or "r") bone."""
+    stored on the armature; an empty bone means "leave unmapped"), then the bodies by topology when both
+    hierarchies are given (`body_pairs`), then through the presets (detected unless given), then by
+    normalised name. Each rig bone is used at most once. A one-hand model (ManipNet) maps to the rig's
+    ``side`` ("l" or "r") hand."""
     if side not in ("l", "r"):
         raise ValueError(f"side must be 'l' or 'r', got {side!r}")
     for p in (rig_preset, model_preset):
@@ -147,10 +102,11 @@ def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_prese
             raise ValueError(f"unknown rig preset {p!r}; known: {sorted(PRESETS)}")
     rp = rig_preset or detect_preset(rig_bones)[0]
     mp = model_preset or detect_preset(model_joints)[0]
+    one_hand = mp is not None and UI_PRESETS[mp].startswith("manipnet")
+    role_of_model = {j: r for r, j in _roles(model_joints, mp, side).items()}
+    rig_roles = _roles(rig_bones, rp, side)
     by_norm = {normalise(b): b for b in rig_bones}
-    by_key = {_key(b): b for b in rig_bones}
-    role_of_model = {v: k for k, v in PRESETS[mp].items()} if mp else {}
-    rig_roles = PRESETS[rp] if rp else {}
+    by_key = {normalise_name(b): b for b in rig_bones}
     mapping: dict[str, str] = {}
     used: set[str] = set()
     fixed = {j: b for j, b in (overrides or {}).items() if j in set(model_joints)}
@@ -159,17 +115,22 @@ def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_prese
         if b and b in rig and b not in used:
             mapping[j] = b
             used.add(b)
+    owned: set[str] = set()
+    if rig_parents is not None and rig_heads is not None and model_parents is not None and model_offsets is not None:
+        pairs, owned = body_pairs(rig_bones, rig_parents, rig_heads, model_joints, model_parents, model_offsets)
+        for j, b in pairs.items():
+            if j not in fixed and b not in used:
+                mapping[j] = b
+                used.add(b)
     for j in model_joints:
-        if j in fixed:
+        if j in fixed or j in owned:
             continue
-        cand = None
-        role = role_of_model.get(normalise(j))
-        for r in (role, f"{role}_{side}") if role is not None else ():
-            if r in rig_roles:
-                cand = by_norm.get(rig_roles[r])
-                break
+        role = role_of_model.get(j)
+        if role is not None and one_hand:
+            role = f"{side}_{role[2:]}"   # the model's one hand onto the rig's hand on ``side``
+        cand = rig_roles.get(role) if role is not None else None
         if cand is None:
-            cand = by_norm.get(normalise(j)) or by_key.get(_key(j))
+            cand = by_norm.get(normalise(j)) or by_key.get(normalise_name(j))
         if cand is not None and cand not in used:
             mapping[j] = cand
             used.add(cand)

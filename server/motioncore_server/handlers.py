@@ -370,7 +370,8 @@ def _full_skeleton(content: Mapping[str, Any], field_name: str):
 
 def retarget(req: Message, ctx: Context) -> Result:
     """rotations (T, J, 4) WXYZ unit quaternions + root (T, 3) on source -> the same on target, with
-    motioncore.retarget (name-matched joints, rest-pose alignment, leg-length root scaling)."""
+    motioncore.retarget (bodies matched by topology on the sent frames, then names; rest-pose alignment,
+    leg-length root scaling)."""
     from motioncore.core.motion import Motion
     from motioncore.errors import MotioncoreError
     from motioncore.retarget import auto_map, leg_scale
@@ -392,7 +393,9 @@ def retarget(req: Message, ctx: Context) -> Result:
     pos[:, 0] = root
     note = None
     try:
-        jmap = auto_map(src, tgt)
+        idx = np.unique(np.linspace(0, len(q) - 1, min(64, len(q))).astype(np.int64))
+        poses = src.forward_kinematics(q[idx] / np.linalg.norm(q[idx], axis=-1, keepdims=True), pos[idx])[1]
+        jmap = auto_map(src, tgt, source_poses=poses)   # the body read from the motion (retarget.topology)
         if not jmap.pairs:
             raise InvalidRequest("no target joint could be matched to a source joint by name")
         if scale == "legs":

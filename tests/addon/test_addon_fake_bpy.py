@@ -244,3 +244,18 @@ def test_interactive_path_worker_timer_drain_then_modal_write_with_progress(addo
     assert not bpy.app.timers.funcs and not c.window_manager.timers              # unregistered, removed
     assert c.workspace.status[0].startswith("motioncore Walk along path: waiting") and c.workspace.status[-1] is None
     assert scene.motioncore.progress == ""
+
+
+def test_infill_report_names_the_bones_it_did_not_fill_and_why(addon, server):
+    mod, ops, bpy, ctx, scene, _ = addon
+    arm = _rig(bpy, "Tailed", bones=BANDAI12 + [("Tail", "Hips"), ("Tail1", "Tail")])
+    rng = np.random.default_rng(2)
+    for f in (1, 31):
+        fakebpy.key_pose(arm, f, {b: _qn(rng.normal(size=4) * [1, .2, .2, .2] + [3, 0, 0, 0])
+                                  for b, _ in BANDAI12 + [("Tail", "Hips"), ("Tail1", "Tail")]})
+    op = ops.MOTIONCORE_OT_infill()
+    assert op.execute(ctx(arm)) == {"FINISHED"}, op.reports
+    msg = op.reports[-1][1]
+    assert "on 12 bones" in msg and "not filled: Tail, Tail1 (no model joint maps to them" in msg, msg
+    assert ('pose.bones["Tail"].rotation_quaternion', 0) not in _channels(arm) or \
+        [k.co[0] for k in _channels(arm)[('pose.bones["Tail"].rotation_quaternion', 0)].keyframe_points] == [1, 31]

@@ -75,7 +75,7 @@ def test_walk_path_job_and_plan_through_the_worker_thread(server, built_addon):
         w.stop()
     assert res is not None and res.ok, res and res.error
     content, arrays = res.value
-    rig = [f"mixamorig:{b}" for b in rigmap.PRESETS["MIXAMO"].values()]
+    rig = list(rigmap.PRESETS["MIXAMO"].values())
     plan = built_addon.keys.walk_plan(content, arrays, rig, scene_fps=24.0, start=10)
     T = plan.frames.size
     assert plan.frames[0] == 10 and T == int((content["frames"] - 1) / content["fps"] * 24) + 1
@@ -103,7 +103,7 @@ def _mixamo_rig_clip(style: str, frames: int, seed: int = 0):
     clip = next(c for c in load("bandai2") if c.labels.get("style") == style and c.labels.get("content") == "walk"
                 and c.split == "test")
     joints = list(clip.motion.skeleton.names)
-    rmap = rigmap.auto_map([f"mixamorig:{b}" for b in rigmap.PRESETS["MIXAMO"].values()], joints)
+    rmap = rigmap.auto_map(list(rigmap.PRESETS["MIXAMO"].values()), joints)
     bones = [rmap.mapping[j] for j in joints if j in rmap.mapping]
     names = requests.joint_names(bones, joints, None)      # what the operators send for these bones
     bones, js = [b for b, n in zip(bones, names) if n in joints], [n for n in names if n in joints]
@@ -272,7 +272,7 @@ def test_retarget_job_between_rigs_with_different_rolls_is_exact(server, built_a
 
 @pytest.mark.timeout(60)
 def test_mapping_job_lists_every_model_joint_with_its_bone(server, built_addon):
-    rig = [f"mixamorig:{b}" for b in rigmap.PRESETS["MIXAMO"].values()]
+    rig = list(rigmap.PRESETS["MIXAMO"].values())
     with built_addon.client.Client(server, timeout=30) as c:
         out = requests.mapping_job(rig, "infill", None, None)(c)
         kept = requests.mapping_job(rig, "infill", None, None, {"Hips": ""})(c)

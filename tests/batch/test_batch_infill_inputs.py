@@ -1,37 +1,38 @@
-"""`motioncore batch infill` on inputs unlike its model: clips on another skeleton are refused before any
-work; clips at another rate are resampled to the model's and the report says so."""
+"""`motioncore batch infill` on inputs unlike its model: clips on another biped skeleton are filled on their own
+skeleton, a dog is refused before any work; clips at another rate come back at their own rate."""
 from __future__ import annotations
 
 import pytest
-from helpers.cli import body_clip, main, quat_angle_deg
+from helpers.cli import DOG, body_clip, main, quat_angle_deg
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def test_batch_infill_refuses_clips_on_another_skeleton_before_any_work(tmp_path, capsys):
+def test_batch_infill_fills_clips_on_another_skeleton_and_refuses_a_dog_before_any_work(tmp_path, capsys, raw):
     import json
+    import shutil
 
-    from motioncore.io.bvh import write_bvh
+    from motioncore.io.bvh import read_bvh, write_bvh
 
     src = tmp_path / "src"
     src.mkdir()
     write_bvh(src / "walk.bvh", body_clip())
     write_bvh(src / "renamed.bvh", body_clip(["bone_00", *body_clip().skeleton.names[1:]]))
+    shutil.copy(sorted(raw(DOG).rglob("*.bvh"))[0], src / "dog.bvh")
     out = tmp_path / "out"
     assert main(["batch", "infill", str(src), "--out", str(out), "--frozen", "3", "--quiet"]) == 2
     [e] = json.loads((out / "report.json").read_text())["errors"]
-    assert e["stage"] == "map" and e["file"].endswith("renamed.bvh")
-    assert "unmapped: joint_Root;" in e["error"] and e["error"] in capsys.readouterr().err
-    assert (out / "walk.bvh").is_file() and not (out / "renamed.bvh").exists()
+    assert e["stage"] == "map" and e["file"].endswith("dog.bvh") and "another shape" in e["error"]
+    assert e["error"] in capsys.readouterr().err
+    assert (out / "walk.bvh").is_file() and not (out / "dog.bvh").exists()
+    assert read_bvh(out / "renamed.bvh").skeleton.names[0] == "bone_00"   # on its own skeleton
 
 
-def test_batch_infill_resamples_other_rates_and_says_so(tmp_path, capsys):
-    """A 60 fps clip with a gap given in its own frames: filled at the model's 30 fps, the keys kept."""
+def test_batch_infill_keeps_the_clips_own_rate(tmp_path, capsys):
+    """A 60 fps clip with a gap given in its own frames: filled through the model's 30 fps and back, written at
+    60 fps with all its frames, every frame outside the gap as it was (byte for byte)."""
     import json
 
-    import numpy as np
-
-    from motioncore.core.kinematics import resample
     from motioncore.core.motion import Motion
     from motioncore.io.bvh import read_bvh, write_bvh
 
@@ -42,10 +43,11 @@ def test_batch_infill_resamples_other_rates_and_says_so(tmp_path, capsys):
     (tmp_path / "gaps.json").write_text(json.dumps({"walk": [[30, 50]]}))
     out = tmp_path / "out"
     assert main(["batch", "infill", str(src), "--out", str(out), "--gaps", str(tmp_path / "gaps.json"), "--quiet"]) == 0
-    assert "1 clip(s) at 60 fps resampled to the model's rate first" in capsys.readouterr().err
-    got, want = read_bvh(out / "walk.bvh"), resample(read_bvh(src / "walk.bvh"), 30.0)
-    assert got.fps == 30 and got.num_frames == 41
+    got, had = read_bvh(out / "walk.bvh"), read_bvh(src / "walk.bvh")
+    assert got.fps == 60 and got.num_frames == 81
     [r] = json.loads((out / "report.json").read_text())["files"]
-    assert r["gaps"] == [[15, 25]] and r["resampled_from"] == 60
-    keys = np.r_[0:15, 25:41]
-    assert quat_angle_deg(got.rotations[keys], want.rotations[keys]).max() < 1e-3
+    assert r["gaps"] == [[30, 50]] and r["fps"] == 60
+    a, b = (src / "walk.bvh").read_text().splitlines(), (out / "walk.bvh").read_text().splitlines()
+    first = next(i for i, line in enumerate(a) if line.startswith("Frame Time")) + 1
+    assert [i - first for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y] == list(range(30, 50))
+    assert quat_angle_deg(got.rotations[30:50], had.rotations[30:50]).max() > 1e-3   # the gap was filled

@@ -43,8 +43,9 @@ def test_rest_alignment_points_every_bone_like_the_rig(clip, rerest, version, tm
     assert not d["rest_same"] and d["rest_deg"] > 10, d["rest_deg"]   # the rest really differs
     one = {k: v for k, v in d["bones"].items() if d["kinds"][k] != "several"}
     assert len(one) >= 14, d["kinds"]
-    if clip == "cmu":   # Neck->Head through upperneck, LowerArm->Hand through the wrist
-        assert sum(k == "through unmapped rig bones" for k in d["kinds"].values()) >= 3, d["kinds"]
+    if clip == "cmu":   # Spine->Chest through upperback, Neck->Head through upperneck (the hands map to the wrists,
+        # as the library maps CMU: one mapper, issue 33)
+        assert sum(k == "through unmapped rig bones" for k in d["kinds"].values()) >= 2, d["kinds"]
     assert max(one.values()) <= 1.0, one
     assert d["round_trip_deg"] <= 1e-6
 

@@ -12,9 +12,14 @@ Frames to fill, per clip (both may be used together):
 - ``--frozen N``: runs of at least N frames identical to the frame before them (every rotation and the
   root, bit for bit; a capture that froze) are refilled, the frame before the run kept as the key.
 
-Clips must be on the checkpoint's skeleton (joints matched by name; ``motioncore retarget`` first
-otherwise). Clips at another frame rate than the checkpoint's (30 fps for the bundled models) are resampled
-to it first (slerp; the gaps follow in time) and written at it; the command says so. See docs/batch.md.
+Any biped is filled on its own skeleton and at its own frame rate (``fill_motion``): a clip on another
+skeleton than the checkpoint's goes through the model's skeleton and back as ``motioncore eval infill`` does
+(`eval.keyed.on_skeleton`: the body read from the clip's frames, `retarget.topology`), a clip at another rate
+to the model's rate and back (`tasks.infill.fill_clip_at`). Each output has the input's skeleton, frame rate
+and frame count, and a BVH output keeps every frame outside the gaps byte for byte (the input's own lines).
+Clips whose body cannot be mapped onto the model's (a quadruped) are refused before any work; the report
+names, per file, the model joints the clip lacks and the clip's joints the model does not drive (those
+follow the Bezier of their keys). See docs/batch.md.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from .errors import BatchError
 from .files import CLIP_SUFFIXES, discover, output_path, read_motion, write_motion
 from .runner import run_job
 
-__all__ = ["frozen_runs", "gap_mask", "fill_file", "run_batch_infill"]
+__all__ = ["frozen_runs", "gap_mask", "fill_file", "fill_motion", "run_batch_infill"]
 
 STAGES = ("read", "gaps", "map", "fill", "write")
 
@@ -58,12 +63,44 @@ def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
     return fill
 
 
+def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any = None, temperature: float = 0.0,
+                seed: int = 0) -> Any:
+    """``m`` (a Motion on any biped skeleton, at any rate) with the frames ``todo`` (T,) filled by ``model``:
+    on the model's skeleton directly, else through it and back (``joint_map``: model joint -> clip joint,
+    default `retarget.auto_map` on the clip's frames). Frames outside ``todo`` come back bit-identical."""
+    from ..core.motion import Motion
+    from ..core.skeleton import Skeleton
+    from ..eval.keyed import on_skeleton
+    from ..tasks.infill import fill_clip_at
+
+    msk = Skeleton.from_dict(meta["skeleton"])
+    rj = int(meta["root_joint"])
+
+    def fill(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out_q, out_p = q.copy(), p.copy()
+        for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
+            f = fill_clip_at(model, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed)
+            out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
+        return out_q, out_p
+
+    conv = (meta.get("convention") or {}).get("mean_local_rotations")
+    run = on_skeleton(fill, msk, None if conv is None else np.asarray(conv, np.float64), joint_map)
+    known = ~np.asarray(todo, bool)
+    q, p = run(m.skeleton, m.rotations[None], m.positions[None], known[None])
+    q = np.where(known[:, None, None], m.rotations, q[0])   # bit-identical outside the gaps
+    p = np.where(known[:, None, None], m.positions, p[0])
+    return Motion(m.skeleton, q, p, m.fps, m.name)
+
+
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
               temperature: float = 0.0, seed: int = 0, fmt: str = "bvh") -> dict[str, Any]:
-    """Fill one clip; a JSON-ready result dict (never raises for a bad file)."""
+    """Fill one clip (``fill_motion``); a JSON-ready result dict (never raises for a bad file): status, gaps,
+    frames filled, the clip's rate, ``unmapped`` (model joints the clip lacks) and ``bezier_only`` (clip
+    joints the model does not drive)."""
     from ..core.gaps import runs as mask_runs
+    from ..core.skeleton import Skeleton
     from ..models.registry import load_model
-    from ..tasks.infill import fill_clip
+    from ..retarget import auto_map, clip_poses
 
     t0 = time.perf_counter()
     out = output_path(path, out_dir, fmt)
@@ -71,40 +108,29 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
     stage = "read"
     try:
         m = read_motion(path)
+        res["fps"] = m.fps
         stage = "map"
         model, meta = _cached_model(model_name, load_model)
-        names = list(meta["skeleton"]["names"])
-        if list(m.skeleton.names) != names:
-            missing = [n for n in names if n not in m.skeleton.names][:5]
-            raise ValueError(f"the clip's joints differ from the model's ({len(m.skeleton.names)} vs {len(names)}; "
-                             f"missing e.g. {missing}): retarget it onto the model's skeleton first")
-        fps = float(meta.get("fps") or m.fps)
+        msk = Skeleton.from_dict(meta["skeleton"])
+        jm = None
+        if list(m.skeleton.names) != list(msk.names):
+            jm = auto_map(m.skeleton, msk, source_poses=clip_poses(m))
+            res["unmapped"] = list(jm.unmapped)
+            res["bezier_only"] = [n for n in m.skeleton.names if n not in set(jm.pairs.values())]
         stage = "gaps"
-        rj = int(meta["root_joint"])
+        rj = int(meta["root_joint"]) if jm is None else (   # the joint whose path is the root's
+            m.skeleton.index(jm.pairs[jm.roles["hips"]]) if jm.roles.get("hips") in jm.pairs else 0)
         todo = gap_mask(m.num_frames, gaps.get(Path(path).stem, []))
-        runs = frozen_runs(m.rotations, m.positions[:, rj], frozen) if frozen else []
-        for s, e in runs:
+        for s, e in (frozen_runs(m.rotations, m.positions[:, rj], frozen) if frozen else []):
             todo[s:e] = True
-        if abs(m.fps - fps) > 1e-3:   # to the model's rate; the output is at the model's rate too
-            res["resampled_from"] = m.fps
-            m, todo = _resample(m, todo, fps)
         res["gaps"] = [[a, b] for a, b in mask_runs(todo)]
         res["frames_filled"] = int(todo.sum())
-        if not todo.any():
-            stage = "write"
-            write_motion(out, m)  # nothing to fill: the clip as it is, so the output folder is complete
-            res.update(status="ok", stage=None, seconds=time.perf_counter() - t0)
-            return res
         if todo.all():
             raise ValueError("every frame is marked to fill: no key left")
         stage = "fill"
-        f = fill_clip(model, meta, m.rotations, m.positions[:, rj], ~todo, temperature=temperature, seed=seed)
-        pos = m.positions.copy()
-        pos[:, rj] = f.root[0]
+        filled = fill_motion(m, model, meta, todo, jm, temperature, seed) if todo.any() else m
         stage = "write"
-        from ..core.motion import Motion
-
-        write_motion(out, Motion(m.skeleton, f.rotations[0], pos, m.fps, m.name))
+        _write_spliced(path, out, filled, todo)
         res.update(status="ok", stage=None)
     except Exception as e:  # noqa: BLE001  (a bad file is reported, never fatal)
         res.update(error=f"{type(e).__name__}: {e}", stage=stage)
@@ -112,16 +138,28 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
     return res
 
 
-def _resample(m: Any, todo: np.ndarray, fps: float) -> tuple[Any, np.ndarray]:
-    """``m`` at ``fps`` (slerp) and the frames to fill on the new timeline: those with a frame to fill
-    among the two source frames around them."""
-    from ..core.kinematics import resample
+def _write_spliced(src: str, out: Path, filled: Any, todo: np.ndarray) -> None:
+    """A BVH from a BVH: the input's own text (hierarchy, frame count and time, and each frame's line) with only
+    the lines of the filled frames replaced, so nothing outside the gaps changes by a byte. Other formats:
+    ``write_motion``."""
+    from ..io.atomic import atomic_write_text
+    from ..io.bvh import format_bvh
 
-    r = resample(m, fps)
-    t = np.arange(r.num_frames) * (m.fps / fps)   # source frame coordinates
-    i0 = np.clip(np.floor(t).astype(np.int64), 0, m.num_frames - 1)
-    i1 = np.clip(np.ceil(t - 1e-9).astype(np.int64), 0, m.num_frames - 1)
-    return r, todo[i0] | todo[i1]
+    if Path(src).suffix.lower() != ".bvh" or out.suffix.lower() != ".bvh":
+        write_motion(out, filled)
+        return
+    old = Path(src).read_text().splitlines(keepends=True)
+    new = format_bvh(filled).splitlines(keepends=True)
+    o = next(i for i, line in enumerate(old) if line.lstrip().lower().startswith("frame time")) + 1
+    n = next(i for i, line in enumerate(new) if line.lstrip().lower().startswith("frame time")) + 1
+    rows = [i for i in range(o, len(old)) if old[i].strip()]
+    if len(rows) != len(todo) or len(new) - n != len(todo):
+        write_motion(out, filled)   # not one line per frame: the whole clip as written by write_bvh
+        return
+    for t in np.flatnonzero(todo):
+        end = "\n" if old[rows[t]].endswith("\n") else ""
+        old[rows[t]] = new[n + t].rstrip("\n") + end
+    atomic_write_text(out, "".join(old))
 
 
 _MODELS: dict[str, Any] = {}
@@ -176,28 +214,26 @@ def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_fi
 
 
 def _check_joints(files: Sequence[Path], model: str) -> dict[Path, str]:
-    """Before any work: {file: one line} for the BVH inputs whose joints are not the model's (only the
-    hierarchy is read; each distinct skeleton once; unreadable files are left to the per-file job)."""
-    from ..errors import MotioncoreError
-    from ..io.bvh import read_bvh_header
+    """Before any work: {file: one line} for the BVH inputs whose body cannot be mapped onto the model's
+    (`batch.run.check_skeletons`: each distinct skeleton once, on its first clip's frames)."""
+    from ..core.skeleton import Skeleton
     from ..models.checkpoint import read_meta
     from ..models.registry import resolve
+    from .run import check_skeletons
 
-    names = list(read_meta(resolve(model))["skeleton"]["names"])
-    refused: dict[Path, str] = {}
-    for f in files:
-        if f.suffix.lower() != ".bvh":
-            continue
-        try:
-            have = list(read_bvh_header(f)[0].names)
-        except (MotioncoreError, OSError):
-            continue
-        if have != names:
-            unmapped = [n for n in names if n not in have]
-            refused[f] = (f"{f.name}: its joints are not the model's {len(names)}; unmapped: "
-                          f"{', '.join(unmapped) or 'none (another order)'}; retarget it onto the model's skeleton "
-                          "first (motioncore retarget, --map FILE for a bone map)")
-    return refused
+    sk = Skeleton.from_dict(read_meta(resolve(model))["skeleton"])
+    return {f: why.replace("give --map FILE", "retarget it first with --map FILE") for f, why in
+            check_skeletons([f for f in files if read_header_names(f) != list(sk.names)], sk, None).items()}
+
+
+def read_header_names(f: Path) -> list[str] | None:
+    from ..errors import MotioncoreError
+    from ..io.bvh import read_bvh_header
+
+    try:
+        return list(read_bvh_header(f)[0].names) if f.suffix.lower() == ".bvh" else None
+    except (MotioncoreError, OSError):
+        return None
 
 
 def _read_gaps(gaps_file: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from .files import CLIP_SUFFIXES, discover, error_text, output_path, read_motion
 from .report import finish_report, start_report
 from .runner import import_ray, run_files
 
-__all__ = ["MAP_NAME", "STAGES", "check_skeletons", "parse_scale", "process_file", "run_batch"]
+__all__ = ["MAP_NAME", "STAGES", "below_ground", "check_skeletons", "parse_scale", "process_file", "run_batch"]
 
 MAP_NAME = "bone_map.json"   # the --map of the last run into a folder, reused by the next one without --map
 STAGES = ("plan", "read", "map", "retarget", "write")  # where a file can fail
@@ -83,13 +83,16 @@ def _cached(key: str, build: Callable[[], Any]) -> Any:
 
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
                  scale: str | float | None = "legs", contacts: bool = False, missing: str = "rest",
-                 infill_model: str | None = None, fmt: str = "bvh", convention: Any = None) -> dict[str, Any]:
+                 infill_model: str | None = None, fmt: str = "bvh", convention: Any = None,
+                 target_poses: Any = None) -> dict[str, Any]:
     """Retarget one clip (.bvh, or .fbx / .blend with bpy) onto ``target`` (a ``Skeleton.to_dict()``) and
     write ``out_dir/<base name>.<fmt>`` atomically. Never raises for a bad file: returns
-    ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds"}``.
-    The joint map is built once per distinct source skeleton (cached in this process)."""
+    ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds", "unmapped",
+    "below_ground"}`` (``unmapped``: the target joints held at rest; ``below_ground``: {mapped toe or foot:
+    cm below the floor at its lowest}, `below_ground`). The joint map is built once per distinct source
+    skeleton (cached in this process; ``target_poses``: some frames of the target clip, ``clip_poses``)."""
     from ..core.skeleton import Skeleton
-    from ..retarget import auto_map, check_map, retarget
+    from ..retarget import auto_map, check_map, clip_poses, retarget
 
     t0 = time.perf_counter()
     out, res = start_result(path, out_dir, fmt)
@@ -103,12 +106,16 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         tkey = _key("target", target)
         tgt = _cached(tkey, lambda: Skeleton.from_dict(dict(target)))
         src_d = motion.skeleton.to_dict()
+        poses = clip_poses(motion)   # the body's shape and sides from its frames, never its rest pose alone
         jm = _cached(_key("map", src_d, tkey, overrides),
-                     lambda: check_map(auto_map(motion.skeleton, tgt, overrides=overrides), motion.skeleton, tgt,
-                                       Path(path).name))
+                     lambda: check_map(auto_map(motion.skeleton, tgt, overrides=overrides, source_poses=poses,
+                                                target_poses=target_poses), motion.skeleton, tgt, Path(path).name,
+                                       source_poses=poses, target_poses=target_poses))
+        res["unmapped"] = list(jm.unmapped)
         stage = "retarget"
         moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model,
                          convention=None if convention is None else np.asarray(convention, np.float64))
+        res["below_ground"] = below_ground(moved, jm)
         stage = "write"
         write_motion(out, moved)
         res["status"] = "ok"
@@ -120,12 +127,14 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
     return res
 
 
-def check_skeletons(files: Sequence[Path], target: Any, overrides: Mapping[str, Any] | None) -> dict[Path, str]:
+def check_skeletons(files: Sequence[Path], target: Any, overrides: Mapping[str, Any] | None,
+                    target_poses: Any = None) -> dict[Path, str]:
     """Before any work: {file: one-line refusal} for the BVH inputs whose skeleton cannot be mapped onto
-    ``target`` (`retarget.check_map`; each distinct skeleton checked once). Only the hierarchy is read;
-    unreadable files and .fbx / .blend are left to the per-file job."""
-    from ..io.bvh import read_bvh_header
-    from ..retarget import RetargetError, auto_map, check_map
+    ``target`` (`retarget.check_map`; each distinct skeleton checked once, on the frames of its first clip:
+    the body's shape is read from the motion, never from the rest pose). Unreadable files and .fbx / .blend
+    are left to the per-file job."""
+    from ..io.bvh import read_bvh, read_bvh_header
+    from ..retarget import RetargetError, auto_map, check_map, clip_poses
 
     verdicts: dict[str, str | None] = {}
     refused: dict[Path, str] = {}
@@ -134,18 +143,49 @@ def check_skeletons(files: Sequence[Path], target: Any, overrides: Mapping[str, 
             continue
         try:
             sk = read_bvh_header(f)[0]
+            k = _key(sk.to_dict())
+            if k not in verdicts:
+                m = read_bvh(f)
+                poses = clip_poses(m)
         except (MotioncoreError, OSError):
             continue
-        k = _key(sk.to_dict())
         if k not in verdicts:
             try:
-                check_map(auto_map(sk, target, overrides=overrides), sk, target, "{file}")
+                check_map(auto_map(sk, target, overrides=overrides, source_poses=poses, target_poses=target_poses),
+                          sk, target, "{file}", source_poses=poses, target_poses=target_poses)
                 verdicts[k] = None
             except RetargetError as e:   # a dog onto a biped; a --map naming joints this rig lacks
                 verdicts[k] = str(e)
         if verdicts[k] is not None:
             refused[f] = verdicts[k].replace("{file}", f.name, 1)
     return refused
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-12)
+
+
+def below_ground(motion: Any, joint_map: Any, tol_cm: float = 1.0) -> dict[str, float]:
+    """{target toe or foot (mapped, from the map's roles): cm below the floor at its lowest}, for those more
+    than ``tol_cm`` below. The floor is height 0 along the body's up axis (the world axis nearest the median
+    hips -> head direction; Y for the project's data); none when the body does not stand (each foot at least
+    135 deg from the head at the hips, median over the frames)."""
+    roles = getattr(joint_map, "roles", {}) or {}
+    sk = motion.skeleton
+    want = [roles[c] for c in ("l_toe", "r_toe", "l_foot", "r_foot") if c in roles and roles[c] in sk._index
+            and roles[c] in joint_map.pairs]
+    if not want or "hips" not in roles or "head" not in roles:
+        return {}
+    gp = motion.global_transforms()[1]
+    hips, head = gp[:, sk.index(roles["hips"])], gp[:, sk.index(roles["head"])]
+    for foot in (roles.get("l_foot"), roles.get("r_foot")):   # no floor to speak of unless the body stands
+        if foot is None or np.median(_cos(head - hips, gp[:, sk.index(foot)] - hips)) > np.cos(np.radians(135)):
+            return {}
+    up_dir = np.median(head - hips, axis=0)
+    axis = int(np.argmax(np.abs(up_dir)))
+    sign = 1.0 if up_dir[axis] > 0 else -1.0
+    low = {n: float(-(sign * gp[:, sk.index(n), axis]).min()) for n in want}
+    return {n: round(d, 2) for n, d in low.items() if d > tol_cm}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -164,8 +204,11 @@ def _build_report(meta: dict[str, Any], results: Iterable[dict[str, Any]], total
                "work_s": round(work, 4), "mean_file_s": round(work / len(done), 5) if done else None,
                "files_per_s": round(len(done) / run_wall, 3) if done else None}
     errors = [{"file": r["file"], "error": r["error"], "stage": r["stage"]} for r in results if r["status"] == "failed"]
+    unmapped = {r["file"]: r["unmapped"] for r in results if r.get("unmapped")}   # held at rest, per file
+    below = {r["file"]: r["below_ground"] for r in results if r.get("below_ground")}
     return {**{k: v for k, v in meta.items() if k != "ray_init_s"}, "finished": datetime.now(UTC).isoformat(),
-            "interrupted": interrupted, "counts": counts, "timings": timings, "errors": errors}
+            "interrupted": interrupted, "counts": counts, "timings": timings, "errors": errors,
+            "unmapped": unmapped, "below_ground": below}
 
 
 def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
@@ -209,10 +252,13 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
         if importlib.util.find_spec("bpy") is None:
             raise BatchError(".fbx and .blend need Blender's Python module: pip install -e '.[blender]' "
                              "(bpy 5.0.1, Python 3.11)")
+    from ..retarget import clip_poses
+
     try:
-        tgt_skel = read_motion(target).skeleton
+        tgt_motion = read_motion(target)
     except OSError as e:
         raise BatchError(f"--target {target}: cannot read: {e}") from e
+    tgt_skel, tgt_poses = tgt_motion.skeleton, clip_poses(tgt_motion)
     target_d = tgt_skel.to_dict()
     convention = None
     if match_model is not None:   # the twist convention of a checkpoint trained on the target skeleton
@@ -237,7 +283,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
 
     results: list[dict[str, Any]] = []
     todo: list[str] = []
-    refused = check_skeletons(files, tgt_skel, ov)
+    refused = check_skeletons(files, tgt_skel, ov, tgt_poses)
     seen: dict[Path, Path] = {}
     inputs = {f.resolve() for f in files}
     for f in files:
@@ -285,7 +331,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
         run_files(process_file, todo, str(out), {"target": target_d, "overrides": ov, "scale": scale,
                                                   "contacts": contacts, "missing": missing,
                                                   "infill_model": infill_model, "fmt": fmt,
-                                                  "convention": convention}, record, meta,
+                                                  "convention": convention, "target_poses": tgt_poses},
+                  record, meta,
                   use_ray=use_ray,
                   address=ray_address, workers=n_workers, chunk=chunk,
                   torch_threads=1 if missing == "infill" else None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from .args import add_threads, nonneg_float, nonneg_int, positive_int, set_threads
@@ -21,7 +22,22 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
           f"of {c['total']} in {t['wall_s']:.1f} s{rate}; report {args.out}/report.json")
+    _print_left_out(report)
     return _print_errors(report)
+
+
+def _print_left_out(report: dict) -> None:
+    """What the written files lack, on stderr: the target joints held at rest (per distinct set) and the toes
+    or feet below the floor (per file); report.json lists both per file."""
+    sets: dict[tuple[str, ...], int] = {}
+    for joints in report.get("unmapped", {}).values():
+        sets[tuple(joints)] = sets.get(tuple(joints), 0) + 1
+    for joints, n in sets.items():
+        print(f"retarget: {n} file(s) left {len(joints)} target joint(s) unmapped, held at rest: {', '.join(joints)} "
+              "(--map FILE to map them)", file=sys.stderr)
+    for f, low in report.get("below_ground", {}).items():
+        print(f"retarget: {f}: " + ", ".join(f"{j} {d:g} cm below the floor at its lowest" for j, d in low.items()),
+              file=sys.stderr)
 
 
 def _print_errors(report: dict) -> int:
@@ -45,11 +61,11 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                               fmt=args.format)
     c = report["counts"]
-    moved = [r for r in report["files"] if r.get("resampled_from")]
-    if moved:
-        rates = ", ".join(sorted({f"{r['resampled_from']:g}" for r in moved}))
-        print(f"batch infill: {len(moved)} clip(s) at {rates} fps resampled to the model's rate first (the outputs "
-              "are at the model's rate)", file=sys.stderr)
+    for r in report["files"]:   # what the model did not cover, per file
+        if r.get("status") == "ok" and (r.get("unmapped") or r.get("bezier_only")):
+            print(f"batch infill: {Path(r['file']).name}: through the model's skeleton; model joints it lacks: "
+                  f"{', '.join(r.get('unmapped') or []) or 'none'}; its joints the model does not drive (Bezier of "
+                  f"their keys): {', '.join(r.get('bezier_only') or []) or 'none'}", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")
@@ -113,9 +129,10 @@ def add_subcommands(sub: Any) -> None:
                                                                                               required=True)
     i = b.add_parser("infill", help="fill dropped or marked frames of many BVH clips (resumable)",
                      description="Fill the frames listed in --gaps and/or frozen runs (--frozen N) of every BVH "
-                                 "under SRC with an any-order checkpoint; writes OUT/<base name>.bvh and "
-                                 "OUT/report.json. Existing outputs are skipped. Clips whose joints are not the "
-                                 "model's are refused before any work (in the report). Exit 2 when any clip was "
+                                 "under SRC with an in-filling checkpoint, on each clip's own skeleton (through "
+                                 "the model's and back) and at its own frame rate; writes OUT/<base name>.bvh and "
+                                 "OUT/report.json. Existing outputs are skipped. Clips whose body cannot be mapped "
+                                 "onto the model's (a quadruped) are refused before any work (in the report). Exit 2 when any clip was "
                                  "refused, 1 when any other failed.")
     i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
     i.add_argument("--out", required=True, help="output folder")

@@ -82,3 +82,31 @@ def matrix_to_quat(m: np.ndarray) -> np.ndarray:
         q = np.where((i == k)[..., None], piv[k], q)
     q = q / np.linalg.norm(q, axis=-1, keepdims=True)
     return np.where(q[..., :1] < 0, -q, q)
+
+
+def euler_to_quat(angles: np.ndarray, order: str) -> np.ndarray:
+    """(..., 3) -> (..., 4) WXYZ from *intrinsic* Euler angles in ``order`` (``angles[..., 0]`` about ``order[0]``,
+    applied first in the parent's frame): "ZXY" is Rz(a0) Rx(a1) Ry(a2), BVH channel order. The one Euler
+    convention of the project (``core.rotations.euler_to_quat`` is the same for numpy and torch, a test checks);
+    Blender's rotation modes are read through it by ``blender_euler_to_quat``."""
+    axis = {"X": 0, "Y": 1, "Z": 2}
+    if not isinstance(order, str) or len(order) != 3 or sorted(order) != ["X", "Y", "Z"]:
+        raise ValueError(f"Euler order must be a permutation of 'XYZ', got {order!r}")
+    a = np.asarray(angles, np.float64)
+    q = np.zeros(a.shape[:-1] + (4,))
+    q[..., 0] = 1.0
+    for n, c in enumerate(order):   # q = q_order[0] q_order[1] q_order[2]
+        turn = np.zeros(a.shape[:-1] + (4,))
+        turn[..., 0] = np.cos(a[..., n] / 2)
+        turn[..., 1 + axis[c]] = np.sin(a[..., n] / 2)
+        q = quat_mul(q, turn)
+    return q
+
+
+def blender_euler_to_quat(xyz: np.ndarray, mode: str) -> np.ndarray:
+    """(..., 3) Blender ``rotation_euler`` (x, y, z) in rotation mode ``mode`` ('XYZ': X applied first, so
+    R = Rz Ry Rx) -> (..., 4) WXYZ: the intrinsic angles of the reversed order, ``euler_to_quat`` (checked
+    against real Blender for all six modes)."""
+    axis = {"X": 0, "Y": 1, "Z": 2}
+    rev = mode[::-1]
+    return euler_to_quat(np.asarray(xyz, np.float64)[..., [axis[c] for c in rev]], rev)

@@ -163,17 +163,29 @@ def on_skeleton(fill: KeyFill, model_skeleton: Skeleton, convention: np.ndarray 
     return run
 
 
+def pairs_by_name(joint_map) -> dict[str, str]:
+    return joint_map.pairs if hasattr(joint_map, "pairs") else dict(joint_map)
+
+
 def _transfer(fill: KeyFill, msk: Skeleton, conv, sk: Skeleton, q, p, known, joint_map=None):
     from ..core.kinematics import find_body_joints
     from ..core.motion import Motion
     from ..retarget import auto_map, retarget
     from ..retarget.core import _pairs_of, leg_scale
 
-    jm = auto_map(sk, msk) if joint_map is None else joint_map
+    bq, bp = bezier_quat_keys(sk, q, p, known)  # the window's own Bezier
+    if joint_map is None:   # the body read from the windows' frames (`retarget.topology`), not the rest pose
+        flat_q, flat_p = bq.reshape(-1, *bq.shape[-2:]), bp.reshape(-1, *bp.shape[-2:])
+        idx = np.unique(np.linspace(0, len(flat_q) - 1, min(64, len(flat_q))).astype(np.int64))
+        joint_map = auto_map(sk, msk, source_poses=sk.forward_kinematics(flat_q[idx], flat_p[idx])[1])
+    jm = joint_map
     pairs = _pairs_of(jm, sk, msk)  # model joint -> window joint
     k = leg_scale(sk, msk, jm)
-    sroot, mroot = find_body_joints(sk).root, find_body_joints(msk).root
-    bq, bp = bezier_quat_keys(sk, q, p, known)  # the window's own Bezier
+    hips = getattr(jm, "roles", {}).get("hips")
+    if hips in pairs_by_name(jm):   # the body's hips, whatever their name
+        sroot, mroot = sk.index(pairs_by_name(jm)[hips]), msk.index(hips)
+    else:
+        sroot, mroot = find_body_joints(sk).root, find_body_joints(msk).root
     N, T = q.shape[:2]  # every frame is retargeted on its own: the windows go through as one clip
     m = retarget(Motion(sk, bq.reshape(N * T, *bq.shape[2:]), bp.reshape(N * T, *bp.shape[2:]), 30.0, ""), msk, jm,
                  convention=conv)

@@ -101,9 +101,12 @@ def _say_resampled(what: str, rates: list[float]) -> None:
               file=sys.stderr)
 
 
-def check_skeletons(model_names: list[str], skeleton: Skeleton, what: str, overrides: str | None = None) -> dict:
+def check_skeletons(model_names: list[str], skeleton: Skeleton, what: str, overrides: str | None = None,
+                    poses: np.ndarray | None = None) -> dict:
     """Before any work: the data's skeleton must map onto every checkpoint's (``retarget.check_map``: one line
-    naming the unmapped joints, exit 2). Returns {model: joint map} for the models on another skeleton."""
+    naming the unmapped joints, exit 2). ``poses`` (F, J, 3): world positions of some of the data's frames,
+    from which its body is read (never the rest pose alone). Returns {model: joint map} for the models on
+    another skeleton."""
     from ..models.checkpoint import read_meta
     from ..models.registry import resolve
     from ..retarget import auto_map, check_map, load_overrides
@@ -119,8 +122,17 @@ def check_skeletons(model_names: list[str], skeleton: Skeleton, what: str, overr
         sk = Skeleton.from_dict(meta["skeleton"])
         if skeleton.same_topology(sk) and list(skeleton.names) == list(sk.names):
             continue
-        maps[name] = check_map(auto_map(skeleton, sk, overrides=ov), skeleton, sk, f"{what} for {name}")
+        maps[name] = check_map(auto_map(skeleton, sk, overrides=ov, source_poses=poses), skeleton, sk,
+                               f"{what} for {name}", source_poses=poses)
     return maps
+
+
+def _window_poses(windows, frames: int = 64) -> np.ndarray:
+    """(F, J, 3) world positions of up to ``frames`` frames spread over the test windows."""
+    q = windows.rotations.reshape(-1, *windows.rotations.shape[-2:])
+    p = windows.positions.reshape(-1, *windows.positions.shape[-2:])
+    idx = np.unique(np.linspace(0, len(q) - 1, min(frames, len(q))).astype(np.int64))
+    return windows.skeleton.forward_kinematics(q[idx], p[idx])[1]
 
 
 def load_eval_sets(data: str, progress: bool = True):
@@ -145,7 +157,7 @@ def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] 
     """Results dict and the number of test windows. Every model sees the data as it is (see resolve_models);
     ``overrides``: a bone map (``--map``) for data on another skeleton than a model's."""
     test_w, mean, std = load_eval_sets(data, progress)
-    maps = check_skeletons(model_names, test_w.skeleton, data, overrides)
+    maps = check_skeletons(model_names, test_w.skeleton, data, overrides, _window_poses(test_w))
     models = resolve_models(model_names, maps)
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps", file=sys.stderr)
     res = evaluate_infill(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std,
@@ -157,7 +169,7 @@ def run_keys_eval(data: str, model_names: list[str], every: tuple[int, ...] = (8
                   progress: bool = True, overrides: str | None = None) -> tuple[Results, int]:
     """The sparse-keys benchmark (``eval.keyed.evaluate_keys``) on ``data``'s test windows."""
     test_w, mean, std = load_eval_sets(data, progress)
-    maps = check_skeletons(model_names, test_w.skeleton, data, overrides)
+    maps = check_skeletons(model_names, test_w.skeleton, data, overrides, _window_poses(test_w))
     models = resolve_key_models(model_names, maps=maps)
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps, a key every {list(every)} frames",
           file=sys.stderr)

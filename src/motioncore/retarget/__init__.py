@@ -14,11 +14,12 @@ from .mapping import (
                       apply_overrides,
                       auto_map,
                       check_map,
+                      clip_poses,
                       detect_preset,
                       load_overrides,
                       normalise_name,
 )
 
 __all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "SkeletonMismatch", "apply_overrides", "auto_map",
-           "check_map", "detect_preset",
+           "check_map", "clip_poses", "detect_preset",
            "leg_length", "leg_scale", "load_overrides", "normalise_name", "rest_rotations", "retarget"]
