@@ -64,10 +64,13 @@ def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
 
 
 def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any = None, temperature: float = 0.0,
-                seed: int = 0) -> Any:
+                seed: int = 0, adapt: float = 0.0, info: dict | None = None) -> Any:
     """``m`` (a Motion on any biped skeleton, at any rate) with the frames ``todo`` (T,) filled by ``model``:
     on the model's skeleton directly, else through it and back (``joint_map``: model joint -> clip joint,
-    default `retarget.auto_map` on the clip's frames). Frames outside ``todo`` come back bit-identical."""
+    default `retarget.auto_map` on the clip's frames). Frames outside ``todo`` come back bit-identical.
+    ``infill-body``: the gate is fitted on the clip's own keys; ``adapt`` > 0 seconds: Learn This Action first
+    (``tasks.body_adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
+    length) and ``adapt`` (before / after, steps; or why it was skipped)."""
     from ..core.motion import Motion
     from ..core.skeleton import Skeleton
     from ..eval.keyed import on_skeleton
@@ -79,8 +82,13 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     def fill(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_q, out_p = q.copy(), p.copy()
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
-            f = fill_clip_at(model, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed)
+            net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info) \
+                if adapt > 0 and meta.get("kind") == "infill-body" else (model, {})
+            f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed, **kw)
             out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
+            if info is not None and f.gate is not None:
+                info["gate"] = f.gate.summary()
+                info["mean_weight"] = round(f.gate.mean_weight(), 3)
         return out_q, out_p
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
@@ -92,8 +100,28 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     return Motion(m.skeleton, q, p, m.fps, m.name)
 
 
+def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float, seconds: float,
+             info: dict | None) -> tuple[Any, dict[str, Any]]:
+    """Learn This Action on the clip's keys at the model's rate: (the network to fill with, fill_clip's gate
+    arguments). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
+    from ..errors import MotioncoreError
+    from ..tasks.body_adapt import adapt_infill
+    from ..tasks.infill import at_model_rate
+
+    mq, mr, mk = at_model_rate(meta, q, root, known, fps)
+    try:
+        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds)
+    except MotioncoreError as e:
+        if info is not None:
+            info["adapt"] = {"skipped": str(e)}
+        return model, {}
+    if info is not None:
+        info["adapt"] = ad.summary()
+    return ad.model, {"gate_limit": ad.held or None}
+
+
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
-              temperature: float = 0.0, seed: int = 0, fmt: str = "bvh") -> dict[str, Any]:
+              temperature: float = 0.0, seed: int = 0, fmt: str = "bvh", adapt: float = 0.0) -> dict[str, Any]:
     """Fill one clip (``fill_motion``); a JSON-ready result dict (never raises for a bad file): status, gaps,
     frames filled, the clip's rate, ``unmapped`` (model joints the clip lacks) and ``bezier_only`` (clip
     joints the model does not drive)."""
@@ -128,7 +156,9 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         if todo.all():
             raise ValueError("every frame is marked to fill: no key left")
         stage = "fill"
-        filled = fill_motion(m, model, meta, todo, jm, temperature, seed) if todo.any() else m
+        info: dict[str, Any] = {}
+        filled = fill_motion(m, model, meta, todo, jm, temperature, seed, adapt, info) if todo.any() else m
+        res.update(info)  # the gate's weights per gap length (and Learn This Action's result): what was scaled
         stage = "write"
         _write_spliced(path, out, filled, todo)
         res.update(status="ok", stage=None)
@@ -174,7 +204,7 @@ def _cached_model(name: str, load: Any) -> Any:
 def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_file: str | None = None,
                      frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
-                     chunk: int | None = None, fmt: str = "bvh") -> dict[str, Any]:
+                     chunk: int | None = None, fmt: str = "bvh", adapt: float = 0.0) -> dict[str, Any]:
     """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
     ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.runner.run_files`).
     Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
@@ -187,6 +217,8 @@ def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_fi
         raise BatchError("nothing to fill: give --gaps FILE.json and/or --frozen N")
     if frozen < 0:
         raise BatchError(f"--frozen: expected a frame count >= 1 (0: off), got {frozen}")
+    if adapt < 0 or adapt > 600:
+        raise BatchError(f"--adapt: expected 0-600 seconds of Learn This Action per clip (0: off), got {adapt:g}")
     if fmt not in ("bvh", "fbx", "blend"):
         raise BatchError(f"--format: expected bvh, fbx or blend, got {fmt!r}")
     check_output_dir(out, "--out", (src,))
@@ -203,11 +235,12 @@ def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_fi
     gaps = _match_gaps(gaps, files, gaps_file)
     refused = _check_joints(files, model)
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
-                            "frozen": frozen, "temperature": temperature, "seed": seed,
+                            "frozen": frozen, "temperature": temperature, "seed": seed, "adapt": adapt,
                             "started": datetime.now(UTC).isoformat(),
                             "mode": "ray" if (use_ray or ray_address) else "in-process"}
     return run_job(fill_file, files, out, fmt, {"model_name": model, "gaps": gaps, "frozen": frozen,
-                                                "temperature": temperature, "seed": seed, "fmt": fmt}, meta,
+                                                "temperature": temperature, "seed": seed, "fmt": fmt,
+                                                "adapt": adapt}, meta,
                    desc="infill", unit="clip", progress=progress, use_ray=use_ray, ray_address=ray_address,
                    workers=workers, chunk=chunk, refused=refused,
                    totals=lambda rs: {"frames_filled": sum(r.get("frames_filled", 0) for r in rs if r["status"] == "ok")})

@@ -59,13 +59,21 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
-                              fmt=args.format)
+                              fmt=args.format, adapt=args.adapt)
     c = report["counts"]
     for r in report["files"]:   # what the model did not cover, per file
         if r.get("status") == "ok" and (r.get("unmapped") or r.get("bezier_only")):
             print(f"batch infill: {Path(r['file']).name}: through the model's skeleton; model joints it lacks: "
                   f"{', '.join(r.get('unmapped') or []) or 'none'}; its joints the model does not drive (Bezier of "
                   f"their keys): {', '.join(r.get('bezier_only') or []) or 'none'}", file=sys.stderr)
+        scaled = [g for g in r.get("gate") or [] if g["rot"] < 1.0 or g["root"] < 1.0]
+        if scaled:   # the gate scaled the model's correction toward Blender's curve: say how much and why
+            print(f"batch infill: {Path(r['file']).name}: " + "; ".join(
+                f"gaps of {g['length']}: correction at {g['rot']:.0%} (root {g['root']:.0%}) after {g['pseudo']} test "
+                f"gaps cut from its keys (model {g['error']['model'][0]:.2f} cm, Bezier {g['error']['bezier'][0]:.2f} cm)"
+                for g in scaled), file=sys.stderr)
+        if (r.get("adapt") or {}).get("skipped"):
+            print(f"batch infill: {Path(r['file']).name}: not adapted: {r['adapt']['skipped']}", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")
@@ -144,6 +152,9 @@ def add_subcommands(sub: Any) -> None:
                         "default 0: off)")
     i.add_argument("--temperature", type=nonneg_float, default=0.0, help="sampling temperature (default 0)")
     i.add_argument("--seed", type=int, default=0, help="random seed of the sampling (default 0)")
+    i.add_argument("--adapt", type=nonneg_float, default=0.0, metavar="SECONDS",
+                   help="infill-body: Learn This Action on each clip's own keys for this many seconds first (default "
+                        "0: off; 20 is the add-on's default); report.json gives the pseudo-gap error before and after")
     _ray_args(i)
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=_cmd_batch_infill)
