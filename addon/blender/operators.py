@@ -326,6 +326,7 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, _ = value
         ad = content.get("adapted") or {}
+        _REPLIES.clear()   # In-fill's cached answers predate what was learnt: the next In-fill asks the server
         if content.get("cached"):
             return "this action is learnt already (same keys): In-fill uses it"
         before = sum(ad.get("before_cm", {}).values())

@@ -3,6 +3,7 @@ cache of adapted copies, keyed by a hash of the keys (``motioncore.tasks.body_ad
 with the same keys uses the adapted copy, and the gate is fitted on the pseudo-gaps adapting held out."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -13,6 +14,8 @@ from motioncore.errors import MotioncoreError
 from motioncore.wire.protocol import InvalidRequest
 
 __all__ = ["AdaptCache", "adapt_body", "CACHE_SIZE"]
+
+log = logging.getLogger("motioncore_server.body")
 
 CACHE_SIZE = 4  # adapted copies kept (about 7 MB each in float32)
 
@@ -46,7 +49,9 @@ class AdaptCache:
         from motioncore.tasks.body_adapt import keys_hash
 
         gate = bool(content.get("gate", True))
-        ad = self.get(keys_hash(q, root, known))
+        key = keys_hash(q, root, known)
+        ad = self.get(key)
+        log.info("infill keys", extra={"fields": {"keys": key, "adapted": ad is not None}})
         if ad is None:
             return model, {"gate": gate}, {}
         return ad.model, {"gate": gate, "gate_limit": ad.held or None}, {"adapted": ad.summary()}
@@ -76,4 +81,5 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
     ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation
     ad.key = key
     cache.put(key, ad)
+    log.info("adapted", extra={"fields": {"keys": key, "steps": ad.steps, "used": ad.used}})
     return {"model": name, "adapted": ad.summary(), "cached": False}, {}

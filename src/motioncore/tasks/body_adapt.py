@@ -47,7 +47,9 @@ class Adapted:
     held: int = 0  # held-out pseudo-gaps per length: fit the gate after adapting with ``fit_gate(limit=held)``
 
     def summary(self) -> dict:
-        return {"used": self.used, "before_cm": self.before, "after_cm": self.after, "steps": self.steps,
+        """JSON-ready: lengths with no held-out pseudo-gap to judge by are left out (never NaN on the wire)."""
+        fin = lambda d: {k: round(float(v), 4) for k, v in d.items() if np.isfinite(v)}  # noqa: E731
+        return {"used": self.used, "before_cm": fin(self.before), "after_cm": fin(self.after), "steps": self.steps,
                 "seconds": round(self.seconds, 2), "windows": self.windows, "held": self.held, "key": self.key}
 
 
