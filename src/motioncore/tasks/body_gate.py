@@ -115,8 +115,8 @@ def _loo_tasks(keys: np.ndarray, length: int, context: int, limit: int) -> list[
 
 
 def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list[Pair]], list[Pair]]:
-    """A scorer for windows of one length: given (rotation weight, root weight) pairs, the mean global position
-    error (cm) and rotation error (deg) over the scored ``frames`` (B, T) for each. The network runs once; the
+    """A scorer for windows of one length: given (rotation weight, root weight) pairs, the mean global joint
+    position error (cm) and local joint rotation error (deg) over the scored ``frames`` (B, T) for each. The network runs once; the
     pairs are scored together, the windows repeated per pair, in the canonical frame (a rigid move of answer and
     truth alike: the errors are those on the skeleton)."""
     import torch
@@ -135,12 +135,12 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
     off = torch.from_numpy(p[:, :, list(layout.joints)] * POS_SCALE).float().to(dev)
     with torch.no_grad():
         res = smooth_residual(model(feats).float(), kn)
-        tG, tP = net.fk(torch.from_numpy(quat_to_matrix(t_rot)).float().to(dev),
-                        torch.from_numpy(t_root * POS_SCALE).float().to(dev), off)
+        tL = torch.from_numpy(quat_to_matrix(t_rot)).float().to(dev)  # local rotations (the root's: global)
+        _, tP = net.fk(tL, torch.from_numpy(t_root * POS_SCALE).float().to(dev), off)
     conf = torch.as_tensor(np.ones(len(q)) if not safety else confidence(layout, safety, q, p, known),
                            dtype=torch.float32, device=dev)
     cols = torch.from_numpy(np.flatnonzero(np.asarray(frames, bool).any(0))).to(dev)  # only scored frames matter:
-    feats, res, kn, off, tG, tP = (x[:, cols] for x in (feats, res, kn, off, tG, tP))  # FK is per frame
+    feats, res, kn, off, tL, tP = (x[:, cols] for x in (feats, res, kn, off, tL, tP))  # FK is per frame
     fr = torch.from_numpy(np.asarray(frames, bool)).to(dev)[:, cols]
     B = len(q)
     cache: dict[Pair, Pair] = {}
@@ -154,9 +154,9 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
             rep = (lambda x: x.repeat((G,) + (1,) * (x.dim() - 1)))  # noqa: E731  (G * B, ...)
             with torch.no_grad():
                 mats, _, root = assemble(rep(feats), rep(res), rep(kn), smooth=False, weights=w, quats=False)
-                Gm, Pm = net.fk(mats, root, rep(off))
+                _, Pm = net.fk(mats, root, rep(off))
                 cm = (Pm - rep(tP)).norm(dim=-1).mean(-1) / POS_SCALE  # (G * B, T)
-                cos = ((Gm * rep(tG)).sum((-1, -2)) - 1.0) / 2.0
+                cos = ((mats * rep(tL)).sum((-1, -2)) - 1.0) / 2.0  # local joint rotations, as an animator reads them
                 deg = torch.rad2deg(torch.arccos(cos.clamp(-1.0, 1.0))).mean(-1)
             m = rep(fr)
             for g, pp in enumerate(todo):
