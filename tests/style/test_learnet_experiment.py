@@ -18,7 +18,7 @@ from motioncore.models.learnet_pfnn import LearnetPFNN
 from motioncore.train.learnet import ExemplarSampler, encode_spans, load_learnet, model_configs
 from motioncore.train.learnet_data import LearnetStyleConfig, clip_rows, eval_rows, prepare
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # the experiment lives in scripts/
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the experiment lives in scripts/
 from learnet_style import CONDITIONS, exemplar_code, main  # noqa: E402
 
 pytestmark = [needs_data, pytest.mark.data]
