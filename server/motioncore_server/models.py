@@ -121,7 +121,8 @@ for _kind, _tasks in CONTROLLER_TASKS.items():
 
 
 def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
-    """Registry loader for in-filling checkpoints (kinds ``anyorder`` and the deterministic ``infill-body``): the
+    """Registry loader for in-filling checkpoints (kinds ``anyorder`` and the deterministic ``infill-body`` and
+    ``infill-hands``): the
     rotation form of ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the server's
     device."""
     from motioncore.tasks.infill import fill_clip_at
@@ -133,7 +134,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
     model = model.to(device).eval()
     J = len(meta["skeleton"]["names"])
     whole_frames = bool(getattr(model.cfg, "group_frames", False))
-    deterministic = kind == "infill-body"  # one answer: temperature and samples repeat it
+    deterministic = kind in ("infill-body", "infill-hands")  # one answer: temperature and samples repeat it
 
     model_names = list(meta["skeleton"]["names"])
     object_cond = has_object_cond(meta)
@@ -221,7 +222,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                  "mirror": bool(content.get("mirror"))},
                 {"rotations": rot_out, "root": out.root.astype(np.float32), **extra})
 
-    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
+    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence", "hand")}
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
     info.update({"device": str(device), "root_joint": meta.get("root_joint"), "deterministic": deterministic,
                  "group_frames": whole_frames, "object_cond": object_cond,
@@ -231,6 +232,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
 
 register_loader("anyorder", ("infill",), load_anyorder)
 register_loader("infill-body", ("infill",), load_anyorder)  # the deterministic body in-fill: same request form
+register_loader("infill-hands", ("infill",), load_anyorder)  # the deterministic hand in-fill: same request form
 
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:

@@ -91,7 +91,8 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               k: int | None = None, check: Callable[[], None] | None = None,
               fill: np.ndarray | None = None, window: int | None = 80,
               object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0) -> Filled:
-    """See the module docstring. ``residual`` (deterministic ``infill-body`` only): the weight of the network's
+    """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for
+    hands also the gate's {gap length: weight}): the weight of the network's
     correction; 0 gives its base, Blender's Bezier of the keys, exactly as the model sees them. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
@@ -100,6 +101,8 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     metres away from its training windows' (None: one window, whatever the length)."""
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
+    if meta.get("kind") == "infill-hands":  # deterministic, gap by gap on the whole clip (tasks.hands_fill)
+        return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual)
     if meta.get("kind") == "infill-body" and window is not None:
         window = min(window, 2 * CONTEXT + 1)  # the deterministic model: every gap in its own window
     if window is None or T <= window or q.ndim != 3:
@@ -355,6 +358,25 @@ def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, 
     if (todo & keys).any():
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
     return q, r, keys, todo
+
+
+def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
+                       n_samples: int, fill: np.ndarray | None, object_track, residual=1.0) -> Filled:
+    """``fill_clip`` for the deterministic ``infill-hands`` (``tasks.hands_fill``), with the same checks;
+    ``residual`` a weight or the gate's {gap length: weight}."""
+    from ..core.skeleton import Skeleton
+    from .hands_fill import fill_hands
+
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
+    if not todo.any():
+        raise MotioncoreError("fill: nothing to fill")
+    obj = None if object_track is None else (np.asarray(object_track[0], np.float64),
+                                             np.asarray(object_track[1], np.float64))
+    fq, fr = fill_hands(model, meta, q, r, keys, todo, obj, residual)
+    fq = np.where(~todo[:, :J, None], q, fq)
+    fr = np.where(~todo[:, J:], r, fr)
+    return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
 
 
 def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
