@@ -193,8 +193,14 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                 ctx.progress(done[0], S)
             done[0] += 1
 
+        learn = {}
+        if content.get("learn") is not None:
+            if kind != "infill-hands":
+                raise InvalidRequest(f"field 'learn': only the hand in-fill (infill-hands) learns the take; model "
+                                     f"{name!r} is {kind!r}: leave 'learn' out")
+            learn = {"learn": float(content["learn"])}
         try:
-            out = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
+            out = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm, **learn,
                             order=str(content.get("order") or "bisection"),
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
                             seed=int(content.get("seed") or 0), check=check, object_track=track,

@@ -151,3 +151,35 @@ def test_adapt_folds_never_cut_pseudo_gaps_from_scored_windows():
         for s in starts[win]:
             assert not free[s:s + 40].any()
         assert free.sum() >= 400
+
+
+@needs_data
+def test_eval_hands_cli_per_take_json_and_baselines_match_the_window_reference(tmp_path, capsys):
+    from motioncore.cli.main import main
+    from motioncore.core.rotations import quat_angle
+    from motioncore.data import lafan1_windows, load
+    from motioncore.eval.hands import TASKS, bezier_channels, hand_keys
+    from motioncore.tasks.infill import interp_channels
+    from motioncore.train.anyorder import body_joints
+
+    out = tmp_path / "hands.json"
+    assert main(["eval", "hands", "--task", "wrist-every-10", "--threads", "1", "--quiet", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())["wrist-every-10"]
+    s = r["summary"]
+    assert {"model", "interp", "bezier", "model_no_object", "object_worth_interval"} <= set(s)
+    assert set(r["takes"]) == {"mug3", "teapot3"} and s["windows"] == 96
+    for v in (s, *r["takes"].values()):
+        lo, hi = v["model_interval"]
+        assert lo <= v["model"] <= hi
+    # the baselines, as eval.hands computes them on its re-framed windows
+    clips = load("manipnet-right", "test", fps=30.0, progress=False)
+    task = TASKS["wrist-every-10"]()
+    w = lafan1_windows(clips, task.window, task.stride, body=body_joints(clips[0].motion.skeleton))
+    keys = hand_keys(task, tuple(clips[0].motion.skeleton.names), 0)
+    fill = ~keys[:, :17]
+    fill[:, 0] = False
+    iq, _ = interp_channels(w.rotations, w.positions[:, :, 0], keys)
+    bq = bezier_channels(w.rotations, keys)
+    assert abs(np.degrees(quat_angle(iq, w.rotations))[:, fill].mean() - s["interp"]) < 1e-6
+    assert abs(np.degrees(quat_angle(bq, w.rotations))[:, fill].mean() - s["bezier"]) < 1e-6
+    assert "mug3" in capsys.readouterr().out

@@ -66,3 +66,26 @@ def test_models_lists_it_with_the_object_and_its_hand(served):
     model_side = addon_module("core.requests").model_side
 
     assert model_side(info) == "r" and model_side({"training_data": "ManipNet manipnet-left"}) == "l"
+
+
+def test_learn_gates_on_the_takes_own_keyed_fingers_as_the_library_does(served):
+    from motioncore.data import load
+    from motioncore.models.registry import load_model
+    from motioncore.tasks.hands_gate import learn_and_fill
+
+    clip = load("manipnet-right", "test", fps=30.0, progress=False)[0]
+    m = clip.motion
+    q, root = m.rotations[:360].astype(np.float32), m.positions[:360, 0].astype(np.float32)
+    keys = np.ones((360, 18), bool)   # finger capture with two dropouts of 30 frames; the wrist every 10 there
+    for a in (120, 250):
+        keys[a:a + 30, 1:17] = False
+        keys[a:a + 30, [0, 17]] = (np.arange(30) % 10 == 9)[:, None]
+    r = served.infill_rotations(q, root, keys, model="infill-hands", learn=0)
+    model, meta = load_model("infill-hands")
+    todo = ~keys
+    ref, _, report = learn_and_fill(model, meta, q.astype(np.float64), root.astype(np.float64), keys, todo)
+    assert report["pseudo_gaps"] > 10 and set(report["gate"]) == {30}
+    assert np.degrees(quat_angle(r.arrays["rotations"][0], ref)).max() < 1e-2
+    np.testing.assert_array_equal(r.arrays["rotations"][0][keys[:, :17]], q[keys[:, :17]])
+    with pytest.raises(Exception, match="learn"):
+        served.infill_rotations(q, root, keys, model="infill-hands", learn=-1)

@@ -125,10 +125,17 @@ def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
     from ..io.atomic import atomic_write_text
 
     set_threads(args.threads)
-    tasks = ["wrist-every-10", "wrist-only"] if not args.task else \
-        list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task))
-    res = {t: evaluate_infill_hands(args.model, TASKS[t](), use_object=not args.no_object, adapt_s=args.adapt,
-                                    progress=not args.quiet) for t in tasks}
+    from ..eval.hands import HandsTask
+
+    if args.task:
+        tasks = {t: TASKS[t]() for t in (list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task)))}
+    elif args.every != 10 or args.fingertips or args.window != 40:   # the wrist-key layout asked for
+        tasks = {f"every{args.every}{'-tips' if args.fingertips else ''}": HandsTask(
+            every=args.every, fingertips=args.fingertips, window=args.window)}
+    else:
+        tasks = {t: TASKS[t]() for t in ("wrist-every-10", "wrist-only")}
+    res = {t: evaluate_infill_hands(args.model, task, use_object=not args.no_object, adapt_s=args.adapt,
+                                    progress=not args.quiet) for t, task in tasks.items()}
     print(format_infill_hands(res))
     if args.json:
         atomic_write_text(args.json, json.dumps(res, indent=1))
@@ -236,7 +243,7 @@ def add_subcommands(sub: Any) -> None:
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp, Bezier)",
                       description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp and "
                       "Blender's Bezier). The defaults (infill-hands, tasks wrist-every-10 and wrist-only, all 96 "
-                      f"windows, with and without the object) take ~60 s ({MEASURED_ON}); --adapt S adds about "
+                      f"windows, with and without the object) take ~10 s ({MEASURED_ON}); --adapt S adds about "
                       "8 S per task. --model anyorder-hands: 12 windows and 5 samples each take ~70 s; the time "
                       "grows with --max-windows and --samples.")
     e.add_argument("--model", default="infill-hands", help="hand in-fill checkpoint: infill-hands (default; per take "

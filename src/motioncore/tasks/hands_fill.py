@@ -133,21 +133,24 @@ def bezier_fingers(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
     T, J = q.shape[:2]
     out = q.copy()
     t = np.arange(T, dtype=np.float64)
+    groups: dict[tuple[int, ...], list[int]] = {}   # channels sharing their key frames: one evaluation
     for j in range(J):
-        xs = np.flatnonzero(keys[:, j])
-        if xs.size == 0:
-            continue
-        y = quat_continuity(quat_normalize(q[xs, j]), axis=0)  # (K, 4)
+        xs = tuple(np.flatnonzero(keys[:, j]).tolist())
+        if xs:
+            groups.setdefault(xs, []).append(j)
+    for x, js in groups.items():
+        xs = np.asarray(x)
+        y = quat_continuity(quat_normalize(q[xs][:, js]), axis=0)  # (K, G, 4)
         if xs.size == 1:
-            out[:, j] = y[0]
+            out[:, js] = y[0]
             continue
         inside = (t >= xs[0]) & (t <= xs[-1])
-        v = fcurve_evaluate(xs.astype(np.float64), y.T, t[inside]).T  # (F, 4)
-        col = np.empty((T, 4))
-        col[inside] = v
+        v = fcurve_evaluate(xs.astype(np.float64), y.reshape(xs.size, -1).T, t[inside]).T  # (F, G * 4)
+        col = np.empty((T, len(js), 4))
+        col[inside] = v.reshape(-1, len(js), 4)
         col[:xs[0]] = y[0]
         col[xs[-1] + 1:] = y[-1]
-        out[:, j] = quat_normalize(col)
+        out[:, js] = quat_normalize(col)
     return out
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from . import hands_fill as hf
 
 __all__ = ["CONTEXT", "GATE_STEPS", "pseudo_gaps", "gap_examples", "split_examples", "fit_gate", "adapt",
-           "gap_shapes", "gated_error", "learn_take"]
+           "gap_shapes", "gated_error", "learn_take", "learn_and_fill"]
 
 CONTEXT = 10  # keyed frames on each side of a pseudo-gap that its Bezier sees
 GATE_STEPS = np.round(np.arange(0.0, 1.0001, 0.05), 2)
@@ -175,3 +175,29 @@ def adapt(model, examples: list[dict], seconds: float, lr: float = 1e-3, pull: f
         opt.step()
         steps += 1
     return net.eval(), steps
+
+
+def learn_and_fill(model, meta: dict, q: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
+                   obj: tuple[np.ndarray, np.ndarray] | None = None, seconds: float = 0.0, seed: int = 0
+                   ) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The request-time path: pseudo-gaps shaped like the clip's real finger gaps, cut from its frames where
+    every channel is keyed (never a frame of a real gap), then Learn This Action for ``seconds`` (0: the gate
+    alone, fitted on every pseudo-gap) and the fill (``tasks.hands_fill.fill_hands``). Without keyed stretches
+    long enough for one pseudo-gap the bundled map fills at its own weight, and the report says so.
+    Returns (T, J, 4), (T, 3), report."""
+    q = np.asarray(q, np.float64)
+    shapes = gap_shapes(keys, int(meta.get("max_gap") or 0))
+    free = keys.all(1)
+    ex: list[dict] = []
+    for shape in shapes:
+        ex += gap_examples(q, root, keys, pseudo_gaps(free, shape), shape[2], obj)
+    if not ex:
+        net, gate, report = model, 1.0, {"pseudo_gaps": 0, "used": "bundled",
+                                         "note": "no keyed finger stretch long enough for a pseudo-gap: not gated"}
+    elif seconds > 0:
+        net, gate, report = learn_take(model, ex, seconds, seed=seed)
+    else:
+        net, gate = model, fit_gate(model, ex)
+        report = {"pseudo_gaps": len(ex), "used": "bundled", "gate": {int(k): v for k, v in gate.items()}}
+    fq, fr = hf.fill_hands(net, meta, q, root, keys, todo, obj, gate)
+    return fq, fr, report

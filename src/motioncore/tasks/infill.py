@@ -90,8 +90,10 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               order: str = "bisection", temperature: float = 0.0, n_samples: int = 1, seed: int = 0,
               k: int | None = None, check: Callable[[], None] | None = None,
               fill: np.ndarray | None = None, window: int | None = 80,
-              object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0) -> Filled:
-    """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for
+              object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
+              learn: float | None = None) -> Filled:
+    """See the module docstring. ``learn`` (``infill-hands`` only): seconds of Learn This Action on pseudo-gaps
+    from the clip's fully keyed frames (0: the request-time gate alone; ``tasks.hands_gate.learn_and_fill``). ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for
     hands also the gate's {gap length: weight}): the weight of the network's
     correction; 0 gives its base, Blender's Bezier of the keys, exactly as the model sees them. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
@@ -102,7 +104,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
     if meta.get("kind") == "infill-hands":  # deterministic, gap by gap on the whole clip (tasks.hands_fill)
-        return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual)
+        return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual, learn)
     if meta.get("kind") == "infill-body" and window is not None:
         window = min(window, 2 * CONTEXT + 1)  # the deterministic model: every gap in its own window
     if window is None or T <= window or q.ndim != 3:
@@ -361,7 +363,8 @@ def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, 
 
 
 def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-                       n_samples: int, fill: np.ndarray | None, object_track, residual=1.0) -> Filled:
+                       n_samples: int, fill: np.ndarray | None, object_track, residual=1.0,
+                       learn: float | None = None) -> Filled:
     """``fill_clip`` for the deterministic ``infill-hands`` (``tasks.hands_fill``), with the same checks;
     ``residual`` a weight or the gate's {gap length: weight}."""
     from ..core.skeleton import Skeleton
@@ -373,7 +376,12 @@ def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarra
         raise MotioncoreError("fill: nothing to fill")
     obj = None if object_track is None else (np.asarray(object_track[0], np.float64),
                                              np.asarray(object_track[1], np.float64))
-    fq, fr = fill_hands(model, meta, q, r, keys, todo, obj, residual)
+    if learn is not None:
+        from .hands_gate import learn_and_fill
+
+        fq, fr, _ = learn_and_fill(model, meta, q, r, keys, todo, obj, float(learn))
+    else:
+        fq, fr = fill_hands(model, meta, q, r, keys, todo, obj, residual)
     fq = np.where(~todo[:, :J, None], q, fq)
     fr = np.where(~todo[:, J:], r, fr)
     return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
