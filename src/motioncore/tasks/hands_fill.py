@@ -37,7 +37,7 @@ from ..core.rotations import (
 )
 
 __all__ = ["K_BASIS", "M_POINTS", "gap_basis", "finger_gaps", "interp_track", "gap_inputs", "input_dim",
-           "gap_residual", "project", "apply_correction", "bezier_fingers", "plan", "coefficients", "weight_for",
+           "gap_residual", "project", "object_in_wrist", "apply_correction", "bezier_fingers", "plan", "coefficients", "weight_for",
            "fill_hands"]
 
 K_BASIS = 4   # basis curves per gap
@@ -86,6 +86,14 @@ def _points(a: int, b: int, closed: bool) -> np.ndarray:
     return np.round(np.linspace(a, b if closed else b - 1, M_POINTS)).astype(np.int64)
 
 
+def object_in_wrist(wrist_q: np.ndarray, wrist_p: np.ndarray, obj: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """(T, OBJ_DIM) the object's rotation (6D), position (dm) and distance (dm) in the wrist frame, per frame."""
+    inv = quat_conj(wrist_q)
+    rel = quat_apply(inv, obj[1] - wrist_p)
+    return np.concatenate([quat_to_rot6d(quat_mul(inv, quat_normalize(obj[0]))), rel * 10.0,
+                           np.linalg.norm(rel, axis=-1, keepdims=True) * 10.0], -1)
+
+
 def gap_inputs(fingers: np.ndarray, wrist_q: np.ndarray, wrist_p: np.ndarray, gap: tuple[int, int, bool],
                obj: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """(D,) float32 inputs of one gap: fingers (T, F, 4) keyed at a - 1 (and at b when closed), the wrist's
@@ -100,10 +108,8 @@ def gap_inputs(fingers: np.ndarray, wrist_q: np.ndarray, wrist_p: np.ndarray, ga
     if obj is None:
         o = np.zeros((M_POINTS, OBJ_DIM + 1))
     else:
-        inv = quat_conj(wrist_q[pts])
-        rel = quat_apply(inv, obj[1][pts] - wrist_p[pts])
-        o = np.concatenate([quat_to_rot6d(quat_mul(inv, quat_normalize(obj[0][pts]))), rel * 10.0,
-                            np.linalg.norm(rel, axis=-1, keepdims=True) * 10.0, np.ones((M_POINTS, 1))], -1)
+        o = np.concatenate([object_in_wrist(wrist_q[pts], wrist_p[pts], (obj[0][pts], obj[1][pts])),
+                            np.ones((M_POINTS, 1))], -1)
     tail = np.array([(b - a) / 30.0, float(closed), 1.0])
     return np.concatenate([left, right, wr.reshape(-1), wp.reshape(-1), o.reshape(-1), tail]).astype(np.float32)
 
