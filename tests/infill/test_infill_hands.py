@@ -182,4 +182,4 @@ def test_eval_hands_cli_per_take_json_and_baselines_match_the_window_reference(t
     bq = bezier_channels(w.rotations, keys)
     assert abs(np.degrees(quat_angle(iq, w.rotations))[:, fill].mean() - s["interp"]) < 1e-6
     assert abs(np.degrees(quat_angle(bq, w.rotations))[:, fill].mean() - s["bezier"]) < 1e-6
-    assert "mug3" in capsys.readouterr().out
+    assert "mug3" in capsys.readouterr().out and (tmp_path / "hands.png").stat().st_size > 1000

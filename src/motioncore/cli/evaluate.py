@@ -120,13 +120,12 @@ def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
 def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
     import json
 
-    from ..eval.hands import TASKS
-    from ..eval.hands_infill import evaluate_infill_hands, format_infill_hands
+    from ..eval.hands import TASKS, HandsTask
+    from ..eval.hands_infill import evaluate_infill_hands, format_infill_hands, plot_infill_hands
     from ..io.atomic import atomic_write_text
 
+    plot = _plot_path(args, "eval_infill_hands")   # checked before any work
     set_threads(args.threads)
-    from ..eval.hands import HandsTask
-
     if args.task:
         tasks = {t: TASKS[t]() for t in (list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task)))}
     elif args.every != 10 or args.fingertips or args.window != 40:   # the wrist-key layout asked for
@@ -137,6 +136,7 @@ def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
     res = {t: evaluate_infill_hands(args.model, task, use_object=not args.no_object, adapt_s=args.adapt,
                                     progress=not args.quiet) for t, task in tasks.items()}
     print(format_infill_hands(res))
+    print(f"plot: {plot_infill_hands(res, plot)}")
     if args.json:
         atomic_write_text(args.json, json.dumps(res, indent=1))
         print(f"json: {args.json}")

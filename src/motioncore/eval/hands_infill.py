@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from ..core.rotations import quat_angle
 from ..errors import MotioncoreError
 from .hands import HandsTask, bezier_channels, hand_keys
 
-__all__ = ["evaluate_infill_hands", "bootstrap", "fold_windows", "format_infill_hands"]
+__all__ = ["evaluate_infill_hands", "bootstrap", "fold_windows", "format_infill_hands", "plot_infill_hands"]
 
 BOOT = 2000
 
@@ -183,3 +184,39 @@ def format_infill_hands(results: dict[str, dict]) -> str:
                         f"{s['model_interval'][0]:6.2f}-{s['model_interval'][1]:<6.2f} {s['model_over_bezier']:5.2f} "
                         f"{s['model_over_interp']:7.2f} {s['model_no_object']:7.2f} {ad}")
     return "\n".join(rows)
+
+
+def plot_infill_hands(results: dict[str, dict], path: str | Path) -> Path:
+    """PNG: per task, the finger error per held-out take and on the mean for Interp, Bezier, the model with and
+    without the object (and the adapt track's windows, when run), the model's 95% interval as a bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..io.atomic import atomic_write
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5.0 * len(results), 3.4), squeeze=False)
+    names = [("interp", "Interp"), ("bezier", "Bezier"), ("model", "model"), ("model_no_object", "no object")]
+    for ax, (task, r) in zip(axes[0], results.items(), strict=True):
+        groups = [*r["takes"].items(), ("mean", r["summary"])]
+        width = 0.8 / len(names)
+        for j, (key, label) in enumerate(names):
+            x = np.arange(len(groups)) + (j - len(names) / 2 + 0.5) * width
+            ax.bar(x, [s[key] for _, s in groups], width, label=label)
+            if key == "model":
+                lo = [s[key] - s["model_interval"][0] for _, s in groups]
+                hi = [s["model_interval"][1] - s[key] for _, s in groups]
+                ax.errorbar(x, [s[key] for _, s in groups], yerr=[lo, hi], fmt="none", color="k", lw=1)
+        ax.set_xticks(np.arange(len(groups)), [g for g, _ in groups])
+        ax.set_title(task, fontsize=9)
+        ax.set_ylabel("finger error (deg)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{next(iter(results.values()))['model']} on the ManipNet test takes", fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    finally:
+        plt.close(fig)
+    return path
