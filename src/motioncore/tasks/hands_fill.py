@@ -176,11 +176,12 @@ def _bezier_root(root: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def plan(q: np.ndarray, root: np.ndarray, keys: np.ndarray, obj: tuple[np.ndarray, np.ndarray] | None = None,
-         max_gap: int = 0) -> dict:
+         max_gap: int = 0, min_gap: int = 2) -> dict:
     """Bezier of every channel's keys and each finger gap's basis and inputs, for one clip on the model's
     skeleton at its rate: q (T, J, 4), root (T, 3) the wrist's translation (joint 0 is the wrist, a root),
     keys (T, J + 1) bool. Returns {"bezier": (T, J, 4), "root": (T, 3), "gaps": [(a, b, closed)],
-    "basis": [(n, K)], "inputs": (G, D) float32}. Gaps longer than ``max_gap`` (0: no limit) stay Bezier."""
+    "basis": [(n, K)], "inputs": (G, D) float32}. Gaps longer than ``max_gap`` (0: no limit) or shorter than
+    ``min_gap`` frames stay Bezier."""
     q = np.asarray(q, np.float64)
     T, J = q.shape[:2]
     bez = bezier_fingers(q, keys[:, :J])
@@ -191,7 +192,7 @@ def plan(q: np.ndarray, root: np.ndarray, keys: np.ndarray, obj: tuple[np.ndarra
         wq, wp = interp_track(q[:, 0], root, wrist_keys)
     else:  # no wrist key at all: the model reads a still wrist
         wq, wp = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, 1)), np.zeros((T, 3))
-    gaps = [g for g in finger_gaps(keys[:, 1:J].all(1)) if not max_gap or g[1] - g[0] <= max_gap]
+    gaps = [g for g in finger_gaps(keys[:, 1:J].all(1), max(2, min_gap)) if not max_gap or g[1] - g[0] <= max_gap]
     inputs = np.stack([gap_inputs(bez[:, 1:], wq, wp, g, obj) for g in gaps]) if gaps else \
         np.zeros((0, input_dim(J - 1)), np.float32)
     return {"bezier": bez, "root": _bezier_root(root, keys[:, J]), "gaps": gaps, "inputs": inputs,
@@ -227,7 +228,7 @@ def fill_hands(model, meta: dict, q: np.ndarray, root: np.ndarray, keys: np.ndar
     Bezier base). Elements not in ``todo`` (T, J + 1) come back as sent. Returns (T, J, 4), (T, 3)."""
     q = np.asarray(q, np.float64)
     J = q.shape[1]
-    p = plan(q, root, keys, obj, int(meta.get("max_gap") or 0))
+    p = plan(q, root, keys, obj, int(meta.get("max_gap") or 0), int(meta.get("min_gap") or 2))
     out = p["bezier"].copy()
     coef = coefficients(model, p["inputs"])
     for (a, b, _), B, c in zip(p["gaps"], p["basis"], coef, strict=True):
