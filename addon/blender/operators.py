@@ -345,12 +345,18 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     bl_idname = "motioncore.hands_infill"
     bl_label = "In-fill Hands"
     label = "Hands in-fill"
-    model = "anyorder-hands"
+    model = "infill-hands"
 
     def model_name(self, context: bpy.types.Context) -> str | None:
-        """The panel's Hands Model; empty: anyorder-hands, or with an object the first model trained with one."""
+        """The panel's Hands Model; empty: the deterministic infill-hands (it reads the object when given one) for
+        the single best answer; to draw variations (temperature > 0) anyorder-hands, or with an object the first
+        model trained with one."""
         s = settings(context)
-        return str(s.hands_model) or (None if s.hands_object is not None else self.model)
+        if str(s.hands_model):
+            return str(s.hands_model)
+        if float(self.temperature) > 0.0:
+            return None if s.hands_object is not None else "anyorder-hands"
+        return self.model
 
     def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
         pick = str(settings(context).hands_side)
@@ -401,7 +407,7 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"
-MAP_FOR = {"infill": ("infill", "infill-body"), "infill.hands": ("infill", "anyorder-hands")}
+MAP_FOR = {"infill": ("infill", "infill-body"), "infill.hands": ("infill", "infill-hands")}
 
 
 class MOTIONCORE_OT_map_bones(_ServerOperator):

@@ -90,7 +90,7 @@ class MotioncoreSceneSettings(bpy.types.PropertyGroup):
                ("LEFT", "Left", "A left hand: mirrored onto a right-hand model (and back), the object too")])
     hands_model: StringProperty(  # type: ignore[valid-type]
         name="Hands Model", default="",
-        description="In-fill Hands' model (empty: anyorder-hands, or with an Object the first model trained with one)")
+        description="In-fill Hands' model (empty: infill-hands; with Temperature > 0 anyorder-hands, or with an Object the first any-order model trained with one)")
     style_model: StringProperty(name="Style Model", default="", description="Style model (empty: the server's default)")  # type: ignore[valid-type]
     status: StringProperty(name="Status", default="Not connected")  # type: ignore[valid-type]
     progress: StringProperty(name="Progress", default="")  # type: ignore[valid-type]

@@ -62,7 +62,11 @@ def find_model(client: Any, task: str, name: str | None, object_cond: bool = Fal
 
 
 def model_side(info: dict[str, Any]) -> str:
-    """The hand a hands model was trained on, from its ``training_data``: "l" for manipnet-left, else "r"."""
+    """The hand a hands model was trained on: its ``hand`` ("l" / "r") where it names one (``infill-hands``
+    learns from both hands, the left mirrored onto the right), else from its ``training_data``: "l" for
+    manipnet-left, else "r"."""
+    if info.get("hand") in ("l", "r"):
+        return str(info["hand"])
     return "l" if "left" in str(info.get("training_data") or "").lower() else "r"
 
 

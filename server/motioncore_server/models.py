@@ -122,7 +122,8 @@ for _kind, _tasks in CONTROLLER_TASKS.items():
 
 
 def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
-    """Registry loader for in-filling checkpoints (kinds ``anyorder`` and the deterministic ``infill-body``): the
+    """Registry loader for in-filling checkpoints (kinds ``anyorder`` and the deterministic ``infill-body`` and
+    ``infill-hands``): the
     rotation form of ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the server's
     device."""
     from motioncore.tasks.infill import fill_clip_at
@@ -134,7 +135,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
     model = model.to(device).eval()
     J = len(meta["skeleton"]["names"])
     whole_frames = bool(getattr(model.cfg, "group_frames", False))
-    deterministic = kind == "infill-body"  # one answer: temperature and samples repeat it
+    deterministic = kind in ("infill-body", "infill-hands")  # one answer: temperature and samples repeat it
 
     model_names = list(meta["skeleton"]["names"])
     object_cond = has_object_cond(meta)
@@ -180,7 +181,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         q[:, mapped] = rot[:, src[mapped]]
         return q, km, fm, mapped, src, rest, names
 
-    adapted = AdaptCache() if deterministic else None
+    adapted = AdaptCache() if kind == "infill-body" else None  # Learn This Action: the body in-fill
 
     def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
         if task == "adapt" and adapted is not None:
@@ -205,8 +206,14 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             done[0] += 1
 
         net, body, reply = model, {}, {}
-        if deterministic and adapted is not None:
+        if adapted is not None:
             net, body, reply = adapted.for_request(model, meta, q, inputs["root"], km, content)
+        if content.get("learn") is not None:
+            if kind != "infill-hands":
+                raise InvalidRequest(f"field 'learn': only the hand in-fill (infill-hands) learns the take; model "
+                                     f"{name!r} is {kind!r}: send an 'adapt' request for the body (Learn This "
+                                     "Action), or leave 'learn' out")
+            body["learn"] = float(content["learn"])
         try:
             out = fill_clip_at(net, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
                             order=str(content.get("order") or "bisection"),
@@ -221,12 +228,17 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         rot_out = np.repeat(rot[None], S, 0).astype(np.float32)  # joints the model lacks come back as sent
         rot_out[:, :, src[mapped]] = out.rotations[:, :, mapped]
         extra: dict[str, np.ndarray] = {}
-        if deterministic and out.base_rotations is not None:  # the base it corrected (Blender's Bezier of the
-            # keys, in the model's space, from the same pass): a client applies the correction (answer minus base)
-            # to its own curves, so its rig adds no error of its own
+        if deterministic:  # the base it corrected (Blender's Bezier of the keys, in the model's space; the body
+            # in-fill returns it from the same pass): a client applies the correction (answer minus base) to its own
+            # curves, so its rig adds no error of its own
+            bq, br = out.base_rotations, out.base_root
+            if bq is None or br is None:  # infill-hands: its fill with the correction off
+                base = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm, n_samples=1,
+                                    mirror=bool(content.get("mirror")), residual=0.0)
+                bq, br = base.rotations, base.root
             b = np.repeat(rot[None], S, 0).astype(np.float32)
-            b[:, :, src[mapped]] = out.base_rotations[:, :, mapped]
-            extra = {"base_rotations": b, "base_root": np.asarray(out.base_root, np.float32)}
+            b[:, :, src[mapped]] = np.broadcast_to(bq, (S,) + bq.shape[1:])[:, :, mapped]
+            extra = {"base_rotations": b, "base_root": np.broadcast_to(np.asarray(br, np.float32), (S,) + br.shape[1:])}
         if out.gate is not None:
             reply["gate"] = out.gate.summary()
         return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
@@ -237,16 +249,18 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                  "mirror": bool(content.get("mirror")), **reply},
                 {"rotations": rot_out, "root": out.root.astype(np.float32), **extra})
 
-    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
+    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence", "hand")}
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
     info.update({"device": str(device), "root_joint": meta.get("root_joint"), "deterministic": deterministic,
                  "group_frames": whole_frames, "object_cond": object_cond,
                  "convention": None if conv is None else np.asarray(conv, np.float64).round(9).tolist()})
-    return ServedModel(name, kind, ("infill", "adapt") if deterministic else ("infill",), info, step=None, run=run)
+    return ServedModel(name, kind, ("infill", "adapt") if kind == "infill-body" else ("infill",), info, step=None,
+                       run=run)
 
 
 register_loader("anyorder", ("infill",), load_anyorder)
 register_loader("infill-body", ("infill", "adapt"), load_anyorder)  # the deterministic body in-fill: same request form
+register_loader("infill-hands", ("infill",), load_anyorder)  # the deterministic hand in-fill: same request form
 
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:

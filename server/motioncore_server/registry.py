@@ -39,6 +39,8 @@ def has_object_cond(meta: dict[str, Any]) -> bool:
     """True for an any-order checkpoint trained with the hand's object (``--object-cond``: ``cond_dim`` in its
     config and the conditions' normalisation in ``cond``) on a skeleton whose root joint is joint 0 (the
     wrist): ``fill_clip`` then uses an ``object_track`` (`models` lists it as ``object_cond``)."""
+    if meta.get("kind") == "infill-hands":  # the deterministic hand in-fill reads the object when given one
+        return bool(meta.get("object_cond")) and int(meta.get("root_joint") or 0) == 0
     return (bool((meta.get("config") or {}).get("cond_dim")) and "cond" in meta
             and int(meta.get("root_joint") or 0) == 0)
 
@@ -158,6 +160,7 @@ class Registry:
                  **{k: e.meta.get(k) for k in INFO_FIELDS},
                  "object_cond": bool(e.meta.get("object_cond")) or has_object_cond(e.meta),
                  "convention": listed_convention(e.meta),
+                 **({"hand": e.meta["hand"]} if e.meta.get("hand") in ("l", "r") else {}),   # a hands model's hand
                  "loaded": e.model is not None,
                  "available": e.error is None and bool(self.tasks_of(e))}
             if e.error or not self.tasks_of(e):

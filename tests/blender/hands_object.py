@@ -4,7 +4,7 @@
     python hands_object.py ZIP SPEC.json TRACK.npz OUT.npz CONNECTION_FILE
 
 SPEC: {"hand": BVH path, "fps", "gap": [first, last] (Blender frames whose finger keys are deleted; the wrist
-keeps every key), "context": scene frames on each side, "model": the object-conditioned model, "plain_model":
+keeps every key), "gap30": a second such gap, filled last with the Hands Model empty (infill-hands), "context": scene frames on each side, "model": the object-conditioned model, "plain_model":
 one trained without the object}. TRACK: "frames" (Blender frames), "rotations" (F, 4) WXYZ and "positions"
 (F, 3): the take's object track as the data has it (Y-up, the BVH's units).
 
@@ -12,9 +12,10 @@ A ManipNet hand BVH imported with Blender's own importer at its defaults (Euler 
 its location keys); an empty keyed with the object track, converted as Blender's importers convert Y-up
 data (world matrix [A R A^-1 | A p], A the Y-up -> Z-up turn, so its local +Z is the data's +Y); the
 finger keys inside the gap deleted; then In-fill Hands through a live server with the empty in the Object
-field, again with the field empty (the generated keys are replaced), and once with the object and a model
-trained without one (refused). Writes the evaluated poses (pose-bone matrices, armature space) and the
-reports to OUT.
+field, again with the field empty (the generated keys are replaced), once with the object and a model
+trained without one (refused), and with the Hands Model empty (the bundled infill-hands). Writes the
+evaluated poses (pose-bone matrices, armature space: the truth, Blender's Bezier after the deletion, each
+fill) and the reports to OUT.
 """
 from __future__ import annotations
 
@@ -122,8 +123,12 @@ def main() -> None:
         arrays["rest"] = np.array([np.array(x.matrix_local) for x in arm.data.bones])
         arrays["frames"] = frames
         arrays["truth"] = evaluate(arm, frames)
+        a2, b2 = spec["gap30"]   # a second gap, 30 frames at the models' 30 fps, for infill-hands
+        frames2 = np.arange(a2, b2 + 1)
+        arrays["truth30"] = evaluate(arm, frames2)
         empty = keyed_empty(track)
         res["deleted"] = delete_finger_keys(arm, "WRIST", a, b)
+        arrays["bezier"] = evaluate(arm, frames)   # Blender's own Bezier over the keys left
         bpy.context.view_layer.objects.active = arm
         arm.select_set(True)
         sc.frame_start, sc.frame_end = a - ctx, b + ctx
@@ -139,11 +144,18 @@ def main() -> None:
         arrays["without"] = evaluate(arm, frames)
         s.hands_object, s.hands_model = empty, spec["plain_model"]
         res["refused"] = hands_infill()
-        s.hands_model = ""   # empty: the first object-conditioned model the server lists
+        s.hands_model = ""   # empty at temperature 0: the deterministic infill-hands, with the object
         res["default_model"] = hands_infill()
         arrays["default_model"] = evaluate(arm, frames)
         s.hands_object = arm
         res["own_armature"] = hands_infill()
+        res["deleted30"] = delete_finger_keys(arm, "WRIST", a2, b2)
+        arrays["bezier30"] = evaluate(arm, frames2)
+        sc.frame_start, sc.frame_end = a2 - ctx, b2 + ctx
+        sc.frame_set(a2)
+        s.hands_object, s.hands_model = empty, ""
+        res["fill30"] = hands_infill()
+        arrays["fill30"] = evaluate(arm, frames2)
     except Exception:
         res["error"] = traceback.format_exc()
     np.savez(out_path, **arrays)

@@ -153,7 +153,7 @@ def test_gap_key_may_be_the_file_name(clips, tmp_path, capsys):
 @pytest.mark.parametrize("argv,needles", [
     (["batch", "infill", "{c}", "--out", "{o}", "--frozen", "3", "--model", "mann-dog"],
      ["--model mann-dog: a model of kind mann (task controller); this command needs an in-filling model "
-      "(kind anyorder or infill-body, e.g. anyorder-body, anyorder-hands, infill-body"]),
+      "(kind anyorder or infill-body or infill-hands, e.g. anyorder-body, anyorder-hands, infill-body"]),
     (["batch", "generate", "{p}", "--out", "{o}", "--mode", "bogus"], ["argument --mode: invalid choice: 'bogus'"]),
     (["batch", "generate", "{p}", "--out", "{o}", "--model", "mann-dog", "--mode", "cubic"],
      ["--mode cubic: mann checkpoints run in ['outputs', 'weights']"]),

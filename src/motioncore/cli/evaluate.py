@@ -153,13 +153,47 @@ def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
+    import json
+
+    from ..eval.hands import TASKS, HandsTask
+    from ..eval.hands_infill import evaluate_infill_hands, format_infill_hands, plot_infill_hands
+    from ..io.atomic import atomic_write_text
+
+    plot = _plot_path(args, "eval_infill_hands")   # checked before any work
+    set_threads(args.threads)
+    if args.task:
+        tasks = {t: TASKS[t]() for t in (list(TASKS) if "all" in args.task else list(dict.fromkeys(args.task)))}
+    elif args.every != 10 or args.fingertips or args.window != 40:   # the wrist-key layout asked for
+        tasks = {f"every{args.every}{'-tips' if args.fingertips else ''}": HandsTask(
+            every=args.every, fingertips=args.fingertips, window=args.window)}
+    else:
+        tasks = {t: TASKS[t]() for t in ("wrist-every-10", "wrist-only")}
+    res = {t: evaluate_infill_hands(args.model, task, use_object=not args.no_object, adapt_s=args.adapt,
+                                    progress=not args.quiet) for t, task in tasks.items()}
+    print(format_infill_hands(res))
+    print(f"plot: {plot_infill_hands(res, plot)}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(res, indent=1))
+        print(f"json: {args.json}")
+    return 0
+
+
 def _cmd_eval_hands(args: argparse.Namespace) -> int:
     import json
 
+    from ..errors import UsageError
     from ..eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
     from ..io.atomic import atomic_write_text
     from ..models.registry import check_model
 
+    if check_model(args.model, "infill").get("kind") == "infill-hands":
+        return _cmd_eval_infill_hands(args)
+    if args.adapt is not None:
+        raise UsageError(f"--adapt: only for the deterministic infill-hands (the model {args.model} samples); "
+                         "drop --adapt or pick --model infill-hands")
+    if args.max_windows is None:
+        args.max_windows = 12
     if getattr(args, "task", None):
         return _cmd_eval_hand_tasks(args)
     task = HandsTask(every=args.every, fingertips=args.fingertips, window=args.window)
@@ -261,11 +295,17 @@ def add_subcommands(sub: Any) -> None:
     e.add_argument("--limit", type=positive_int, help="at most this many clips")
     _add_report_args(e, "per-clip results", "eval_clips_<data>.png")
     e.set_defaults(func=_cmd_eval_clips)
-    e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp)",
-                      description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp). The "
-                      f"defaults (12 windows, 5 samples each) take ~70 s ({MEASURED_ON}); the time grows "
-                      "with --max-windows and --samples.")
-    e.add_argument("--model", default="anyorder-hands", help="any-order hand checkpoint (default anyorder-hands)")
+    e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp, Bezier)",
+                      description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp and "
+                      "Blender's Bezier). The defaults (infill-hands, tasks wrist-every-10 and wrist-only, all 96 "
+                      f"windows, with and without the object) take ~10 s ({MEASURED_ON}); --adapt S adds about "
+                      "8 S per task. --model anyorder-hands: 12 windows and 5 samples each take ~70 s; the time "
+                      "grows with --max-windows and --samples.")
+    e.add_argument("--model", default="infill-hands", help="hand in-fill checkpoint: infill-hands (default; per take "
+                   "and mean with bootstrap intervals) or the any-order anyorder-hands (samples, best of 5)")
+    e.add_argument("--adapt", type=nonneg_float, metavar="SECONDS",
+                   help="(infill-hands) also the adapt track: per take and half, the model fine-tuned SECONDS on "
+                        "pseudo-gaps cut from the other half's frames (never a scored window's), then gated")
     e.add_argument("--every", type=positive_int, default=10, help="wrist key spacing in frames at 30 fps (default 10)")
     e.add_argument("--fingertips", action="store_true", help="also key the distal finger joints")
     e.add_argument("--task", action="append", choices=["wrist-every-10", "fingers-every-30", "wrist-only", "all"],
@@ -280,8 +320,8 @@ def add_subcommands(sub: Any) -> None:
                    help="order in which the missing elements are sampled (default bisection)")
     e.add_argument("--k", type=positive_int, help="elements committed per step (default 1; with --task one "
                                                   "frame's filled elements)")
-    e.add_argument("--max-windows", type=nonneg_int, default=12,
-                   help="evaluate N windows evenly spread over the test takes (default 12 of 96; 0: all)")
+    e.add_argument("--max-windows", type=nonneg_int, default=None,
+                   help="(any-order) evaluate N windows evenly spread over the test takes (default 12 of 96; 0: all)")
     _add_report_args(e, "figures", "eval_hands_every<N>.png")
     e.set_defaults(func=_cmd_eval_hands)
     e = ev.add_parser("style", help="one-shot style on the held-out styles: next-frame error and a style judge's "

@@ -13,6 +13,10 @@ from .args import nonneg_float, positive_float, positive_int
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    if args.model == "infill-hands":
+        from ..recipes.infill_hands import train_from_args
+
+        return train_from_args(args)
     if args.model == "infill-body":
         from ..recipes.infill_body_train import train_infill_body_from_args
 
@@ -64,7 +68,8 @@ def _check_train_args(args: argparse.Namespace) -> None:
 def add_subcommands(sub: Any) -> None:
     """Register ``train`` on the top-level subparsers."""
     t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
-    t.add_argument("model", choices=["pfnn", "mann", "anyorder", "infill-body"], help="what to train")
+    t.add_argument("model", choices=["pfnn", "mann", "anyorder", "infill-body", "infill-hands"],
+                   help="what to train (infill-hands: a ridge fit, about 3 minutes on one core)")
     t.add_argument("--baseline", action="store_true", help="train the comparison network instead (PFNN: an MLP "
                    "taking phase as an input; MANN: a single expert)")
     t.add_argument("--config", help="JSON file of TrainConfig fields (flags override it)")
@@ -86,4 +91,6 @@ def add_subcommands(sub: Any) -> None:
     from ..recipes.infill_body_train import add_infill_body_arguments
 
     add_infill_body_arguments(t)  # --body-data --minutes --export
+    t.add_argument("--cv", action="store_true", help="(infill-hands) choose the penalty and weight on each training "
+                   "take held out in turn (the mean), not on the one validation take")
     t.set_defaults(func=_cmd_train)

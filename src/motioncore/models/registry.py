@@ -20,6 +20,7 @@ def _kinds() -> dict[str, tuple[type, type]]:
     from .anyorder import AnyOrderConfig, AnyOrderTransformer
     from .baselines import PhaseMLP, PhaseMLPConfig
     from .infill_body import InfillBody, InfillBodyConfig
+    from .infill_hands import InfillHands, InfillHandsConfig
     from .learnet_pfnn import LearnetPFNN, LearnetPFNNConfig
     from .mann import MANN, MANNConfig
     from .pfnn import PFNN, PFNNConfig
@@ -30,7 +31,8 @@ def _kinds() -> dict[str, tuple[type, type]]:
                                            "anyorder": (AnyOrderConfig, AnyOrderTransformer),
                                            "learnet-pfnn": (LearnetPFNNConfig, LearnetPFNN),
                                            "style-judge": (StyleJudgeConfig, StyleJudge),
-                                           "infill-body": (InfillBodyConfig, InfillBody)}
+                                           "infill-body": (InfillBodyConfig, InfillBody),
+                                           "infill-hands": (InfillHandsConfig, InfillHands)}
     return kinds
 
 
@@ -52,7 +54,7 @@ def resolve(name_or_path: str | Path) -> Path:
     raise CheckpointError(f"no bundled model or checkpoint {str(name_or_path)!r}; bundled: {bundled_names()}")
 
 
-TASK_KINDS = {"infill": ("anyorder", "infill-body"), "controller": ("pfnn", "phase-mlp", "mann")}  # what each command can run
+TASK_KINDS = {"infill": ("anyorder", "infill-body", "infill-hands"), "controller": ("pfnn", "phase-mlp", "mann")}  # what each command can run
 
 
 def check_model(name_or_path: str | Path, task: str, arg: str = "--model") -> dict[str, Any]:

@@ -95,12 +95,15 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               k: int | None = None, check: Callable[[], None] | None = None,
               fill: np.ndarray | None = None, window: int | None = 80,
               object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
-              gate: Any = True, gate_limit: int | None = None) -> Filled:
-    """See the module docstring. ``residual`` (deterministic ``infill-body`` only): the weight of the network's
-    correction; 0 gives its base, Blender's Bezier of the keys, exactly as the model sees them. ``gate``
-    (``infill-body`` only): True fits the correction's weights on pseudo-gaps cut from this clip's own keys
-    (``tasks.body_gate``; on up to ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False
-    uses the network as trained. ``fill`` (T,) or (T, J + 1) bool: the elements to fill (default every
+              gate: Any = True, gate_limit: int | None = None, learn: float | None = None) -> Filled:
+    """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
+    also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
+    Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
+    correction's weights on pseudo-gaps cut from this clip's own keys (``tasks.body_gate``; on up to
+    ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False uses the network as trained.
+    ``learn`` (``infill-hands`` only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
+    the request-time gate alone; ``tasks.hands_gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
+    elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
     (cancellation). A clip longer than ``window`` frames is filled gap by gap, each gap in its own window
@@ -108,6 +111,8 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     metres away from its training windows' (None: one window, whatever the length)."""
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
+    if meta.get("kind") == "infill-hands":  # deterministic, gap by gap on the whole clip (tasks.hands_fill)
+        return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual, learn)
     if meta.get("kind") == "infill-body" and q.ndim == 3:
         return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, gate, check,
                                gate_limit)
@@ -421,6 +426,32 @@ def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, 
     if (todo & keys).any():
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
     return q, r, keys, todo
+
+
+def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
+                       n_samples: int, fill: np.ndarray | None, object_track, residual=1.0,
+                       learn: float | None = None) -> Filled:
+    """``fill_clip`` for the deterministic ``infill-hands`` (``tasks.hands_fill``), with the same checks;
+    ``residual`` a weight or the gate's {gap length: weight}."""
+    from ..core.skeleton import Skeleton
+    from .hands_fill import fill_hands
+
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
+    if not todo.any():
+        raise MotioncoreError("fill: nothing to fill")
+    obj = None if object_track is None else (np.asarray(object_track[0], np.float64),
+                                             np.asarray(object_track[1], np.float64))
+    if learn is not None:
+        from .hands_gate import learn_and_fill
+
+        fq, fr, _ = learn_and_fill(model, meta, q, r, keys, todo, obj, float(learn))
+    else:
+        fq, fr = fill_hands(model, meta, q, r, keys, todo, obj, residual)
+    fq = np.where(~todo[:, :J, None], q, fq)
+    fr = np.where(~todo[:, J:], r, fr)
+    return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
+
 
 
 def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,
