@@ -301,8 +301,8 @@ def add_subcommands(sub: Any) -> None:
                       description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp and "
                       "Blender's Bezier). The defaults (infill-hands, tasks wrist-every-10 and wrist-only, all 96 "
                       f"windows, with and without the object) take ~10 s ({MEASURED_ON}); --adapt S adds about "
-                      "8 S per task. --model anyorder-hands: 12 windows and 5 samples each take ~70 s; the time "
-                      "grows with --max-windows and --samples.")
+                      "8 S per task. --model anyorder-hands: 12 windows and 5 samples each take ~70 s ("
+                      f"{MEASURED_ON}); the time grows with --max-windows and --samples.")
     e.add_argument("--model", default="infill-hands", help="hand in-fill checkpoint: infill-hands (default; per take "
                    "and mean with bootstrap intervals) or the any-order anyorder-hands (samples, best of 5)")
     e.add_argument("--adapt", type=nonneg_float, metavar="SECONDS",
