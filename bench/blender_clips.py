@@ -52,6 +52,7 @@ def main() -> None:
     ap.add_argument("--blender", default="5.0.1")
     ap.add_argument("--lengths", type=int, nargs="+", default=[5, 15, 30])
     ap.add_argument("--quick", action="store_true", help="two clips per subject")
+    ap.add_argument("--subject", action="append", choices=sorted(CLIPS), help="only this subject (repeatable)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     from motioncore.io.bvh import read_bvh
@@ -59,6 +60,8 @@ def main() -> None:
     folder = Path(bi.cmu_test_clips()[0]).parent
     spec = []
     for subj, names in CLIPS.items():
+        if a.subject and subj not in a.subject:
+            continue
         for n in names[:2] if a.quick else names:
             path = folder / f"{n}.bvh"
             if not path.is_file():

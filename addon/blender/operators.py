@@ -257,7 +257,8 @@ class _InfillBase(_ServerOperator):
         if (content.get("segments") or [{}])[0].get("mirror"):
             with_obj += f" ({'left' if self._state.get('side') == 'l' else 'right'} hand, mirrored onto the model's)"
         gate = gate_message([g for seg in content.get("segments") or [] for g in seg.get("gate") or []])
-        learnt = "; with this action learnt" if any(seg.get("adapted") for seg in content.get("segments") or []) else ""
+        learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
+                                                      for seg in content.get("segments") or []) else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
                 f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped))
 
@@ -332,6 +333,9 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
         before = sum(ad.get("before_cm", {}).values())
         after = sum(ad.get("after_cm", {}).values())
         judged = f": test-gap error {before:.2f} -> {after:.2f} cm" if ad.get("before_cm") else ""
+        if not ad.get("used", True) and not ad.get("before_cm"):
+            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps), but the action is too "
+                    "short to hold some keys back and check it: In-fill keeps the shipped model (key more frames)")
         if not ad.get("used", True):
             return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, which did not "
                     "help: In-fill keeps the shipped model")
