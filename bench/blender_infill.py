@@ -62,12 +62,15 @@ def errors(d: dict, info: dict, name: str, method: str) -> tuple[float, float]:
     return float(e_pos), float(e_rot)
 
 
-def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps: float) -> tuple[float, float]:
+def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps: float,
+           whole: bool = False) -> tuple[float, float]:
     """Max rotation difference (deg) and root difference (cm) between the add-on's written pose and the same
     in-fill computed in-process: ``fill_clip_at`` on the BVH file's own values (frame f of Blender = row
     f - 1), applied as the add-on applies a deterministic model's answer, a correction of Blender's own Bezier
     of the keys (``answer base^-1 bezier`` per joint, ``bezier + answer - base`` for the root; the Bezier
-    read from the same run's ``bezier`` poses)."""
+    read from the same run's ``bezier`` poses). ``whole``: the scene range was the whole action, so the add-on
+    sent all of it (its gate fitted on every keyed frame): the reference fills the whole action too; else each
+    gap with its ``CONTEXT`` keys either side, the range the add-on read."""
     from motioncore.core.rotations import quat_to_matrix
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
@@ -95,13 +98,15 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
     add_loc, add_rel = model_space(d[f"{name}/addon"])
     bez_loc, bez_rel = model_space(d[f"{name}/bezier"])
     worst_r, worst_p = 0.0, 0.0
-    for a, b in gaps:
-        lo, hi = a - CONTEXT, b + CONTEXT
+    spans = [(1, mo.num_frames)] if whole else [(a - CONTEXT, b + CONTEXT) for a, b in gaps]
+    for lo, hi in spans:
         rows = np.arange(lo, hi + 1) - 1
-        known = ~((np.arange(lo, hi + 1) >= a) & (np.arange(lo, hi + 1) <= b))
+        known = np.ones(hi - lo + 1, bool)
+        for a, b in gaps:
+            known &= ~((np.arange(lo, hi + 1) >= a) & (np.arange(lo, hi + 1) <= b))
         args = (model, meta, mo.rotations[rows], mo.positions[rows, rj], known, fps)
         f, base = fill_clip_at(*args), fill_clip_at(*args, residual=0.0)
-        sel = np.flatnonzero(np.isin(frames, np.arange(a, b + 1)))
+        sel = np.flatnonzero(np.isin(frames, np.arange(lo, hi + 1)[~known]))
         ans, bas = quat_to_matrix(f.rotations[0][~known]), quat_to_matrix(base.rotations[0][~known])
         ref = ans @ np.swapaxes(bas, -1, -2) @ bez_loc[sel][:, col]                 # (G, J, 3, 3)
         worst_r = max(worst_r, float(angle_deg(add_loc[sel][:, col], ref).max()))
@@ -227,7 +232,8 @@ def table(spec: dict, d: dict, res: dict) -> tuple[str, list[dict]]:
         cells = [tuple(np.average([errors(d, {**res[c["name"]], "unit_cm": c.get("unit_cm")}, c["name"], m)[i]
                                    for c in cs], weights=w)
                        for i in (0, 1)) for m in ("addon", "bezier", "linear")]
-        pars = [parity(d, res[c["name"]], c["name"], c["path"], c["gaps"], c["fps"]) for c in cs if c.get("parity")]
+        pars = [parity(d, res[c["name"]], c["name"], c["path"], c["gaps"], c["fps"], bool(c.get("full_range")))
+                for c in cs if c.get("parity")]
         par = (max(p[0] for p in pars), max(p[1] for p in pars)) if pars else None
         op_s = [t for c in cs for t in res[c["name"]]["op_s"]]
         reports = [r for c in cs for r in res[c["name"]]["reports"]]
