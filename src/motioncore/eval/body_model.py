@@ -67,22 +67,18 @@ def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float
         oq, op = np.array(q, np.float64), np.array(p, np.float64)
         info.clear()
         for b in range(len(q)):
-            net, g, ad = model, gate, None
+            net, limit = model, None
             if adapt > 0:
                 from ..tasks.body_adapt import adapt_infill
-                from ..tasks.body_gate import fit_gate
 
                 try:
                     ad = adapt_infill(model, meta, q[b], p[b, :, rj], known[b], seconds=adapt)
+                    net, limit = ad.model, ad.held or None  # the gate on the pseudo-gaps adapting held out
+                    info.update(adapt_before=ad.before, adapt_after=ad.after, adapt_steps=ad.steps,
+                                adapt_used=ad.used)
                 except MotioncoreError as e:  # too little keyed to learn from: the gate alone, and say so
                     info["adapt_skipped"] = str(e)
-            if ad is not None:
-                net = ad.model
-                info.update(adapt_before=ad.before, adapt_after=ad.after, adapt_steps=ad.steps, adapt_used=ad.used)
-                if gate and ad.held:  # fitted on the held-out pseudo-gaps only (none: the default gate)
-                    kk = np.repeat(known[b][:, None], sk.num_joints + 1, 1)
-                    g = fit_gate(net, meta, q[b], p[b, :, rj], kk, ~kk, limit=ad.held)
-            out = fill_clip(net, meta, q[b], p[b, :, rj], known[b], gate=g)
+            out = fill_clip(net, meta, q[b], p[b, :, rj], known[b], gate=gate, gate_limit=limit)
             oq[b], op[b, :, rj] = out.rotations[0], out.root[0]
             if out.gate is not None:
                 info["weight"] = out.gate.mean_weight()

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..core.gaps import runs as _runs
 from ..core.rotations import quat_angle, quat_continuity
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
@@ -58,12 +59,6 @@ def _scores(sk: Skeleton, q, p, tq, tp, known) -> tuple[float, float, float, flo
         span[max(0, i - JERK_PAD):i + JERK_PAD + 1] = True
     jerk = sum(jerk_sum(gp[a:b]) for a, b in _runs(span))
     return float(cm), float(deg), float(gap.sum() * gq.shape[1]), float(jerk)
-
-
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    from ..core.gaps import runs
-
-    return runs(mask)
 
 
 def evaluate_clips(clips, fills: dict[str, Callable], n_gaps: int = 12, lengths=(5, 15, 30),

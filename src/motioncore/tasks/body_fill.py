@@ -351,7 +351,7 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
         q, pp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, r, p, k)
         qs.append(q)
         ps.append(pp)
-        bqs.append(np.where(k[..., :-1, None], r, prep.rotations))
+        bqs.append(prep.rotations)  # the Bezier base on the skeleton, keys exact
         bps.append(prep.positions)
     if base:
         return np.concatenate(qs), np.concatenate(ps), np.concatenate(bqs), np.concatenate(bps)
