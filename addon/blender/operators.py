@@ -199,10 +199,11 @@ class _InfillBase(_ServerOperator):
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
         key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
                                                     for g in segs], *[g["frames"] for g in segs],
-                          *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts)
+                          *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts,
+                          sorted(self.job_options().items()))
         self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
         extra = self.job_options()
-        if key in _REPLIES and not extra:
+        if key in _REPLIES and not extra.get("adapt"):
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_segments_job(
@@ -290,6 +291,10 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
             kept = "kept Blender's curve" if f["rot"] == 0.0 and f["root"] == 0.0 else \
                 f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
             out.append(f"gaps of {f['length']}: {kept}{why}")
+        pe = f.get("plant_error") or {}
+        if not f.get("plant", True) and pe.get("planted"):
+            out.append(f"gaps of {f['length']}: feet not planted (on {f['pseudo']} test gaps cut from your keys "
+                       f"planting cost error: {pe['unplanted'][0]:.1f} -> {pe['planted'][0]:.1f} cm)")
     return ("; " + "; ".join(out)) if out else ""
 
 
@@ -301,10 +306,18 @@ class MOTIONCORE_OT_infill(_InfillBase):
     label = "In-fill"
     model = "infill-body"
     whole_range = True
+    plant_feet: bpy.props.BoolProperty(name="Plant Feet", default=True,  # type: ignore[valid-type]
+                                       description="Keep feet in contact with the ground still (IK on the legs); "
+                                                   "the server leaves them as filled for a gap length where test "
+                                                   "gaps cut from your keys say planting costs error")
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         """The deterministic infill-body for the single best answer; anyorder-body to draw variations."""
         return "anyorder-body" if float(self.temperature) > 0.0 else "infill-body"
+
+    def job_options(self) -> dict[str, Any]:
+        """The body in-fill plants the feet unless Plant Feet is off (the any-order model ignores it)."""
+        return {} if float(self.temperature) > 0.0 else {"plant_feet": bool(self.plant_feet)}
 
 
 class MOTIONCORE_OT_adapt_action(_InfillBase):

@@ -133,7 +133,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         fps: float | None = None, temperature: float = 0.0, samples: int = 1,
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
                         up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
-                        root_bone: str | None = None, side: str | None = None, adapt: float | None = None) -> Job:
+                        root_bone: str | None = None, side: str | None = None, adapt: float | None = None,
+                        plant_feet: bool | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
@@ -148,7 +149,9 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     ``side`` ("l" / "r", hands): the rig's hand; a model trained on the other (`model_side`) gets the clip
     mirrored (the request's ``mirror``): the rig is aligned to the mirror image of the model's skeleton,
     which the server mirrors onto the model's and back. ``fps``: the scene's rate (the server resamples to
-    the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
+    the model's). ``plant_feet`` (the body in-fill; None: the server's default, planted): plant the feet in
+    contact (the server plants its answer; the correction below carries it onto the rig's curves).
+    Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
     from ..vendor import rest
@@ -175,7 +178,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         mp = al["parents"][rj]
         settings = {"model": info["name"], "joints": mnames, "temperature": float(temperature),
                     "samples": int(samples), "order": order, "seed": int(seed), "fps": float(fps) if fps else None,
-                    "mirror": True if mirror else None}
+                    "mirror": True if mirror else None, "plant_feet": plant_feet}
         unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}

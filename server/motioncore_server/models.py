@@ -241,6 +241,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             extra = {"base_rotations": b, "base_root": np.broadcast_to(np.asarray(br, np.float32), (S,) + br.shape[1:])}
         if out.gate is not None:
             reply["gate"] = out.gate.summary()
+        if kind == "infill-body":  # what planting the feet did (None: off, or turned off by the gate everywhere)
+            reply["plant"] = out.plant
         return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],

@@ -59,7 +59,7 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
-                              fmt=args.format, adapt=args.adapt)
+                              fmt=args.format, adapt=args.adapt, plant_feet=not args.no_plant_feet)
     c = report["counts"]
     for r in report["files"]:   # what the model did not cover, per file
         if r.get("status") == "ok" and (r.get("unmapped") or r.get("bezier_only")):
@@ -72,6 +72,12 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
                 f"gaps of {g['length']}: correction at {g['rot']:.0%} (root {g['root']:.0%}) after {g['pseudo']} test "
                 f"gaps cut from its keys (model {g['error']['model'][0]:.2f} cm, Bezier {g['error']['bezier'][0]:.2f} cm)"
                 for g in scaled), file=sys.stderr)
+        unplanted = [g for g in r.get("gate") or [] if not g.get("plant", True)]
+        if unplanted and not args.no_plant_feet:   # the gate kept the feet unplanted where planting cost error
+            print(f"batch infill: {Path(r['file']).name}: " + "; ".join(
+                f"gaps of {g['length']}: feet not planted (on {g['pseudo']} test gaps planting cost error: "
+                f"{g['plant_error']['unplanted'][0]:.2f} -> {g['plant_error']['planted'][0]:.2f} cm)"
+                for g in unplanted if g.get("plant_error")), file=sys.stderr)
         if (r.get("adapt") or {}).get("skipped"):
             print(f"batch infill: {Path(r['file']).name}: not adapted: {r['adapt']['skipped']}", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
@@ -155,6 +161,10 @@ def add_subcommands(sub: Any) -> None:
     i.add_argument("--adapt", type=nonneg_float, default=0.0, metavar="SECONDS",
                    help="infill-body: Learn This Action on each clip's own keys for this many seconds first (default "
                         "0: off; 20 is the add-on's default); report.json gives the pseudo-gap error before and after")
+    i.add_argument("--no-plant-feet", action="store_true",
+                   help="infill-body: leave the feet as the network fills them (default: feet in contact are planted "
+                        "by IK on the legs where test gaps cut from the clip's keys say it costs no error; "
+                        "report.json's gate gives that judgement per gap length)")
     _ray_args(i)
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=_cmd_batch_infill)

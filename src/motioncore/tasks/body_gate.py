@@ -51,6 +51,8 @@ class GateFit:
     pseudo: int  # pseudo-gaps scored
     method: str  # "pseudo-gaps" | "leave-one-key-out" | "none" (nothing keyed to learn from: weight 1)
     error: dict[str, list[float]] = field(default_factory=dict)  # {bezier, model, gated: [cm, deg]}
+    plant: bool = True  # plant the feet in gaps of this length (``tasks.body_plant``)
+    plant_error: dict = field(default_factory=dict)  # its judgement: {unplanted, planted: [cm, deg, skate]}
 
 
 @dataclass
@@ -62,6 +64,11 @@ class Gate:
     def weights(self, length: int) -> tuple[float, float]:
         f = self.fits.get(bucket(length))
         return (1.0, 1.0) if f is None else (f.rot, f.root)
+
+    def plant(self, length: int) -> bool:
+        """Whether the feet are planted in gaps of ``length`` frames (the pseudo-gaps said it does not cost error)."""
+        f = self.fits.get(bucket(length))
+        return True if f is None else f.plant
 
     def summary(self) -> list[dict]:
         return [asdict(f) for _, f in sorted(self.fits.items())]
@@ -178,10 +185,12 @@ def _fit_one(score: Callable[[list[Pair]], list[Pair]], n: int, length: int, met
 
 
 def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-             context: int = CONTEXT, limit: int = MAX_PSEUDO) -> Gate:
+             context: int = CONTEXT, limit: int = MAX_PSEUDO, plant: bool = False) -> Gate:
     """The gate for a clip on the checkpoint's skeleton (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` and
     ``todo`` (T, J + 1) bool), one fit per bucket of the lengths of the gaps in ``todo``, on up to ``limit``
-    pseudo-gaps each (after Learn This Action: its held-out ones, ``tasks.body_adapt.HELD``)."""
+    pseudo-gaps each (after Learn This Action: its held-out ones, ``tasks.body_adapt.HELD``). ``plant``: also judge
+    planting the feet on the same pseudo-gaps at the fitted weights (``tasks.body_plant.judge_plant``: off for a
+    length where it costs error)."""
     from ..core.skeleton import Skeleton
     from .body_fill import BodyLayout
 
@@ -208,6 +217,11 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
                 frames[i, s - a:e - a] = True
             score = _score_windows(model, layout, meta.get("safety"), q[idx], pos[idx], kn, frames)
             fits[bk] = _fit_one(score, len(wins), L, "pseudo-gaps")
+            if plant:  # the feet planted at these weights: kept only where it costs no error on these pseudo-gaps
+                from .body_plant import judge_plant
+
+                fits[bk].plant, fits[bk].plant_error = judge_plant(model, meta, q[idx], pos[idx], kn, frames,
+                                                                   (fits[bk].rot, fits[bk].root))
             continue
         tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
         if not tasks:

@@ -77,6 +77,7 @@ class Filled:
     base_rotations: np.ndarray | None = None  # (S, T, J, 4) infill-body: the Bezier base it corrected
     base_root: np.ndarray | None = None  # (S, T, 3)
     gate: Any = None  # infill-body: the request-time gate (``tasks.body_gate.Gate``) or None
+    plant: dict | None = None  # infill-body: what planting the feet did (``tasks.body_plant``), None when off
 
 
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
@@ -95,13 +96,16 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               k: int | None = None, check: Callable[[], None] | None = None,
               fill: np.ndarray | None = None, window: int | None = 80,
               object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
-              gate: Any = True, gate_limit: int | None = None, learn: float | None = None) -> Filled:
+              gate: Any = True, gate_limit: int | None = None, learn: float | None = None,
+              plant_feet: bool = True) -> Filled:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
     also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
     Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
     correction's weights on pseudo-gaps cut from this clip's own keys (``tasks.body_gate``; on up to
     ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False uses the network as trained.
-    ``learn`` (``infill-hands`` only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
+    ``plant_feet`` (``infill-body`` only): plant the feet in contact by IK on the legs (``tasks.body_plant``; the
+    gate turns it off for a gap length where its pseudo-gaps say it costs error). ``learn`` (``infill-hands``
+    only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
     the request-time gate alone; ``tasks.hands_gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
     elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
@@ -115,7 +119,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
         return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual, learn)
     if meta.get("kind") == "infill-body" and q.ndim == 3:
         return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, gate, check,
-                               gate_limit)
+                               gate_limit, plant_feet)
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track, residual)
@@ -143,9 +147,10 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
 
 def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
                     fill: np.ndarray | None, residual: float, gate: Any, check: Callable[[], None] | None,
-                    gate_limit: int | None = None) -> Filled:
+                    gate_limit: int | None = None, plant: bool = False) -> Filled:
     """``fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its own window
-    (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass."""
+    (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass. ``plant``: then the
+    feet planted (``tasks.body_plant``) on the gaps whose length the gate keeps planting for."""
     from ..core.skeleton import Skeleton
     from .body_gate import MAX_PSEUDO, Gate, fit_gate
 
@@ -153,10 +158,11 @@ def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, 
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     frames = todo.any(1)
     if gate is True:
-        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO)
+        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=plant)
     elif not isinstance(gate, Gate):
         gate = None
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
+    planted = np.zeros(len(q), bool)  # the gap frames whose feet are planted
     for s, e, a, b in gap_windows(frames):
         if check is not None:
             check()
@@ -168,11 +174,20 @@ def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, 
         out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
         base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
         base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
+        planted[s:e] = plant and (gate is None or gate.plant(e - s))
+    plant_info = None
+    if planted.any():
+        from .body_plant import plant_filled
+
+        pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & planted[:, None])
+        if pl is not None:
+            out_q, out_r = pq, pr
+            plant_info = {"frames": int(planted.sum()), "contact_runs": len(pl.runs), "hips_moved": pl.hips_moved}
     keep = ~todo[:, :J, None]
     out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
     base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
     out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
-    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate)
+    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate, plant_info)
 
 
 def resample_frames(n_frames: int, fps_from: float, fps_to: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -217,7 +232,7 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         out = fill_clip_at(model, meta, q_m, r_m, known, fps, fill=fill, **kw)
         fq, fr = mirror_x(out.rotations, out.root)
         bq, br = (None, None) if out.base_rotations is None else mirror_x(out.base_rotations, out.base_root)
-        return Filled(fq, fr, out.known, out.filled, bq, br, out.gate)
+        return Filled(fq, fr, out.known, out.filled, bq, br, out.gate, out.plant)
     q_in = np.asarray(rotations, np.float64)
     mfps = float(meta.get("fps") or 0.0)
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
@@ -252,7 +267,7 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     bq = br = None
     if out.base_rotations is not None and out.base_root is not None:
         bq, br = back(out.base_rotations, out.base_root)
-    return Filled(fq, fr, keys, todo, bq, br, out.gate)
+    return Filled(fq, fr, keys, todo, bq, br, out.gate, out.plant)
 
 
 def at_model_rate(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, fps: float | None
