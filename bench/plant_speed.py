@@ -4,7 +4,7 @@ Bandai test walks end to end on the model's skeleton (``--frames`` frames), keye
 gaps of ``--gap`` frames 60 frames apart; one torch thread. Timed in the same run (median of ``--calls``):
 
 - the default In-fill without planting (``fill_clip(..., plant_feet=False)``: the gate and the gaps; the baseline);
-- planting alone on that answer (``tasks.body_plant.plant_filled``: contacts, where each foot lands, IK);
+- planting alone on that answer (``families.body.fill_plant.plant_filled``: contacts, where each foot lands, IK);
 - the default In-fill with planting (the gate also judges planting on its pseudo-gaps).
 
 Prints ms per gap and the ratios to the baseline. Usage:
@@ -25,8 +25,8 @@ import torch
 from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 
 from motioncore.data import load
+from motioncore.families.body.fill_plant import plant_filled
 from motioncore.models.registry import load_model
-from motioncore.tasks.body_plant import plant_filled
 from motioncore.tasks.infill import fill_clip
 
 

@@ -1,0 +1,125 @@
+"""Feet planted in the body in-fill's answer (``core.plant`` on a skeleton), and the gate's judgement of it.
+
+``plant_clip`` plants a filled clip on any body skeleton (legs found by name and topology: each foot joint of
+``find_body_joints``, its parent the shin, its grandparent the thigh, the toe below it). ``judge_plant`` fills the
+gate's pseudo-gaps (cut from the clip's own keys, ``families.body.gate``) at the gate's weights, plants them, and
+keeps planting for that gap length only where it does not cost error: position and rotation error each grow by
+at most ``TOLERANCE`` over the unplanted fill and the skate goes down.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from motioncore.core.kinematics import find_body_joints, side_of
+from motioncore.core.plant import Leg, Planted, plant_feet
+from motioncore.core.skeleton import Skeleton
+from motioncore.errors import MotioncoreError
+
+__all__ = ["legs_of", "plant_clip", "plant_filled", "judge_plant", "TOLERANCE"]
+
+TOLERANCE = 0.02  # planting may cost at most 2% of position or rotation error on the pseudo-gaps
+
+
+def legs_of(skeleton: Skeleton) -> list[Leg]:
+    """The two legs (thigh, shin, foot, toe) of a body skeleton; [] when it has no two legs with a foot."""
+    try:
+        body = find_body_joints(skeleton)
+    except MotioncoreError:
+        return []
+    names = [n.lower() for n in skeleton.names]
+    out = []
+    for side in ("L", "R"):
+        feet = [f for f in body.feet if side_of(skeleton.names[f]) == side]
+        ankle = next((f for f in feet if "toe" not in names[f] and "ball" not in names[f]), None)
+        if ankle is None:
+            return []
+        knee = int(skeleton.parents[ankle])
+        hip = int(skeleton.parents[knee]) if knee >= 0 else -1
+        if hip < 0 or knee == body.root:
+            return []
+        toe = next((f for f in feet if f != ankle and int(skeleton.parents[f]) == ankle), -1)
+        out.append(Leg(hip, knee, int(ankle), int(toe)))
+    return out
+
+
+def plant_clip(skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray, keys: np.ndarray,
+               todo: np.ndarray, fps: float) -> Planted | None:
+    """``core.plant.plant_feet`` on a clip on ``skeleton`` (local (T, J, 4) / (T, J, 3), frame masks (T,)); None
+    when the skeleton has no legs to plant."""
+    legs = legs_of(skeleton)
+    if not legs:
+        return None
+    return plant_feet(skeleton.parents, rotations, positions, keys, todo, legs, find_body_joints(skeleton).root, fps)
+
+
+def plant_filled(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
+                 fps: float | None = None) -> tuple[np.ndarray, np.ndarray, Planted | None]:
+    """A filled clip on the checkpoint's skeleton (``rotations`` (T, J, 4), ``root`` (T, 3) the root joint's
+    translation, ``keys`` / ``todo`` (T, J + 1)) with its feet planted on the frames where both legs and the root
+    were filled (partial keys on a leg leave that frame alone): (rotations, root, what was planted)."""
+    sk = Skeleton.from_dict(meta["skeleton"])
+    J, rj = sk.num_joints, int(meta["root_joint"])
+    legs = legs_of(sk)
+    if not legs:
+        return rotations, root, None
+    joints = [j for lg in legs for j in (lg.hip, lg.knee, lg.ankle)]
+    frames = np.asarray(todo, bool)[:, joints].all(1) & np.asarray(todo, bool)[:, J]
+    if not frames.any():
+        return rotations, root, None
+    pos = np.broadcast_to(np.asarray(sk.offsets, np.float64), rotations.shape[:1] + (J, 3)).copy()
+    pos[:, rj] = root
+    pl = plant_feet(sk.parents, rotations, pos, np.asarray(keys, bool).all(1), frames, legs,
+                    find_body_joints(sk).root, float(fps or meta.get("fps") or 30.0))
+    return pl.rotations, pl.positions[:, rj], pl
+
+
+def _skate(gp: np.ndarray, truth: np.ndarray, feet: list[int], frames: np.ndarray, fps: float) -> tuple[float, float]:
+    """(sum w v, sum w) of issue 41's skate over windows (B, T, J, 3) on the frame pairs touching ``frames``."""
+    ground = np.percentile(truth[:, :, feet, 1], 5, axis=1)[:, None]  # (B, 1, F)
+    x = gp[:, :, feet]
+    h = 0.5 * (x[:, 1:, :, 1] + x[:, :-1, :, 1]) - ground
+    w = np.clip(2.0 - 2.0 ** (h / 2.5), 0.0, 1.0)
+    d = np.diff(x, axis=1)
+    v = np.linalg.norm(d[..., [0, 2]], axis=-1) * fps
+    pair = (frames[:, 1:] | frames[:, :-1])[..., None]
+    return float((w * v * pair).sum()), float((w * pair).sum())
+
+
+def judge_plant(model, meta: dict, q: np.ndarray, pos: np.ndarray, known: np.ndarray, frames: np.ndarray,
+                weights: tuple[float, float]) -> tuple[bool, dict]:
+    """On pseudo-gap windows (``q`` (B, T, J, 4), ``pos`` (B, T, J, 3) the truth, ``known`` (B, T, J + 1),
+    ``frames`` (B, T) the scored gap frames): fill at the gate's ``weights``, plant, and say whether planting
+    keeps both errors within ``TOLERANCE`` and lowers the skate. Returns (plant, {unplanted, planted: [cm, deg,
+    skate cm/s], truth_skate})."""
+    from motioncore.core.rotations import quat_angle
+    from motioncore.families.body.fill import BodyLayout, confidence, run_model
+
+    sk = Skeleton.from_dict(meta["skeleton"])
+    legs = legs_of(sk)
+    if not legs:
+        return False, {}
+    layout = BodyLayout.of(sk)
+    conf = np.ones(len(q)) if not meta.get("safety") else confidence(layout, meta["safety"], q, pos, known)
+    w = conf[:, None] * np.asarray(weights, np.float64)[None]
+    fq, fp = run_model(model, layout, q, pos, known, confidence=w)
+    fps = float(meta.get("fps") or 30.0)
+    keys = known.all(-1)
+    root = find_body_joints(sk).root
+    pq, pp = fq.copy(), fp.copy()
+    for b in range(len(q)):
+        pl = plant_feet(sk.parents, fq[b], fp[b], keys[b], frames[b], legs, root, fps)
+        pq[b], pp[b] = pl.rotations, pl.positions
+    tg, tp = sk.forward_kinematics(q, pos)
+    feet = [j for lg in legs for j in (lg.ankle, lg.toe) if j >= 0]
+    out = {}
+    for name, (a, b) in (("unplanted", (fq, fp)), ("planted", (pq, pp))):
+        g, p = sk.forward_kinematics(a, b)
+        cm = float(np.linalg.norm(p - tp, axis=-1)[frames].mean())
+        deg = float(np.degrees(quat_angle(g, tg))[frames].mean())
+        sv, sw = _skate(p, tp, feet, frames, fps)
+        out[name] = [round(cm, 4), round(deg, 4), round(sv / max(sw, 1e-9), 3)]
+    sv, sw = _skate(tp, tp, feet, frames, fps)
+    out["truth_skate"] = round(sv / max(sw, 1e-9), 3)
+    u, p = out["unplanted"], out["planted"]
+    ok = p[0] <= (1 + TOLERANCE) * u[0] and p[1] <= (1 + TOLERANCE) * u[1] and p[2] < u[2]
+    return bool(ok), out
