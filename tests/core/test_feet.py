@@ -68,6 +68,14 @@ def test_the_frames_pick_pairs_whose_both_frames_are_in_them():
         F.skate(p, fps, [0], frames=[40])
 
 
+def test_the_fill_span_is_each_run_of_filled_frames_and_the_key_either_side():
+    known = np.ones(20, bool)
+    known[5:8] = False
+    known[12:13] = False
+    assert np.flatnonzero(F.fill_span(known)).tolist() == [4, 5, 6, 7, 8, 11, 12, 13]
+    assert F.fill_span(np.ones(5, bool)).sum() == 0
+
+
 def _slow_skate(p: np.ndarray, fps: float, feet: list[int], ground: np.ndarray, frames: set[int]) -> float:
     """One pair, one joint at a time."""
     num = den = 0.0

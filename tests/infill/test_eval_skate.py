@@ -9,7 +9,7 @@ from conftest import needs_data
 from motioncore.core import feet as F
 from motioncore.core.rotations import quat_continuity
 from motioncore.eval import BASELINES, evaluate_infill, format_table, position_stats
-from motioncore.eval.clips import _skate_span, evaluate_clips, format_clips
+from motioncore.eval.clips import evaluate_clips, format_clips
 from motioncore.eval.infill import skate_feet
 from motioncore.eval.keyed import KEY_BASELINES, evaluate_keys
 
@@ -72,13 +72,6 @@ def test_sparse_keys_skate_over_the_whole_window(walk):
                                                                            walk.fps, skate_feet(sk, q, p)))
 
 
-def test_the_skate_span_is_each_gap_and_the_key_either_side():
-    known = np.ones(20, bool)
-    known[5:8] = False
-    known[12:13] = False
-    assert np.flatnonzero(_skate_span(known)).tolist() == [4, 5, 6, 7, 8, 11, 12, 13]
-
-
 @needs_data
 def test_eval_clips_reports_skate_per_clip_and_pooled(walk):
     from motioncore.eval.clips import _bezier, cut_gaps
@@ -99,7 +92,7 @@ def test_eval_clips_reports_skate_per_clip_and_pooled(walk):
     bq, bp = _bezier(walk.skeleton, q, walk.positions, known)
     feet = skate_feet(walk.skeleton, q[None], walk.positions[None])
     g = F.ground(walk.skeleton.forward_kinematics(q, walk.positions)[1], feet)
-    want = F.skate(walk.skeleton.forward_kinematics(bq, bp)[1], walk.fps, feet, g, _skate_span(known))
+    want = F.skate(walk.skeleton.forward_kinematics(bq, bp)[1], walk.fps, feet, g, F.fill_span(known))
     assert row["bezier"]["skate"] == pytest.approx(want)
     assert 0 <= row["bezier"]["skating_ratio"] <= 1
     assert "skate / truth" in format_clips(res)

@@ -13,6 +13,8 @@ by topology with ``retarget.topology.foot_joints`` or by name on the model's ske
   of the two frames above that joint's ground, H = ``SKATE_H`` = 2.5 cm (w = 1 on the ground, 0 from H up);
   skate = sum(w v) / sum(w) (NaN when no foot is near the ground). ``skate_sums`` gives (sum w v, sum w) to
   pool windows; ``skate_pairs`` the per-pair (v, w).
+- ``fill_span(known)`` (T,) bool: the frames skate is measured on for a fill: the filled frames and the key on
+  either side of each run of them.
 - ``compare(fill, capture, fps, feet, frames=None)`` {"skate", "skate_capture", "skate_ratio", "skating_ratio",
   "skating_ratio_capture"}: a fill against its capture on the same frames, on the capture's ground.
 - ``skating_ratio(positions, fps, toes, ground=None, frames=None)``: GMD's skating ratio (Karunratanakul et al.,
@@ -41,7 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["SKATE_H", "GROUND_PERCENTILE", "CONTACT_HEIGHT", "CONTACT_SPEED", "GMD_HEIGHT", "GMD_SPEED",
-           "GMD_WINDOW_S", "ground", "pair_mask", "skate_pairs", "skate_sums", "skate", "skating_ratio",
+           "GMD_WINDOW_S", "ground", "fill_span", "pair_mask", "skate_pairs", "skate_sums", "skate", "skating_ratio",
            "compare", "contacts", "leg_contacts", "contact_height"]
 
 SKATE_H = 2.5             # cm: the skate weight falls from 1 on the ground to 0 at this height
@@ -73,6 +75,15 @@ def ground(positions: np.ndarray, feet: Sequence[int], up: int = 1) -> np.ndarra
     """(..., F) each joint's ground: the ``GROUND_PERCENTILE`` percentile of its height over the frames."""
     _horizontal(up)
     return np.percentile(_feet(positions, feet)[..., up], GROUND_PERCENTILE, axis=-2)
+
+
+def fill_span(known: np.ndarray) -> np.ndarray:
+    """(T,) bool: the frames not ``known`` and the key on either side of each run of them."""
+    known = np.asarray(known, bool)
+    span = ~known
+    span[:-1] |= ~known[1:]
+    span[1:] |= ~known[:-1]
+    return span
 
 
 def pair_mask(T: int, frames: np.ndarray | Sequence[int] | None) -> np.ndarray:

@@ -64,18 +64,10 @@ def _scores(sk: Skeleton, q, p, tq, tp, known) -> tuple[float, float, float, flo
     return float(cm), float(deg), float(gap.sum() * gq.shape[1]), float(jerk)
 
 
-def _skate_span(known: np.ndarray) -> np.ndarray:
-    """(T,) bool: the gaps and the key on either side of each."""
-    span = ~known
-    span[:-1] |= ~known[1:]
-    span[1:] |= ~known[:-1]
-    return span
-
-
 def _skate(sk: Skeleton, q, p, truth_gp: np.ndarray, fps: float, feet: list[int], known: np.ndarray) -> dict:
     """Foot skate of one filled clip on the truth's ground: {skate, _swv, _sw, skating_ratio}."""
     _, gp = sk.forward_kinematics(q, p)
-    span = _skate_span(known)
+    span = foots.fill_span(known)
     wv, w = foots.skate_sums(gp, fps, feet, foots.ground(truth_gp, feet), span)
     toes = feet[1::2] if len(feet) == 4 else feet
     return {"skate": wv / w if w > 0 else float("nan"), "_swv": wv, "_sw": w,
