@@ -30,6 +30,9 @@ by topology with ``retarget.topology.foot_joints`` or by name on the model's ske
   under ``CONTACT_SPEED`` (40 cm/s); ``leg_contacts`` ORs a leg's joints into (..., T, legs). The labels the
   planting and ``retarget --contacts`` use. On Bandai's walk_active_005 (30 fps) a leg is down on 51% and 45%
   of frames and some foot on 95% (the rest: the instants of double support's hand-over); its run: 35%.
+- ``cm_per_unit(ratio)``: a clip's unit from the ratio of a body's length in cm (a model's legs) to the same
+  length in the clip's units: the nearest power of ten within 10^0.2 of it (BVH in cm: 1, a rig in metres: 100,
+  whatever the actor's size), else the ratio itself (CMU's ASF units, 5.644 cm): the add-on's ``units_scale``.
 - ``contact_height(positions, toes)``: the median over frames of the lowest toe's height (the height the feet
   stand at); ``retarget`` moves a clip by the difference to the target's.
 
@@ -44,7 +47,7 @@ import numpy as np
 
 __all__ = ["SKATE_H", "GROUND_PERCENTILE", "CONTACT_HEIGHT", "CONTACT_SPEED", "GMD_HEIGHT", "GMD_SPEED",
            "GMD_WINDOW_S", "ground", "fill_span", "pair_mask", "skate_pairs", "skate_sums", "skate", "skating_ratio",
-           "compare", "contacts", "leg_contacts", "contact_height"]
+           "compare", "contacts", "leg_contacts", "contact_height", "cm_per_unit"]
 
 SKATE_H = 2.5             # cm: the skate weight falls from 1 on the ground to 0 at this height
 GROUND_PERCENTILE = 5.0   # a joint's ground: this percentile of its height over the capture
@@ -219,3 +222,12 @@ def contact_height(positions: np.ndarray, toes: Sequence[int], up: int = 1) -> f
     """The height the feet stand at: the median over frames of the lowest of ``toes`` (position units)."""
     p = _feet(positions, toes)[..., up]   # (..., T, F)
     return float(np.median(p.min(axis=-1)))
+
+
+def cm_per_unit(ratio: float) -> float:
+    """cm per clip unit from (a body length in cm) / (the same length in clip units) (module doc)."""
+    r = float(ratio)
+    if not np.isfinite(r) or r <= 0:
+        raise ValueError(f"ratio: expected a positive length ratio, got {ratio}")
+    e = np.log10(r)
+    return float(10.0 ** np.round(e)) if abs(e - np.round(e)) <= 0.2 else r
