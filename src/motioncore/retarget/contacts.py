@@ -24,11 +24,28 @@ from ..core.kinematics import BodyJoints, find_body_joints, foot_contacts
 from ..core.motion import Motion
 from ..core.rotations import axis_angle_to_quat, quat_apply, quat_between, quat_inv, quat_mul, quat_normalize
 from ..core.skeleton import Skeleton
+from ..errors import MotioncoreError
 from .mapping import RetargetError
 
-__all__ = ["leg_chains", "source_contacts", "pin_feet", "contact_thresholds"]
+__all__ = ["leg_chains", "source_contacts", "pin_feet", "contact_thresholds", "feet_of"]
 
 HEIGHT_FRAC, SPEED_FRAC = 0.10, 0.60
+
+
+def feet_of(skeleton: Skeleton, poses: np.ndarray | None = None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(left, right) legs' foot and toe joints for ``core.feet``: by topology (`retarget.topology.foot_joints`;
+    ``poses`` (F, J, 3), some of the clip's world frames, tell left from right), else by name
+    (``find_body_joints``), else None (a hand, a rig without two legs)."""
+    from .topology import find_body, foot_joints
+
+    body = find_body(skeleton.parents, skeleton.offsets, skeleton.names, poses)
+    if body is not None and body.parts.get("l_leg_end") and body.parts.get("r_leg_end"):
+        return foot_joints(body)
+    try:
+        f = find_body_joints(skeleton).feet
+    except MotioncoreError:   # no legs by name either
+        return None
+    return (f[:2], f[2:]) if len(f) == 4 else None
 
 
 def leg_chains(skeleton: Skeleton, body: BodyJoints | None = None) -> list[tuple[int, int, int]]:
