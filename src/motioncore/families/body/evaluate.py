@@ -23,10 +23,12 @@ def is_body_checkpoint(name_or_path: str | Path) -> bool:
         return False
 
 
-def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety: bool = True, joint_map=None
-                      ) -> tuple[KeyFill, dict]:
+def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety: bool = True, joint_map=None,
+                      plant_feet: bool = True) -> tuple[KeyFill, dict]:
     """``use_safety``: scale the network's residual by its confidence (``families.body.fill.confidence``);
-    ``joint_map``: model joint -> data joint for data on another skeleton (default ``retarget.auto_map``)."""
+    ``joint_map``: model joint -> data joint for data on another skeleton (default ``retarget.auto_map``);
+    ``plant_feet``: plant the feet of each window's answer (``families.body.fill_plant``; no gate judges it here:
+    a window has no keyed stretch to cut test gaps from)."""
     from motioncore.families.body.fill import BodyLayout, confidence, run_model
     from motioncore.models.registry import load_model
 
@@ -41,7 +43,15 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
         q, p = np.asarray(q, np.float64), np.asarray(p, np.float64)
         conf = confidence(layout, meta["safety"], q, p, kn) if use_safety and meta.get("safety") else None
         weights.append(np.ones(len(q)) if conf is None else np.asarray(conf, np.float64))
-        return run_model(model, layout, q, p, kn, confidence=conf)
+        fq, fp = run_model(model, layout, q, p, kn, confidence=conf)
+        if plant_feet:
+            from motioncore.families.body.fill_plant import plant_clip
+
+            for b in range(len(q)):
+                pl = plant_clip(sk, fq[b], fp[b], known[b], ~known[b], float(meta.get("fps") or 30.0))
+                if pl is not None:
+                    fq[b], fp[b] = pl.rotations, pl.positions
+        return fq, fp
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
     wrapped = on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map)

@@ -73,24 +73,14 @@ def plant_filled(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.n
     return pl.rotations, pl.positions[:, rj], pl
 
 
-def _skate(gp: np.ndarray, truth: np.ndarray, feet: list[int], frames: np.ndarray, fps: float) -> tuple[float, float]:
-    """(sum w v, sum w) of issue 41's skate over windows (B, T, J, 3) on the frame pairs touching ``frames``."""
-    ground = np.percentile(truth[:, :, feet, 1], 5, axis=1)[:, None]  # (B, 1, F)
-    x = gp[:, :, feet]
-    h = 0.5 * (x[:, 1:, :, 1] + x[:, :-1, :, 1]) - ground
-    w = np.clip(2.0 - 2.0 ** (h / 2.5), 0.0, 1.0)
-    d = np.diff(x, axis=1)
-    v = np.linalg.norm(d[..., [0, 2]], axis=-1) * fps
-    pair = (frames[:, 1:] | frames[:, :-1])[..., None]
-    return float((w * v * pair).sum()), float((w * pair).sum())
-
-
 def judge_plant(model, meta: dict, q: np.ndarray, pos: np.ndarray, known: np.ndarray, frames: np.ndarray,
                 weights: tuple[float, float]) -> tuple[bool, dict]:
     """On pseudo-gap windows (``q`` (B, T, J, 4), ``pos`` (B, T, J, 3) the truth, ``known`` (B, T, J + 1),
     ``frames`` (B, T) the scored gap frames): fill at the gate's ``weights``, plant, and say whether planting
     keeps both errors within ``TOLERANCE`` and lowers the skate. Returns (plant, {unplanted, planted: [cm, deg,
     skate cm/s], truth_skate})."""
+    from motioncore.core.feet import fill_span, skate_sums
+    from motioncore.core.feet import ground as feet_ground
     from motioncore.core.rotations import quat_angle
     from motioncore.families.body.fill import BodyLayout, confidence, run_model
 
@@ -111,15 +101,19 @@ def judge_plant(model, meta: dict, q: np.ndarray, pos: np.ndarray, known: np.nda
         pq[b], pp[b] = pl.rotations, pl.positions
     tg, tp = sk.forward_kinematics(q, pos)
     feet = [j for lg in legs for j in (lg.ankle, lg.toe) if j >= 0]
+    ground = feet_ground(tp, feet)  # (B, F) the truth's ground, per window
+
+    def skate_of(p: np.ndarray) -> float:  # pooled over the windows, each on its gap and the keys either side
+        s = np.array([skate_sums(p[b], fps, feet, ground[b], fill_span(~frames[b])) for b in range(len(p))])
+        return float(s[:, 0].sum() / max(s[:, 1].sum(), 1e-9))
+
     out = {}
     for name, (a, b) in (("unplanted", (fq, fp)), ("planted", (pq, pp))):
         g, p = sk.forward_kinematics(a, b)
         cm = float(np.linalg.norm(p - tp, axis=-1)[frames].mean())
         deg = float(np.degrees(quat_angle(g, tg))[frames].mean())
-        sv, sw = _skate(p, tp, feet, frames, fps)
-        out[name] = [round(cm, 4), round(deg, 4), round(sv / max(sw, 1e-9), 3)]
-    sv, sw = _skate(tp, tp, feet, frames, fps)
-    out["truth_skate"] = round(sv / max(sw, 1e-9), 3)
+        out[name] = [round(cm, 4), round(deg, 4), round(skate_of(p), 3)]
+    out["truth_skate"] = round(skate_of(tp), 3)
     u, p = out["unplanted"], out["planted"]
     ok = p[0] <= (1 + TOLERANCE) * u[0] and p[1] <= (1 + TOLERANCE) * u[1] and p[2] < u[2]
     return bool(ok), out
