@@ -6,7 +6,8 @@ importer (issue 12). Used by tests/blender/test_blender_infill.py (small) and be
 SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps",
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
-"adapt": seconds (Learn This Action over the whole action before the in-fill), "jerk": bool (also evaluate the
+"adapt": seconds (Learn This Action over the whole action before the in-fill), "plant_feet": bool (In-fill's
+Plant Feet; default its own), "jerk": bool (also evaluate the
 gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon)}],
 "checks": bool}.
 Per clip: import, evaluate the truth on the gap frames, delete the keys strictly inside the gaps, evaluate
@@ -202,7 +203,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
     for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
         ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
         lo, hi = (lo_all, hi_all) if full else (a - ctx, b + ctx)
-        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0)
+        plant = {"plant_feet": bool(clip["plant_feet"])} if "plant_feet" in clip else {}
+        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0, **plant)
         if prof:
             info["profile"], prof = prof["text"], None
         msgs.append(m)

@@ -47,6 +47,7 @@ STEP = 0.18  # a run moving more than this many leg lengths between its keys cro
 SWING = 4  # frames (at 30 fps) of swing carved out where a run is split at a step
 REACH = 1.02  # a goal beyond this fraction of the leg's length moves the hips (by the excess)
 MIN_KEYS = 4
+KEY_SPEED = 0.5  # a key whose foot moves slower than this many leg lengths per second stands still
 CLEAR = True
 FAST = 1.5
 LIFT = 0.3
@@ -164,20 +165,32 @@ def foot_contacts_filled(heights: np.ndarray, leg_length: float, speeds: np.ndar
         lim = np.maximum(SPEED_REL * body_speed, SPEED_ABS * leg_length)
         low_a &= speeds[:, 0] < lim
         low_t &= np.nan_to_num(speeds[:, 1], nan=np.inf) < lim
-    return low_a | low_t, np.where(low_a, 0, 1)
+    return low_a | low_t, np.where(low_t, 1, 0)
 
 
 def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: int, key_a: bool, key_b: bool,
                  leg_length: float, fps: float, leg: int, log: list[dict], height: np.ndarray | None = None,
-                 up: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                 up: int = 1, still: tuple[bool, bool] = (True, True)) -> tuple[np.ndarray, np.ndarray]:
     """Ground-plane offsets (b - a + 1, 3) over frames a..b (a and b: the keys either side, or the clip's ends
     where ``key_a`` / ``key_b`` is False) for one leg; ``f`` (T, 2, 3) the ankle and toe (toe may repeat the
-    ankle) positions with the vertical zeroed. Returns (offsets, contact mask) over a..b."""
+    ankle) positions with the vertical zeroed; ``still`` whether the foot stands still at the key before and after
+    (its speed over the keyed frames there; True where unknown). Returns (offsets, contact mask) over a..b."""
     n = b - a + 1
     seg_down = down[a:b + 1].copy()
     k = fps / 30.0
     min_run, swing = max(2, int(round(MIN_RUN * k))), max(2, int(round(SWING * k)))
-    rs = [(s, e) for s, e in runs(seg_down) if e - s >= min_run or (s == 0 and key_a) or (e == n and key_b)]
+    rs = []
+    for s, e in runs(seg_down):
+        if key_a and s == 0 and not still[0]:  # the key's foot moves: the run starts after a swing from it
+            s = min(e, swing)
+        elif key_a and 0 < s <= swing and still[0]:  # a contact that goes on from a planted key
+            s = 0
+        if key_b and e == n and not still[1]:
+            e = max(s, n - swing)
+        elif key_b and n - swing <= e < n and still[1]:
+            e = n
+        if e - s >= min_run or (e > s and ((s == 0 and key_a) or (e == n and key_b))):
+            rs.append((s, e))
     seg = np.zeros(n, bool)
     for s, e in rs:
         seg[s:e] = True
@@ -312,9 +325,14 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         down, pin = foot_contacts_filled(h, lengths[i], _speed(gp[:, [lg.ankle, lg.toe if lg.toe >= 0 else lg.ankle]] * flat, fps),
                                          _speed(gp[:, root] * flat, fps))
         f = np.stack([gp[:, lg.ankle], gp[:, lg.toe if lg.toe >= 0 else lg.ankle]], 1) * flat
+        pair = np.linalg.norm(np.diff(f, axis=0), axis=-1).min(-1) * fps  # (T - 1,) the slower of ankle and toe
+        pair = np.where(keys[1:] & keys[:-1], pair, np.nan)  # keyed pairs only
+        kv = np.fmin(np.r_[np.nan, pair], np.r_[pair, np.nan])  # at a key: its keyed pair on either side
         for s, e in runs(todo):
             a, b = max(s - 1, 0), min(e, T - 1)
-            o, c = _gap_offsets(f, down, pin, a, b, s > 0, e < T, lengths[i], fps, i, log, h[:, 0], up)
+            still = (bool(kv[a] < KEY_SPEED * lengths[i]) if np.isfinite(kv[a]) else True,
+                     bool(kv[b] < KEY_SPEED * lengths[i]) if np.isfinite(kv[b]) else True)
+            o, c = _gap_offsets(f, down, pin, a, b, s > 0, e < T, lengths[i], fps, i, log, h[:, 0], up, still)
             offsets[s:e, i] = o[s - a:s - a + (e - s)]
             contacts[s:e, i] = c[s - a:s - a + (e - s)]
         if CLEAR:
