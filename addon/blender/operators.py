@@ -260,8 +260,10 @@ class _InfillBase(_ServerOperator):
         gate = gate_message([g for seg in content.get("segments") or [] for g in seg.get("gate") or []])
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
+        planted = [seg["plant"] for seg in content.get("segments") or [] if seg.get("plant")]
+        feet = f"; feet planted on {sum(p['frames'] for p in planted)} model frames" if planted else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped))
+                f"{learnt}{feet}{gate}" + _not_filled(rig["bones"], bones_written, unmapped))
 
 
 def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:

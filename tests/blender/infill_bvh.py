@@ -7,7 +7,7 @@ SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's defa
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
 "adapt": seconds (Learn This Action over the whole action before the in-fill), "plant_feet": bool (In-fill's
-Plant Feet; default its own), "jerk": bool (also evaluate the
+Plant Feet; default on), "jerk": bool (also evaluate the
 gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon)}],
 "checks": bool}.
 Per clip: import, evaluate the truth on the gap frames, delete the keys strictly inside the gaps, evaluate
@@ -200,11 +200,11 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
             info["adapt_report"] = "ERROR " + str(e)
         info["adapt_s"] = time.perf_counter() - t
     prof: dict | None = {} if clip.get("profile") else None
+    plant = bool(clip.get("plant_feet", True))   # named every time: the operator remembers its last setting
     for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
         ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
         lo, hi = (lo_all, hi_all) if full else (a - ctx, b + ctx)
-        plant = {"plant_feet": bool(clip["plant_feet"])} if "plant_feet" in clip else {}
-        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0, **plant)
+        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0, plant_feet=plant)
         if prof:
             info["profile"], prof = prof["text"], None
         msgs.append(m)
@@ -215,7 +215,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
         # seed 1: a new request (the same one would be answered from the add-on's reply cache). CPU seconds
         # too (this process, and the server's from /proc): on a loaded machine they say what a quiet one takes
         srv0, cpu0 = server_cpu(), time.process_time()
-        info["op_s_warm"] = [infill(obj, lo_all, hi_all, prof, variations=1, temperature=0.0, seed=1)[1]]
+        info["op_s_warm"] = [infill(obj, lo_all, hi_all, prof, variations=1, temperature=0.0, seed=1,
+                                    plant_feet=plant)[1]]
         info["op_cpu_warm"] = [time.process_time() - cpu0, server_cpu() - srv0]
         if prof:
             info["profile_warm"] = prof["text"]
