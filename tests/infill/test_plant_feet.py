@@ -108,14 +108,14 @@ def test_planting_the_capture_itself_moves_it_little(walk):
 
 @needs_data
 def test_the_hips_move_only_where_a_leg_cannot_reach(walk):
-    """A fill whose body swings 40 cm sideways in each gap, feet and all: the planted feet stay, the legs cannot
+    """A fill whose body swings 25 cm sideways in each gap, feet and all: the planted feet stay, the legs cannot
     reach them at the swing's height, so there (and only on filled frames) the hips move toward them."""
     m, q, p, known = walk
     sk = m.skeleton
     fp = p.copy()
     for s, e in runs(~known):
         x = np.arange(1, e - s + 1) / (e - s + 1)
-        fp[s:e, 1, 0] += 40.0 * np.sin(np.pi * x) ** 2
+        fp[s:e, 1, 0] += 25.0 * np.sin(np.pi * x) ** 2
     legs = legs_of(sk)
     pl = plant_feet(sk.parents, q, fp, known, ~known, legs, 1, m.fps)
     moved = np.linalg.norm(pl.positions[:, 1] - fp[:, 1], axis=-1) > 1e-9

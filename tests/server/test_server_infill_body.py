@@ -62,7 +62,12 @@ def test_temperature_zero_gets_the_deterministic_model_with_its_base(served):
     assert np.degrees(quat_angle(out[0], lib.rotations[0])).max() < 1e-2   # the library's answer (float32 on the wire)
     ref_q, _ = run_model(model, BodyLayout.of(sk), q[None].astype(np.float64), pos[None], kn,
                          confidence=np.array([[r.content["gate"][0]["rot"], r.content["gate"][0]["root"]]]))
-    assert np.degrees(quat_angle(out[0], ref_q[0])).max() < 1e-2   # = the network with the gate's weights
+    flat = c.infill_rotations(q, root, known, plant_feet=False)   # feet as the network leaves them
+    assert r.content["plant"]["frames"] > 0 and flat.content["plant"] is None
+    assert np.degrees(quat_angle(flat.arrays["rotations"][0], ref_q[0])).max() < 1e-2   # = the network, gated
+    legs = [sk.index(f"{b}_{s}") for s in "LR" for b in ("UpperLeg", "LowerLeg", "Foot")]
+    moved = np.flatnonzero(np.degrees(quat_angle(out[0], flat.arrays["rotations"][0])).max(0) > 1e-3)
+    assert set(moved) <= set(legs)   # planting turned thighs, shins and feet only
     base = prepare(BodyLayout.of(sk), q[None].astype(np.float64), pos[None], kn)
     assert np.degrees(quat_angle(r.arrays["base_rotations"][0], base.rotations[0])).max() < 1e-2
     assert np.abs(r.arrays["base_root"][0] - base.positions[0, :, 1]).max() < 1e-2

@@ -43,10 +43,12 @@ __all__ = ["Leg", "Planted", "plant_feet", "fk", "foot_contacts_filled", "ANKLE_
 ANKLE_H = 0.065  # an ankle within this many leg lengths of its ground is down (about 5 cm on an 80 cm leg)
 TOE_H = 0.04  # a toe within this many (about 3 cm)
 MIN_RUN = 2  # contact runs shorter than this many frames (at 30 fps) are ignored
-STEP = 0.18  # a run moving more than this many leg lengths between its keys crosses a step
+TRAVEL = 0.35  # a run whose foot the fill carries farther than this many leg lengths is split
 SWING = 4  # frames (at 30 fps) of swing carved out where a run is split at a step
 REACH = 1.02  # a goal beyond this fraction of the leg's length moves the hips (by the excess)
 MIN_KEYS = 4
+SPEED_MAX = 2.0
+HIPS_MAX = 0.1  # the hips move at most this many leg lengths
 KEY_SPEED = 0.5  # a key whose foot moves slower than this many leg lengths per second stands still
 CLEAR = True
 FAST = 1.5
@@ -162,7 +164,7 @@ def foot_contacts_filled(heights: np.ndarray, leg_length: float, speeds: np.ndar
     low_a = heights[:, 0] < ANKLE_H * leg_length
     low_t = np.nan_to_num(heights[:, 1], nan=np.inf) < TOE_H * leg_length
     if speeds is not None:
-        lim = np.maximum(SPEED_REL * body_speed, SPEED_ABS * leg_length)
+        lim = np.clip(SPEED_REL * body_speed, SPEED_ABS * leg_length, SPEED_MAX * leg_length)
         low_a &= speeds[:, 0] < lim
         low_t &= np.nan_to_num(speeds[:, 1], nan=np.inf) < lim
     return low_a | low_t, np.where(low_t, 1, 0)
@@ -201,24 +203,28 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     step[1:] = pos[np.arange(1, n), jt[1:]] - pos[np.arange(n - 1), jt[1:]]
     o = np.zeros((n, 3))
     anchors: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (s, e, offsets, slope at each end)
+    speed = np.linalg.norm(step, axis=-1)
+    limit = TRAVEL * leg_length
+
+    def pieces(s: int, e: int) -> list[tuple[int, int]]:
+        """A run split where the fill carries its foot farther than ``TRAVEL`` (a step it did not lift, or no
+        contact at all): at the fastest frame, ``swing`` frames carved out around it."""
+        cum = np.cumsum(step[s + 1:e], 0)
+        if e - s < 2 * swing + 2 or not len(cum) or np.linalg.norm(cum, axis=-1).max() <= limit:
+            return [(s, e)]
+        c = int(np.argmax(speed[s + swing:e - swing])) + s + swing
+        lo, hi = c - swing // 2, c + (swing - swing // 2)
+        return pieces(s, lo) + pieces(hi, e)
+
     todo_runs: list[tuple[int, int, str]] = []
-    for s, e in rs:
-        touch_a, touch_b = key_a and s == 0, key_b and e == n
-        if touch_a and touch_b:
-            travel = np.linalg.norm(np.cumsum(step[1:], 0)[-1]) if n > 1 else 0.0
-            if travel > STEP * leg_length and n > 2 * swing + 2:
-                speed = np.linalg.norm(step, axis=-1)
-                c = int(np.argmax(speed[swing:n - swing])) + swing
-                lo, hi = max(1, c - swing // 2), min(n - 1, c + (swing - swing // 2))
-                todo_runs += [(0, lo, "key before"), (hi, n, "key after")]
+    for s0, e0 in rs:
+        for s, e in pieces(s0, e0):
+            if e - s < min_run and not ((key_a and s == 0) or (key_b and e == n)):
                 continue
-            todo_runs.append((s, e, "keys both sides"))
-        elif touch_a:
-            todo_runs.append((s, e, "key before"))
-        elif touch_b:
-            todo_runs.append((s, e, "key after"))
-        else:
-            todo_runs.append((s, e, "mean"))
+            touch_a, touch_b = key_a and s == 0, key_b and e == n
+            how = "keys both sides" if touch_a and touch_b else "key before" if touch_a else \
+                "key after" if touch_b else "mean"
+            todo_runs.append((s, e, how))
     for s, e, how in todo_runs:
         cum = np.zeros((e - s, 3))
         cum[1:] = -np.cumsum(step[s + 1:e], 0)  # the offset that keeps the pinned joint where it was at s
@@ -353,7 +359,9 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         for _ in range(2):
             pad = np.pad(shift, ((k, k), (0, 0)))
             shift = np.where(todo[:, None], np.mean([pad[j:j + T] for j in range(2 * k + 1)], 0), 0.0)
-        moved = int((np.linalg.norm(shift, axis=-1) > 1e-9).sum())
+        size = np.linalg.norm(shift, axis=-1, keepdims=True)
+        shift = shift * np.minimum(1.0, HIPS_MAX * min(lengths) / np.maximum(size, 1e-12))
+        moved = int((size[:, 0] > 1e-9).sum())
         par = parents[root]
         local = shift if par < 0 else quat_apply(quat_conj(gq[:, par]), shift)
         p[:, root] = np.where(todo[:, None], p[:, root] + local, p[:, root])
