@@ -208,26 +208,26 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
     for bk, ls in lengths.items():
         L = int(np.median(ls))
         wins = pseudo_windows(full, L, context, limit)
-        if len(wins) >= MIN_PSEUDO:
+        if wins:
             idx = np.stack([np.arange(a, b) for a, _, _, b in wins])
             kn = np.ones(idx.shape + (J + 1,), bool)
             frames = np.zeros(idx.shape, bool)
             for i, (a, s, e, _) in enumerate(wins):
                 kn[i, s - a:e - a] = False
                 frames[i, s - a:e - a] = True
+        if len(wins) >= MIN_PSEUDO:
             score = _score_windows(model, layout, meta.get("safety"), q[idx], pos[idx], kn, frames)
             fits[bk] = _fit_one(score, len(wins), L, "pseudo-gaps")
-            if plant:  # the feet planted at these weights: kept only where it costs no error on these pseudo-gaps
-                from motioncore.families.body.fill_plant import judge_plant
+        else:
+            tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
+            fits[bk] = _fit_loo(model, layout, meta.get("safety"), q, pos, tasks, L) if tasks else \
+                GateFit(L, 1.0, 1.0, 0, "none")
+        if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
+            # fewer than the weights need): kept only where it costs no error there; unjudged (none): planted
+            from motioncore.families.body.fill_plant import judge_plant
 
-                fits[bk].plant, fits[bk].plant_error = judge_plant(model, meta, q[idx], pos[idx], kn, frames,
-                                                                   (fits[bk].rot, fits[bk].root))
-            continue
-        tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
-        if not tasks:
-            fits[bk] = GateFit(L, 1.0, 1.0, 0, "none")
-            continue
-        fits[bk] = _fit_loo(model, layout, meta.get("safety"), q, pos, tasks, L)
+            fits[bk].plant, fits[bk].plant_error = judge_plant(model, meta, q[idx], pos[idx], kn, frames,
+                                                               (fits[bk].rot, fits[bk].root))
     return Gate(fits)
 
 
