@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gaps import runs
-from .quat_np import quat_apply, quat_conj, quat_mul
+from .quat_np import quat_conj, quat_mul
 
 __all__ = ["Leg", "Planted", "plant_feet", "fk", "foot_contacts_filled", "ANKLE_H", "TOE_H"]
 
@@ -77,6 +77,13 @@ class Planted:
     offsets: np.ndarray  # (T, legs, 3) the ankle goals' offsets from the fill
     hips_moved: int = 0  # filled frames where the root moved (a leg could not reach)
     runs: list[dict] = field(default_factory=list)  # per contact run: leg, frames, how it was planted
+
+
+def quat_apply(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors (..., 3) by unit WXYZ quaternions (..., 4): v + 2 w (u x v) + 2 u x (u x v)."""
+    w, u = q[..., :1], q[..., 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
 
 
 def fk(parents: Sequence[int], rotations: np.ndarray, positions: np.ndarray, joints: Sequence[int] | None = None

@@ -146,6 +146,7 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
         _, tP = net.fk(tL, torch.from_numpy(t_root * POS_SCALE).float().to(dev), off)
     conf = torch.as_tensor(np.ones(len(q)) if not safety else confidence(layout, safety, q, p, known),
                            dtype=torch.float32, device=dev)
+    whole = (feats, res, kn)  # every frame, for the windows' fills themselves (``score.fill``)
     cols = torch.from_numpy(np.flatnonzero(np.asarray(frames, bool).any(0))).to(dev)  # only scored frames matter:
     feats, res, kn, off, tL, tP = (x[:, cols] for x in (feats, res, kn, off, tL, tP))  # FK is per frame
     fr = torch.from_numpy(np.asarray(frames, bool)).to(dev)[:, cols]
@@ -171,6 +172,17 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
                 cache[pp] = (float(cm[sl][m[sl]].mean()), float(deg[sl][m[sl]].mean()))
         return [cache[pp] for pp in pairs]
 
+    def fill(pair: Pair) -> tuple[np.ndarray, np.ndarray]:
+        """The windows filled at ``pair``'s weights, on the skeleton: (B, T, J, 4), (B, T, J, 3), keys exact."""
+        from motioncore.families.body.fill import finish
+
+        w = conf[:, None] * torch.as_tensor(pair, dtype=torch.float32, device=dev)[None]
+        with torch.no_grad():
+            _, quats, root = assemble(*whole, smooth=False, weights=w)
+        return finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, q, p,
+                      known)
+
+    score.fill = fill  # type: ignore[attr-defined]
     return score
 
 
@@ -215,8 +227,9 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             for i, (a, s, e, _) in enumerate(wins):
                 kn[i, s - a:e - a] = False
                 frames[i, s - a:e - a] = True
-        if len(wins) >= MIN_PSEUDO:
+        if wins:
             score = _score_windows(model, layout, meta.get("safety"), q[idx], pos[idx], kn, frames)
+        if len(wins) >= MIN_PSEUDO:
             fits[bk] = _fit_one(score, len(wins), L, "pseudo-gaps")
         else:
             tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
@@ -226,8 +239,8 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             # fewer than the weights need): kept only where it costs no error there; unjudged (none): planted
             from motioncore.families.body.fill_plant import judge_plant
 
-            fits[bk].plant, fits[bk].plant_error = judge_plant(model, meta, q[idx], pos[idx], kn, frames,
-                                                               (fits[bk].rot, fits[bk].root))
+            fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
+            fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp)
     return Gate(fits)
 
 
