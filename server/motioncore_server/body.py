@@ -49,7 +49,8 @@ class AdaptCache:
         from motioncore.families.body.adapt import keys_hash
 
         gate = bool(content.get("gate", True))
-        plant = bool(content.get("plant_feet", True))
+        plant = content.get("plant_feet", True)
+        plant = plant if plant == "judge" else bool(plant)
         key = keys_hash(q, root, known)
         ad = self.get(key)
         log.info("infill keys", extra={"fields": {"keys": key, "adapted": ad is not None}})

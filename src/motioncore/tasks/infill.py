@@ -97,14 +97,15 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               fill: np.ndarray | None = None, window: int | None = 80,
               object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
               gate: Any = True, gate_limit: int | None = None, learn: float | None = None,
-              plant_feet: bool = True) -> Filled:
+              plant_feet: bool | str = True) -> Filled:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
     also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
     Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
     correction's weights on pseudo-gaps cut from this clip's own keys (``families.body.gate``; on up to
     ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False uses the network as trained.
     ``plant_feet`` (``infill-body`` only): plant the feet in contact by IK on the legs (``families.body.fill_plant``; the
-    gate turns it off for a gap length where its pseudo-gaps say it costs error). ``learn`` (``infill-hands``
+    gate turns it off for a gap length where its pseudo-gaps say it costs error); ``"judge"``: the gate judges it
+    but the feet are left as filled (a client that plants its own rig, as the add-on). ``learn`` (``infill-hands``
     only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
     the request-time gate alone; ``families.hands.gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
     elements to fill (default every
@@ -147,7 +148,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
 
 def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
                     fill: np.ndarray | None, residual: float, gate: Any, check: Callable[[], None] | None,
-                    gate_limit: int | None = None, plant: bool = False) -> Filled:
+                    gate_limit: int | None = None, plant: bool | str = False) -> Filled:
     """``fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its own window
     (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass. ``plant``: then the
     feet planted (``families.body.fill_plant``) on the gaps whose length the gate keeps planting for."""
@@ -159,7 +160,7 @@ def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, 
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     frames = todo.any(1)
     if gate is True:
-        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=plant)
+        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=bool(plant))
     elif not isinstance(gate, Gate):
         gate = None
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
@@ -175,9 +176,11 @@ def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, 
         out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
         base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
         base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
-        planted[s:e] = plant and (gate is None or gate.plant(e - s))
+        planted[s:e] = bool(plant) and (gate is None or gate.plant(e - s))
     plant_info = None
-    if planted.any():
+    if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
+        plant_info = {"frames": int(planted.sum()), "judged_only": True}
+    elif planted.any():
         from motioncore.families.body.fill_plant import plant_filled
 
         pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & planted[:, None])

@@ -393,7 +393,7 @@ class Client:
                          seed: int | None = None, temperature: float | None = None, order: str | None = None,
                          samples: int | None = None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
                          joints: list[str] | None = None, fps: float | None = None, mirror: bool | None = None,
-                         gate: bool | None = None, learn: float | None = None, plant_feet: bool | None = None,
+                         gate: bool | None = None, learn: float | None = None, plant_feet: bool | str | None = None,
                          **kw: Any) -> P.Message:
         """The rotation form of ``infill`` (any-order checkpoints): rotations (T, J, 4) WXYZ, root (T, 3),
         known (T,) or (T, J + 1) bool -> buffers rotations (S, T, J, 4), root (S, T, 3). ``object_track``
@@ -403,7 +403,8 @@ class Client:
         (``infill-body``, default true): fit the correction's weights on pseudo-gaps cut from this request's keyed
         frames (the reply's ``gate`` says what was fitted); ``plant_feet`` (``infill-body``, default true): plant
         the feet in contact by IK on the legs (the gate keeps it off for a gap length where it costs error; the
-        reply's ``plant`` and ``gate`` say so); ``learn`` (``infill-hands``): seconds of learning on
+        reply's ``plant`` and ``gate`` say so; ``"judge"``: judged, not planted, for a client that plants its own
+        rig); ``learn`` (``infill-hands``): seconds of learning on
         the clip's fully keyed frames (0: the gate alone; the body learns through ``adapt``)."""
         arrays = {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
                   "known": np.asarray(known, bool)}
