@@ -151,8 +151,9 @@ def _summary(rows: list[dict], models: list[str], lengths) -> dict:
         if sk:
             truth = sum(r["capture"]["_swv"] for r in sk) / sum(r["capture"]["_sw"] for r in sk)
         for m in models:
-            if sk and all(r[m]["_sw"] > 0 for r in sk):
-                s_m = sum(r[m]["_swv"] for r in sk) / sum(r[m]["_sw"] for r in sk)
+            if sk:   # pooled: a clip whose fill has no foot near the ground adds nothing to either sum
+                w_m = sum(r[m]["_sw"] for r in sk)
+                s_m = sum(r[m]["_swv"] for r in sk) / w_m if w_m > 0 else float("nan")
                 out[str(L)][m].update(skate=s_m, skate_truth=truth,
                                       skate_over_truth=s_m / truth if truth > 0 else float("nan"))
             w = [r[m]["weight"] for r in rs if "weight" in r[m]]
