@@ -85,13 +85,17 @@ def skate_figures(rig: Mapping[str, Any], segments: Sequence[Mapping[str, Any]],
 
 
 def skate_message(figures: Mapping[str, float] | None) -> str:
-    """The report's words for `skate_figures`: '' without feet or with no foot near the ground."""
-    if not figures or not np.isfinite(figures["filled"]):
+    """The report's words for `skate_figures`: '' for a rig without feet."""
+    if not figures:
         return ""
     bez = f"Blender's curve {figures['bezier']:.0f}" if np.isfinite(figures["bezier"]) else ""
     keyed = f"your keyed frames {figures['keyed']:.0f}" if np.isfinite(figures["keyed"]) else ""
     ref = "; ".join(x for x in (bez, keyed) if x)
-    return f"; feet slide {figures['filled']:.0f} cm/s where down in the filled frames" + (f" ({ref})" if ref else "")
+    ref = f" ({ref})" if ref else ""
+    if not np.isfinite(figures["filled"]):
+        return (f"; no foot comes within {feet.SKATE_H:g} cm of the ground your keys stand on in the filled frames"
+                + (f" (cm/s: {ref[2:]}" if ref else ""))
+    return f"; feet slide {figures['filled']:.0f} cm/s where down in the filled frames{ref}"
 
 
 def report_feet(rig: Mapping[str, Any], segments: Sequence[Mapping[str, Any]], arrays: Mapping[str, np.ndarray],

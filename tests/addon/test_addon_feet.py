@@ -70,6 +70,11 @@ def test_the_report_measures_what_was_written_against_blenders_curve_and_the_key
     seg_m = {**seg, "bezier_root": seg["root"] / 100.0}
     assert fr.report_feet(metres, [seg_m], arrays, 0, walk.fps, {"scale": 100.0}) == msg
     assert fr.report_feet(rig, [seg], {}, 0, walk.fps, {}).startswith("; feet not measured (KeyError")
+    lifted = slide + np.array([0.0, 0.0, 20.0])   # Z up: the whole body 20 cm up in the filled frames
+    lifted[keyed] = slide[keyed]
+    fig = fr.skate_figures(rig, [seg], [walk.rotations], [lifted], walk.fps, 1.0)
+    assert not np.isfinite(fig["filled"])
+    assert fr.skate_message(fig).startswith("; no foot comes within 2.5 cm of the ground your keys stand on")
 
 
 def test_a_rig_without_legs_reports_nothing_about_feet():
