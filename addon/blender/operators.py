@@ -10,6 +10,8 @@ import bpy
 import numpy as np
 
 from ..core import connect, keys, requests, rigmap
+from ..core.feet_report import report_feet
+from ..core.gate_report import gate_message
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
@@ -148,7 +150,7 @@ class _InfillBase(_ServerOperator):
     (one undo step each; the samples are cached, so switching asks the server nothing)."""
 
     label = "In-fill"
-    model = "anyorder-body"
+    model = "use:infill.variations"
     whole_range = False   # the body in-fill sends the whole range: its gate learns from every keyed frame
     variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
                                       description="Samples to draw (temperature > 0 makes them differ)")
@@ -235,6 +237,7 @@ class _InfillBase(_ServerOperator):
         pick = min(max(int(self.variation), 1), S) - 1
         unmapped = set(content["segments"][0].get("unmapped", [])) if content.get("segments") else set()
         arm = bpy.data.objects[self._state["armature"]]
+        feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
@@ -260,10 +263,10 @@ class _InfillBase(_ServerOperator):
         gate = gate_message([g for seg in content.get("segments") or [] for g in seg.get("gate") or []])
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
-        planted = [seg["plant"] for seg in content.get("segments") or [] if seg.get("plant")]
-        feet = f"; feet planted on {sum(p['frames'] for p in planted)} model frames" if planted else ""
+        plants = [seg["plant"] for seg in content.get("segments") or [] if seg.get("plant")]
+        planted = f"; feet planted on {sum(p['frames'] for p in plants)} model frames" if plants else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{feet}{gate}" + _not_filled(rig["bones"], bones_written, unmapped))
+                f"{learnt}{planted}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped))
 
 
 def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
@@ -279,34 +282,13 @@ def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
                   if keyed else "")
 
 
-def gate_message(fits: list[dict[str, Any]]) -> str:
-    """What the gate did, for the report: where the correction was scaled toward Blender's curve, how much and
-    why (its error on pseudo-gaps cut from the animator's own keys)."""
-    out = []
-    for f in fits:
-        if f.get("method") == "none":
-            out.append(f"gaps of {f['length']}: no keyed stretch to check the model on, used as trained")
-        elif f["rot"] < 1.0 or f["root"] < 1.0:
-            err = f.get("error") or {}
-            why = (f" (on {f['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, Blender's "
-                   f"curve {err['bezier'][0]:.1f} cm)") if err.get("model") else ""
-            kept = "kept Blender's curve" if f["rot"] == 0.0 and f["root"] == 0.0 else \
-                f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
-            out.append(f"gaps of {f['length']}: {kept}{why}")
-        pe = f.get("plant_error") or {}
-        if not f.get("plant", True) and pe.get("planted"):
-            out.append(f"gaps of {f['length']}: feet not planted (on {f['pseudo']} test gaps cut from your keys "
-                       f"planting cost error: {pe['unplanted'][0]:.1f} -> {pe['planted'][0]:.1f} cm)")
-    return ("; " + "; ".join(out)) if out else ""
-
-
 class MOTIONCORE_OT_infill(_InfillBase):
     """Fill the frames between your keyed poses (keys you set are kept)"""
 
     bl_idname = "motioncore.infill"
     bl_label = "In-fill Between Keys"
     label = "In-fill"
-    model = "infill-body"
+    model = "use:infill"   # the server's default for the use (its `models` listing: default_for)
     whole_range = True
     plant_feet: bpy.props.BoolProperty(name="Plant Feet", default=True,  # type: ignore[valid-type]
                                        description="Keep feet in contact with the ground still (IK on the legs); "
@@ -314,8 +296,8 @@ class MOTIONCORE_OT_infill(_InfillBase):
                                                    "gaps cut from your keys say planting costs error")
 
     def model_name(self, context: bpy.types.Context) -> str | None:
-        """The deterministic infill-body for the single best answer; anyorder-body to draw variations."""
-        return "anyorder-body" if float(self.temperature) > 0.0 else "infill-body"
+        """The deterministic body in-fill for the single best answer; the sampling model to draw variations."""
+        return "use:infill.variations" if float(self.temperature) > 0.0 else "use:infill"
 
     def job_options(self) -> dict[str, Any]:
         """The body in-fill plants the feet unless Plant Feet is off (the any-order model ignores it)."""
@@ -334,7 +316,7 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
                                      description="How long to learn (one CPU thread on the server)")
 
     def model_name(self, context: bpy.types.Context) -> str | None:
-        return "infill-body"
+        return "use:infill"
 
     def job_options(self) -> dict[str, Any]:
         return {"adapt": float(self.seconds)}
@@ -364,7 +346,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     bl_idname = "motioncore.hands_infill"
     bl_label = "In-fill Hands"
     label = "Hands in-fill"
-    model = "infill-hands"
+    model = "use:infill.hands"
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         """The panel's Hands Model; empty: the deterministic infill-hands (it reads the object when given one) for
@@ -374,7 +356,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         if str(s.hands_model):
             return str(s.hands_model)
         if float(self.temperature) > 0.0:
-            return None if s.hands_object is not None else "anyorder-hands"
+            return None if s.hands_object is not None else "use:infill.hands.variations"
         return self.model
 
     def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
@@ -426,7 +408,7 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"
-MAP_FOR = {"infill": ("infill", "infill-body"), "infill.hands": ("infill", "infill-hands")}
+MAP_FOR = {"infill": ("infill", "use:infill"), "infill.hands": ("infill", "use:infill.hands")}
 
 
 class MOTIONCORE_OT_map_bones(_ServerOperator):

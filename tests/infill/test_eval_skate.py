@@ -59,6 +59,8 @@ def test_eval_infill_skate_is_the_fills_over_the_truths_on_the_gap_and_its_keys(
     assert res["interp"]["Skate"]["15"] == pytest.approx(want, rel=1e-9)
     assert res["interp"]["Skate cm/s"]["15"] == pytest.approx(F.skate(igp, walk.fps, feet, g, np.arange(9, 26)))
     assert "Skate@15" in format_table(res).splitlines()[0]
+    assert res["oracle"]["GMD"] == res["oracle"]["GMD truth"]
+    assert 0.0 <= res["interp"]["GMD truth"]["15"] < res["interp"]["GMD"]["15"] <= 1.0   # Interp's toes drag
 
 
 @needs_data
@@ -95,4 +97,6 @@ def test_eval_clips_reports_skate_per_clip_and_pooled(walk):
     want = F.skate(walk.skeleton.forward_kinematics(bq, bp)[1], walk.fps, feet, g, F.fill_span(known))
     assert row["bezier"]["skate"] == pytest.approx(want)
     assert 0 <= row["bezier"]["skating_ratio"] <= 1
+    assert summ["bezier"]["skating_ratio"] == pytest.approx(row["bezier"]["skating_ratio"])   # one clip
+    assert summ["oracle"]["skating_ratio"] == pytest.approx(summ["oracle"]["skating_ratio_truth"])
     assert "skate / truth" in format_clips(res)

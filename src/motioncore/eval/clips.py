@@ -73,7 +73,8 @@ def _skate(sk: Skeleton, q, p, truth_gp: np.ndarray, fps: float, feet: list[int]
     wv, w = foots.skate_sums(gp, fps, feet, foots.ground(truth_gp, feet), span)
     toes = feet[1::2] if len(feet) == 4 else feet
     return {"skate": wv / w if w > 0 else float("nan"), "_swv": wv, "_sw": w,
-            "skating_ratio": foots.skating_ratio(gp, fps, toes, foots.ground(truth_gp, toes), span)}
+            "skating_ratio": foots.skating_ratio(gp, fps, toes, foots.ground(truth_gp, toes), span),
+            "_pairs": int(foots.pair_mask(len(span), span).sum())}
 
 
 def evaluate_clips(clips, fills: dict[str, Callable], n_gaps: int = 12, lengths=(5, 15, 30),
@@ -153,10 +154,15 @@ def _summary(rows: list[dict], models: list[str], lengths) -> dict:
         if sk:
             truth = sum(r["capture"]["_swv"] for r in sk) / sum(r["capture"]["_sw"] for r in sk)
         for m in models:
-            if sk and all(r[m]["_sw"] > 0 for r in sk):
-                s_m = sum(r[m]["_swv"] for r in sk) / sum(r[m]["_sw"] for r in sk)
+            if sk:   # pooled: a clip whose fill has no foot near the ground adds nothing to either sum
+                w_m = sum(r[m]["_sw"] for r in sk)
+                s_m = sum(r[m]["_swv"] for r in sk) / w_m if w_m > 0 else float("nan")
+                n = sum(r[m]["_pairs"] for r in sk)   # GMD's ratio, pooled over the clips' frame pairs
                 out[str(L)][m].update(skate=s_m, skate_truth=truth,
-                                      skate_over_truth=s_m / truth if truth > 0 else float("nan"))
+                                      skate_over_truth=s_m / truth if truth > 0 else float("nan"),
+                                      skating_ratio=sum(r[m]["skating_ratio"] * r[m]["_pairs"] for r in sk) / n,
+                                      skating_ratio_truth=sum(r["capture"]["skating_ratio"] * r["capture"]["_pairs"]
+                                                              for r in sk) / n)
             w = [r[m]["weight"] for r in rs if "weight" in r[m]]
             if w:
                 out[str(L)][m]["weight"] = float(np.mean(w))
@@ -179,7 +185,8 @@ def format_clips(res: dict) -> str:
             w = f"{v['weight']:.2f}" if "weight" in v else "-"
             skip = f"  (not adapted on {v['adapt_skipped']} clips: too little keyed to learn from)" \
                 if v.get("adapt_skipped") else ""
-            sk8 = f"  {v['skate_over_truth']:5.2f}x ({v['skate']:.1f} cm/s)" if "skate" in v else ""
+            sk8 = f"  {v['skate_over_truth']:5.2f}x ({v['skate']:.1f} cm/s; GMD {v['skating_ratio']:.3f}, truth " \
+                f"{v['skating_ratio_truth']:.3f})" if "skate" in v else ""
             lines.append(f"  {m:<8} {v['cm']:6.3f} {v['deg']:6.3f} {v['jerk']:6.3f}  {w:>4}{sk8}{skip}")
     return "\n".join(lines)
 

@@ -24,7 +24,7 @@ from .baselines import Fill
 from .metrics import l2p_frames, l2q_frames, npss_terms
 
 METRICS = ("L2Q", "L2P", "NPSS", "Jerk", "Skate", "Weight")
-SKATE_CM = ("Skate cm/s", "Skate truth cm/s")   # in the JSON beside the ratio, not in the table
+SKATE_CM = ("Skate cm/s", "Skate truth cm/s", "GMD", "GMD truth")   # in the JSON beside the ratio, not the table
 JERK_PAD = 3  # keyed frames on each side of the gap in the jerk span
 Results = dict[str, dict[str, dict[str, float]]]
 
@@ -46,6 +46,15 @@ class _Sums:
     weighted: int = 0  # windows counted in ``weight``
     skate: tuple[float, float] = (0.0, 0.0)  # the prediction's (sum w v, sum w) of ``core.feet.skate_sums``
     skate_true: tuple[float, float] = (0.0, 0.0)  # the truth's, on the same frames and ground
+    gmd: tuple[float, float, float] = (0.0, 0.0, 0.0)  # GMD's skating pairs: the prediction's, the truth's, all pairs
+
+    def add_gmd(self, pred_gp: np.ndarray, true_gp: np.ndarray, frames: np.ndarray, ground: np.ndarray, fps: float,
+                toes: list[int]) -> None:
+        """GMD's skating ratio (``core.feet.skating_ratio``) on ``frames`` of (N, S, J, 3), its running mean over
+        all S frames; ``ground`` (N, len(toes)) from the truth."""
+        n = float(pred_gp.shape[0] * foots.pair_mask(pred_gp.shape[1], frames).sum())
+        p, t = (foots.skating_ratio(gp, fps, toes, ground, frames) for gp in (pred_gp, true_gp))
+        self.gmd = (self.gmd[0] + p * n, self.gmd[1] + t * n, self.gmd[2] + n)
 
     def add_skate(self, pred_gp: np.ndarray, true_gp: np.ndarray, ground: np.ndarray, fps: float,
                   feet: list[int]) -> None:
@@ -81,6 +90,8 @@ class _Sums:
         if self.skate_true[1] > 0 and self.skate[1] > 0:
             s, st = self.skate[0] / self.skate[1], self.skate_true[0] / self.skate_true[1]
             out.update({"Skate": s / st if st > 0 else float("nan"), SKATE_CM[0]: s, SKATE_CM[1]: st})
+        if self.gmd[2] > 0:
+            out.update({SKATE_CM[2]: self.gmd[0] / self.gmd[2], SKATE_CM[3]: self.gmd[1] / self.gmd[2]})
         if self.weighted:
             out["Weight"] = self.weight / self.weighted
         return out
@@ -147,6 +158,7 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
     trained; less where the keys lie past its training data's limits). "Skate" is the prediction's foot skate
     over the truth's (``core.feet``: cm/s at ``fps``, positions in cm) over the gap and its keys either side, each
     window's ground from its truth; ``feet`` (default: `skate_feet`) the foot and toe joints (none: no Skate).
+    The JSON also has "GMD" and "GMD truth": GMD's skating ratio of the toes on the same frames.
     Returns ``{model: {"L2Q" | "L2P" | "NPSS": {str(n): float}}}`` (JSON-ready)."""
     rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
     lengths = tuple(int(n) for n in lengths)
@@ -190,6 +202,10 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
                             grounds[s] = foots.ground(full[1], feet)
                         span = slice(n_past - 1 - a, end + 1 - a)
                         sums[name, n].add_skate(jgp[:, span], tgp[:, span], grounds[s], fps, feet)
+                        toes = feet[1::2] if len(feet) == 4 else feet   # GMD: SMPL's foot joints, at the ball
+                        k = [feet.index(j) for j in toes]
+                        sums[name, n].add_gmd(jgp, tgp, np.arange(span.start, span.stop), grounds[s][:, k], fps,
+                                              toes)
                 bar.update(1)
     return results_of(models, sums)
 

@@ -257,6 +257,9 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                     sums[name, n].add(pq[:, h], gq[:, h], pp[:, h], gp[:, h], x_mean, x_std, npss_on=(pq, gq))
                     sums[name, n].add_jerk(pp, gp)  # the whole window: every gap with its keys either side
                     if feet:
-                        sums[name, n].add_skate(pp, gp, foots.ground(gp, feet), fps, feet)
+                        g = foots.ground(gp, feet)
+                        sums[name, n].add_skate(pp, gp, g, fps, feet)
+                        toes = feet[1::2] if len(feet) == 4 else feet
+                        sums[name, n].add_gmd(pp, gp, np.arange(T), g[:, [feet.index(j) for j in toes]], fps, toes)
                 bar.update(1)
     return results_of(models, sums)
