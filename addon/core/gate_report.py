@@ -19,7 +19,9 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
                 f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
             out.append(f"gaps of {f['length']}: {kept}{why}")
         pe = f.get("plant_error") or {}
-        if not f.get("plant", True) and pe.get("planted"):
+        if not f.get("plant", True) and pe.get("unjudged"):
+            out.append(f"gaps of {f['length']}: feet not planted ({pe['unjudged']} to test planting on)")
+        elif not f.get("plant", True) and pe.get("planted"):
             out.append(f"gaps of {f['length']}: feet not planted (on {f['pseudo']} test gaps cut from your keys "
                        f"planting cost error: {pe['unplanted'][0]:.1f} -> {pe['planted'][0]:.1f} cm)")
     return ("; " + "; ".join(out)) if out else ""

@@ -82,12 +82,13 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
                 f"gaps of {g['length']}: correction at {g['rot']:.0%} (root {g['root']:.0%}) after {g['pseudo']} test "
                 f"gaps cut from its keys (model {g['error']['model'][0]:.2f} cm, Bezier {g['error']['bezier'][0]:.2f} cm)"
                 for g in scaled), file=sys.stderr)
-        unplanted = [g for g in r.get("gate") or [] if not g.get("plant", True)]
-        if unplanted and not args.no_plant_feet:   # the gate kept the feet unplanted where planting cost error
+        unplanted = [g for g in r.get("gate") or [] if not g.get("plant", True) and g.get("plant_error")]
+        if unplanted and not args.no_plant_feet:   # the gate kept the feet unplanted: where and why
             print(f"batch infill: {Path(r['file']).name}: " + "; ".join(
-                f"gaps of {g['length']}: feet not planted (on {g['pseudo']} test gaps planting cost error: "
-                f"{g['plant_error']['unplanted'][0]:.2f} -> {g['plant_error']['planted'][0]:.2f} cm)"
-                for g in unplanted if g.get("plant_error")), file=sys.stderr)
+                f"gaps of {g['length']}: feet not planted ("
+                + (f"{g['plant_error']['unjudged']} to test planting on)" if "unjudged" in g["plant_error"] else
+                   f"on its test gaps planting cost error: {g['plant_error']['unplanted'][0]:.2f} -> "
+                   f"{g['plant_error']['planted'][0]:.2f} cm)") for g in unplanted), file=sys.stderr)
         if (r.get("adapt") or {}).get("skipped"):
             print(f"batch infill: {Path(r['file']).name}: not adapted: {r['adapt']['skipped']}", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "

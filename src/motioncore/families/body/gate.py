@@ -235,8 +235,11 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
             fits[bk] = _fit_loo(model, layout, meta.get("safety"), q, pos, tasks, L) if tasks else \
                 GateFit(L, 1.0, 1.0, 0, "none")
+        if plant and not wins:  # nothing to judge planting on (sparse keys): the feet are left as filled
+            fits[bk].plant, fits[bk].plant_error = False, {"unjudged": "no fully keyed stretch to cut a test gap "
+                                                                       f"of {L} frames from"}
         if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
-            # fewer than the weights need): kept only where it costs no error there; unjudged (none): planted
+            # fewer than the weights need): kept only where it costs no error there
             from motioncore.families.body.fill_plant import judge_plant
 
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
