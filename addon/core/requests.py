@@ -259,7 +259,9 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 if base is not None:
                     out, r = correct(out, r, base, seg, known)
                 if feet is not None:   # the server planted its answer: the rig's own feet planted again
-                    out, r = rigplant.plant_rig(out, r, heads, ups, *feet, fps or float(info.get("fps") or 30.0))
+                    rb, legs, kf, todo = feet
+                    out, r = rigplant.plant_rig(out, r, heads, ups, rb, legs, kf, todo,
+                                                fps or float(info.get("fps") or 30.0))
                 rots.append(out)
                 roots.append(r)
             arrays[f"rotations.{i}"] = np.stack(rots)

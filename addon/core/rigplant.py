@@ -25,7 +25,7 @@ def rig_legs(names: Sequence[str], model_skeleton: dict[str, Any]) -> list[tuple
     is not mapped."""
     mn, mp = list(model_skeleton["names"]), [int(p) for p in model_skeleton["parents"]]
     col = {n: b for b, n in enumerate(names)}
-    out = []
+    out: list[tuple[int, int, int, int]] = []
     for side in SIDES:
         foot = next((j for j, n in enumerate(mn) if ("foot" in n.lower() or "ankle" in n.lower())
                      and any(t in n.lower() for t in side)), None)
@@ -35,7 +35,8 @@ def rig_legs(names: Sequence[str], model_skeleton: dict[str, Any]) -> list[tuple
         toe = next((j for j, p in enumerate(mp) if p == foot), None)
         if any(mn[j] not in col for j in chain):
             return []
-        out.append((*(col[mn[j]] for j in chain), col[mn[toe]] if toe is not None and mn[toe] in col else -1))
+        out.append((col[mn[chain[0]]], col[mn[chain[1]]], col[mn[chain[2]]],
+                    col[mn[toe]] if toe is not None and mn[toe] in col else -1))
     return out
 
 
@@ -73,10 +74,11 @@ def planted_frames(known: np.ndarray, gate: Sequence[dict[str, Any]], scene_fps:
 
 
 def rig_feet(rc: Mapping[str, Any], known: np.ndarray, names: Sequence[str], info: Mapping[str, Any],
-              bones: Sequence[str], ups: Sequence[int], root_bone: str | None, root_parent: int, fps: float | None):
+              bones: Sequence[str], ups: Sequence[int], root_bone: str | None, root_parent: int, fps: float | None
+              ) -> tuple[int, list[tuple[int, int, int, int]], np.ndarray, np.ndarray] | None:
     """(root bone index, legs, keyed frames, frames to plant) for `plant_rig` where the server planted
     feet (its reply's ``plant``) on a rig whose root bone has no parent bone; else None."""
-    if not rc.get("plant") or root_parent >= 0 or root_bone not in bones:
+    if not rc.get("plant") or root_parent >= 0 or root_bone is None or root_bone not in bones:
         return None
     legs = rig_legs(names, info["skeleton"])
     if not legs:

@@ -170,7 +170,7 @@ def foot_contacts_filled(heights: np.ndarray, leg_length: float, speeds: np.ndar
     none): (down, pinned) where ``down`` is True when the foot is down and ``pinned`` is 0 (ankle) or 1 (toe)."""
     low_a = heights[:, 0] < ANKLE_H * leg_length
     low_t = np.nan_to_num(heights[:, 1], nan=np.inf) < TOE_H * leg_length
-    if speeds is not None:
+    if speeds is not None and body_speed is not None:
         lim = np.clip(SPEED_REL * body_speed, SPEED_ABS * leg_length, SPEED_MAX * leg_length)
         low_a &= speeds[:, 0] < lim
         low_t &= np.nan_to_num(speeds[:, 1], nan=np.inf) < lim
