@@ -33,6 +33,7 @@ __all__ = ["Gate", "GateFit", "fit_gate", "bucket", "pseudo_windows", "GRID", "M
 GRID = np.round(np.linspace(0.0, 1.0, 11), 2)  # candidate weights
 MAX_PSEUDO = 24  # pseudo-gaps per length bucket
 MIN_PSEUDO = 4  # fewer dense pseudo-gaps than this: leave-one-key-out as well
+JUDGE_CONTEXT = 4  # keyed frames either side of a pseudo-gap that only judges planting (a short clip)
 EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 
 
@@ -220,6 +221,8 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
     for bk, ls in lengths.items():
         L = int(np.median(ls))
         wins = pseudo_windows(full, L, context, limit)
+        if not wins and plant:  # too short a keyed stretch for full context: planting is judged on shorter context
+            wins = pseudo_windows(full, L, JUDGE_CONTEXT, limit)
         if wins:
             idx = np.stack([np.arange(a, b) for a, _, _, b in wins])
             kn = np.ones(idx.shape + (J + 1,), bool)
@@ -227,9 +230,8 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             for i, (a, s, e, _) in enumerate(wins):
                 kn[i, s - a:e - a] = False
                 frames[i, s - a:e - a] = True
-        if wins:
             score = _score_windows(model, layout, meta.get("safety"), q[idx], pos[idx], kn, frames)
-        if len(wins) >= MIN_PSEUDO:
+        if len(wins) >= MIN_PSEUDO and wins[0][1] - wins[0][0] == context:
             fits[bk] = _fit_one(score, len(wins), L, "pseudo-gaps")
         else:
             tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
