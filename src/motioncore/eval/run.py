@@ -33,7 +33,7 @@ from .metrics import position_stats
 FPS = 30.0
 
 
-def resolve_models(names: list[str], maps: dict | None = None, plant_feet: bool = True) -> dict[str, Fill]:
+def resolve_models(names: list[str], maps: dict | None = None, plant_feet: bool = False) -> dict[str, Fill]:
     """Model names or checkpoint paths to LaFAN1 fill callables. Checkpoints take windows on any body skeleton
     (``eval.keyed.on_skeleton``): the data is never moved for them, so the baselines' rows never depend on
     which models are asked for."""
@@ -45,7 +45,7 @@ def resolve_models(names: list[str], maps: dict | None = None, plant_feet: bool 
     return out
 
 
-def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None = None, plant_feet: bool = True
+def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None = None, plant_feet: bool = False
                        ) -> dict[str, KeyFill]:
     """Model names or checkpoint paths to key-mask fills (``eval.keyed``). Any-order checkpoints take LaFAN1
     masks only (``lafan``); for sparse keys they are refused. ``plant_feet``: the body in-fill plants its feet."""
@@ -156,7 +156,7 @@ def load_eval_sets(data: str, progress: bool = True):
 
 
 def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] = (5, 15, 30, 45),
-                    progress: bool = True, overrides: str | None = None, plant_feet: bool = True
+                    progress: bool = True, overrides: str | None = None, plant_feet: bool = False
                     ) -> tuple[Results, int]:
     """Results dict and the number of test windows. Every model sees the data as it is (see resolve_models);
     ``overrides``: a bone map (``--map``) for data on another skeleton than a model's."""
@@ -170,7 +170,7 @@ def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] 
 
 
 def run_keys_eval(data: str, model_names: list[str], every: tuple[int, ...] = (8, 16),
-                  progress: bool = True, overrides: str | None = None, plant_feet: bool = True
+                  progress: bool = True, overrides: str | None = None, plant_feet: bool = False
                   ) -> tuple[Results, int]:
     """The sparse-keys benchmark (``eval.keyed.evaluate_keys``) on ``data``'s test windows."""
     test_w, mean, std = load_eval_sets(data, progress)

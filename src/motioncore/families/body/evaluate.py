@@ -24,11 +24,11 @@ def is_body_checkpoint(name_or_path: str | Path) -> bool:
 
 
 def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety: bool = True, joint_map=None,
-                      plant_feet: bool = True) -> tuple[KeyFill, dict]:
+                      plant_feet: bool = False) -> tuple[KeyFill, dict]:
     """``use_safety``: scale the network's residual by its confidence (``families.body.fill.confidence``);
     ``joint_map``: model joint -> data joint for data on another skeleton (default ``retarget.auto_map``);
-    ``plant_feet``: plant the feet of each window's answer (``families.body.fill_plant``; no gate judges it here:
-    a window has no keyed stretch to cut test gaps from)."""
+    ``plant_feet``: plant the feet of each window's answer (``families.body.fill_plant``), unjudged: a window has no
+    keyed stretch to cut test gaps from, so the product paths (gate on) leave such windows' feet as filled."""
     from motioncore.families.body.fill import BodyLayout, confidence, run_model
     from motioncore.models.registry import load_model
 
