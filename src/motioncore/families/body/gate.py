@@ -221,8 +221,12 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
     for bk, ls in lengths.items():
         L = int(np.median(ls))
         wins = pseudo_windows(full, L, context, limit)
-        if not wins and plant:  # too short a keyed stretch for full context: planting is judged on shorter context
-            wins = pseudo_windows(full, L, JUDGE_CONTEXT, limit)
+        if not wins and plant:  # too short a keyed stretch for full context: planting is judged on shorter context,
+            wins = pseudo_windows(full, L, JUDGE_CONTEXT, limit)  # or on pseudo-gaps down to half the gap's length
+            for short in range(L - 1, max(1, (L + 1) // 2) - 1, -1):
+                if wins:
+                    break
+                wins = pseudo_windows(full, short, JUDGE_CONTEXT, limit)
         if wins:
             idx = np.stack([np.arange(a, b) for a, _, _, b in wins])
             kn = np.ones(idx.shape + (J + 1,), bool)
