@@ -18,7 +18,7 @@ from motioncore.errors import MotioncoreError
 __all__ = ["legs_of", "plant_clip", "plant_filled", "judge_plant", "TOLERANCE", "JUDGE"]
 
 JUDGE = 8  # pseudo-gaps planting is judged on (the gate's own, spread over the clip)
-TOLERANCE = 0.02  # planting may cost at most 2% of error (mean of position and rotation) on the pseudo-gaps
+TOLERANCE = 0.05  # planting may cost at most 5% of error (mean of position and rotation) on the pseudo-gaps
 
 
 def legs_of(skeleton: Skeleton) -> list[Leg]:
