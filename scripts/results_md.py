@@ -49,7 +49,8 @@ def load_section(sid: str) -> dict:
     if rec.get("command") != SECTIONS[sid]:
         raise SystemExit(f"docs/results/{sid}.json came from another command ({rec.get('command')!r}); "
                          f"python scripts/results_md.py --run {sid}")
-    return {"_run": rec, **json.loads(data.read_text())}
+    found = json.loads(data.read_text())
+    return {"_run": rec, **(found if isinstance(found, dict) else {"results": found})}   # a list: its rows
 
 
 def render(block: str, cache: dict[str, dict]) -> str:
@@ -133,7 +134,10 @@ def scan(write: bool) -> list[str]:
 
 def run_sections(ids: list[str]) -> None:
     """Run each section's command from the repository root, one thread, and record the run beside its JSON."""
-    exe = shutil.which("motioncore") or str(Path(sys.executable).with_name("motioncore"))
+    beside = Path(sys.executable).with_name("motioncore")   # the venv this script runs in, then the PATH
+    exe = str(beside) if beside.is_file() else shutil.which("motioncore")
+    if exe is None:
+        raise SystemExit("--run: no `motioncore` command beside this Python or on the PATH; install the package first")
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     for sid in ids:
         cmd = SECTIONS[sid]

@@ -20,6 +20,8 @@ SECTIONS: dict[str, str] = {
     "clips": "motioncore eval clips --threads 1 --json docs/results/clips.json",
     "hands": "motioncore eval hands --threads 1 --json docs/results/hands.json",
     "demo": "motioncore demo --threads 1 --json docs/results/demo.json",
+    "controllers": ("motioncore eval controllers --model pfnn-biped --model mann-dog --threads 1 "
+                    "--json docs/results/controllers.json"),
 }
 
 LENGTHS = ("5", "15", "30", "45")
@@ -164,6 +166,38 @@ def hands(res: dict) -> str:
                                         "/ Interp", "without the object", "object's worth (with / without)"], rows, 3))
 
 
+# ----------------------------------------------------------------------------------- eval controllers
+_CONTROLLER = {"pfnn-biped": "PFNN (`pfnn-biped`)", "mann-dog": "MANN, 8 experts (`mann-dog`)"}
+_FORMS = {"weights": ("exact, blended weights", 4), "cubic": ("cubic (precomputed)", 4),
+          "constant": ("constant (nearest of 50)", 50), "linear": ("linear (lerp of 10)", 10)}
+
+
+def _g(v: float) -> str:
+    """Two significant figures below 1 (an error near zero), two decimals above."""
+    return f"{v:.2f}" if v >= 1 else f"{v:.2g}".replace("e-0", "e-")
+
+
+def controllers(res: dict) -> str:
+    """The bundled controllers on held-out clips, each with its ground truth's skating."""
+    rows = []
+    for r in res["results"]:
+        rows.append([_CONTROLLER.get(r["model"], r["model"]), f(r["next_frame_cm"], 2), f(r["skate_cm"], 2),
+                     f(r["path_error_cm"], 1), f(r["tracking_cm"], 1)])
+        rows.append(["ground-truth mocap", "–", f(r["gt_skate_cm"], 2), "–", "–"])
+    return (f"{ran(res)}:\n\n" + table(["model", "next-frame joint error (cm)", "foot skating (cm/frame in contact)",
+                                        "path error (cm)", "root tracking (cm)"], rows))
+
+
+def controller_forms(res: dict) -> str:
+    """PFNN's evaluation forms against the exact model (blended outputs) on the biped test rows."""
+    modes = next(r["modes"] for r in res["results"] if r.get("modes"))
+    rows = [["exact, blended outputs (default)", "4", "–", "–", "–"]]
+    rows += [[_FORMS[m][0], str(_FORMS[m][1]), _g(v["max_abs"]), _g(v["mean_abs"]), f(v["pose_cm"])]
+             for m, v in modes.items() if m in _FORMS]
+    return (f"{ran(res)}:\n\n" + table(["form", "stored weight sets", "max abs error (z-scored output)", "mean abs error",
+                                        "joint position error vs exact (cm)"], rows))
+
+
 # ----------------------------------------------------------------------------------- the README's headline table
 _HOME = "docs/results.md#"
 _ANCHOR = {"infill": "infill-body-deterministic-what-the-add-on-the-server-at-temperature-0-and-batch-infill-use",
@@ -192,7 +226,10 @@ def readme(bandai: dict, cmu: dict, clip: dict, hand: dict) -> str:
     rows.append(["fingers around wrist keys (ManipNet)", "`infill-hands`", f"{h['interp']:.2f}°", f"{h['bezier']:.2f}°",
                  _bold_if(f"{h['model']:.2f}°", h["model"] < min(h["interp"], h["bezier"])),
                  f"[{hand['_run']['date']}]({_HOME}{_ANCHOR['hands']})"])
-    return table(["task (held-out data)", "model", "Interp", "Blender's Bezier", "model", "measured"], rows, right=6)
+    dates = sorted({r["_run"]["date"] for r in (bandai, cmu, clip, hand)})
+    return (f"Measured {' and '.join(dates)}; each row's exact command, its date and the whole table: the link in its "
+            f"last column.\n\n" + table(["task (held-out data)", "model", "Interp", "Blender's Bezier", "model",
+                                          "measured"], rows, right=6))
 
 BLOCKS = {
     "infill-bandai": (lafan, ["infill-bandai"]),
@@ -209,5 +246,7 @@ BLOCKS = {
     "demo": (demo, ["demo"]),
     "demo.line": (demo_line, ["demo"]),
     "hands": (hands, ["hands"]),
+    "controllers": (controllers, ["controllers"]),
+    "controllers.forms": (controller_forms, ["controllers"]),
     "readme": (readme, ["infill-bandai", "infill-cmu", "clips", "hands"]),
 }
