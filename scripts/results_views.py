@@ -220,7 +220,7 @@ def readme(bandai: dict, cmu: dict, clip: dict, hand: dict) -> str:
     g = [by["gate"] for by in clip["summary"].values()]
     gate = (" / ".join(f(x["cm"], 2) for x in g) + " cm, " + " / ".join(f(x["deg"], 2) for x in g) + " deg")
     rows.append(["whole CMU clips never trained on, 12 gaps, with the gate", "`infill-body`", "-",
-                 " / ".join("1" for _ in g), _bold_if(gate, all(x["cm"] < 1 and x["deg"] < 1 for x in g)),
+                 " / ".join("1" for _ in g) + " (here Bezier on Euler channels, `eval clips`' reference)", _bold_if(gate, all(x["cm"] < 1 and x["deg"] < 1 for x in g)),
                  f"[{clip['_run']['date']}]({_HOME}{_ANCHOR['clips']})"])
     h = hand["wrist-every-10"]["summary"]
     rows.append(["fingers around wrist keys (ManipNet)", "`infill-hands`", f"{h['interp']:.2f}°", f"{h['bezier']:.2f}°",
@@ -228,8 +228,8 @@ def readme(bandai: dict, cmu: dict, clip: dict, hand: dict) -> str:
                  f"[{hand['_run']['date']}]({_HOME}{_ANCHOR['hands']})"])
     dates = sorted({r["_run"]["date"] for r in (bandai, cmu, clip, hand)})
     return (f"Measured {' and '.join(dates)}; each row's exact command, its date and the whole table: the link in its "
-            f"last column.\n\n" + table(["task (held-out data)", "model", "Interp", "Blender's Bezier", "model",
-                                          "measured"], rows, right=6))
+            f"last column.\n\n" + table(["task (held-out data)", "model", "Interp", "Bezier, quaternion channels "
+                                          "(`bezier-quat`)", "model", "measured"], rows, right=6))
 
 BLOCKS = {
     "infill-bandai": (lafan, ["infill-bandai"]),
