@@ -122,14 +122,15 @@ def keys_line(bandai: dict, cmu: dict) -> str:
 def clips(res: dict) -> str:
     """Error over Blender's Bezier (cm, degrees) and jerk over the truth's, per gap length."""
     s, rows = res["summary"], []
+    cols = [c for c in ("shipped", "unplanted") if c in next(iter(s.values()))]   # unplanted: since feet are planted
     for n, by in s.items():
-        sh, g = by["shipped"], by["gate"]
-        rows.append([f"{n} frames", f"{f(sh['cm'])} / {f(sh['deg'])} / {f(sh['jerk'])}",
+        g = by["gate"]
+        rows.append([f"{n} frames", *[f"{f(by[c]['cm'])} / {f(by[c]['deg'])} / {f(by[c]['jerk'])}" for c in cols],
                      f"**{f(g['cm'])} / {f(g['deg'])} / {f(g['jerk'])}**", f(g["weight"], 2), f(by["bezier"]["jerk"])])
     clips_n = next(iter(s.values()))["gate"]["clips"]
     return (f"{ran(res)}; {clips_n} clips, up to 12 gaps per clip and length:\n\n"
-            + table(["gap", "shipped cm / deg / jerk", "**gate (default)** cm / deg / jerk", "mean gate weight "
-                     "(rotations)", "Bezier jerk"], rows, right=3))
+            + table(["gap", *[f"{c} cm / deg / jerk" for c in cols], "**gate (default)** cm / deg / jerk",
+                     "mean gate weight (rotations)", "Bezier jerk"], rows, right=len(cols) + 2))
 
 
 # ----------------------------------------------------------------------------------- the demo
@@ -164,6 +165,58 @@ def hands(res: dict) -> str:
                          ci(r, "object_worth", 4)])
     return (f"{ran(res)}:\n\n" + table(["task", "take", "windows", "Interp", "Bezier", "**infill-hands**", "/ Bezier",
                                         "/ Interp", "without the object", "object's worth (with / without)"], rows, 3))
+
+
+# ----------------------------------------------------------------------------------- foot skate (core.feet)
+def _x(v: float) -> str:
+    return f"{v:.2f}x"
+
+
+def skate(bandai: dict, cmu: dict, kb: dict, kc: dict, clip: dict, dem: dict) -> str:
+    """The fill's foot skate over the capture's on the same frames (Bezier: Euler channels), and GMD's skating
+    ratio (capture / Interp / Bezier / infill-body), from every in-fill command's JSON."""
+    models, rows = ("interp", "bezier", "infill-body"), []
+    for label, res, n_win in (("Bandai", bandai, 636), ("CMU", cmu, 107)):
+        for n in LENGTHS:
+            where = f"`eval infill --data {label.lower()}`, {n_win} windows, {n} frames"
+            gmd = " / ".join(f(res[m]["GMD"][n]) for m in models)
+            rows.append([where, f(res["interp"]["Skate truth cm/s"][n], 1), *[_x(res[m]["Skate"][n]) for m in models],
+                         f"{f(res['interp']['GMD truth'][n])} / {gmd}"])
+    for label, res in (("bandai", kb), ("cmu", kc)):
+        where = f"`eval infill --data {label} --keys-every 8 --keys-every 16`, key every 8 / 16"
+        truth = " / ".join(f(res["interp"]["Skate truth cm/s"][n], 1) for n in ("8", "16"))
+        cells = [" / ".join(_x(res[m]["Skate"][n]) for n in ("8", "16")) for m in models]
+        gmd = "; ".join(f"{f(res['interp']['GMD truth'][n])} / " + " / ".join(f(res[m]["GMD"][n]) for m in models)
+                        for n in ("8", "16"))
+        rows.append([where, truth, *cells, gmd])
+    for n, by in clip["summary"].items():
+        b, g = by["bezier"], by["gate"]
+        rows.append([f"`eval clips` (CMU 05 + 07, {g['clips']} clips, gate on), {n} frames", f(g["skate_truth"], 1), "",
+                     _x(b["skate_over_truth"]), _x(g["skate_over_truth"]),
+                     f"{f(g['skating_ratio_truth'])} / - / {f(b['skating_ratio'])} / {f(g['skating_ratio'])}"])
+    d = dem["infill"]
+    rows.append(["`motioncore demo` (a key every 20 frames)", f(d["walk_skate_cm_s"], 1),
+                 f"{d['interp_skate_over_walk']:.1f}x", "", f"{d['skate_over_walk']:.1f}x ({d['skate_cm_s']:.1f} cm/s)", ""])
+    secs = (bandai, cmu, kb, kc, clip, dem)
+    dates = " and ".join(sorted({r["_run"]["date"] for r in secs}))
+    files = ", ".join(r["_run"]["command"].split("--json ")[1].split("/")[-1] for r in secs)
+    return (f"{dates}, from the JSON of the runs whose commands head the tables above (`motioncore eval infill` on "
+            f"Bandai and CMU, with gaps and with `--keys-every`; `motioncore eval clips`; `motioncore demo`; "
+            f"docs/results/: {files}):\n\n"
+            + table(["where (command)", "capture cm/s", "Interp", "Bezier", "infill-body",
+                     "GMD's ratio: capture / Interp / Bezier / infill-body"], rows))
+
+
+def skate_line(bandai: dict, cmu: dict, clip: dict, dem: dict) -> str:
+    """One sentence: the fill's foot skate over the capture's, whole clips, windows and the demo."""
+    by = clip["summary"]
+    gate = " / ".join(_x(v["gate"]["skate_over_truth"]) for v in by.values())
+    bez = " / ".join(_x(v["bezier"]["skate_over_truth"]) for v in by.values())
+    lens = " / ".join(by)
+    win = {k: " / ".join(_x(r["infill-body"]["Skate"][n]) for n in ("15", "30")) for k, r in (("b", bandai), ("c", cmu))}
+    return (f"`eval clips` on CMU 05 + 07 with the gate, {gate} the capture's skate at {lens} frames (Bezier {bez}); "
+            f"`eval infill` {win['b']} (Bandai, 15 / 30) and {win['c']} (CMU); the demo "
+            f"{dem['infill']['skate_over_walk']:.1f}x")
 
 
 # ----------------------------------------------------------------------------------- eval controllers
@@ -245,6 +298,8 @@ BLOCKS = {
     "clips": (clips, ["clips"]),
     "demo": (demo, ["demo"]),
     "demo.line": (demo_line, ["demo"]),
+    "skate": (skate, ["infill-bandai", "infill-cmu", "keys-bandai", "keys-cmu", "clips", "demo"]),
+    "skate.line": (skate_line, ["infill-bandai", "infill-cmu", "clips", "demo"]),
     "hands": (hands, ["hands"]),
     "controllers": (controllers, ["controllers"]),
     "controllers.forms": (controller_forms, ["controllers"]),
