@@ -20,6 +20,7 @@ SECTIONS: dict[str, str] = {
     "clips": "motioncore eval clips --threads 1 --json docs/results/clips.json",
     "hands": "motioncore eval hands --threads 1 --json docs/results/hands.json",
     "demo": "motioncore demo --threads 1 --json docs/results/demo.json",
+    "retarget": "motioncore eval retarget --json docs/results/retarget.json",
     "controllers": ("motioncore eval controllers --model pfnn-biped --model mann-dog --threads 1 "
                     "--json docs/results/controllers.json"),
 }
@@ -219,6 +220,27 @@ def skate_line(bandai: dict, cmu: dict, clip: dict, dem: dict) -> str:
             f"{dem['infill']['skate_over_walk']:.1f}x")
 
 
+# ----------------------------------------------------------------------------------- eval retarget
+def retarget(res: dict) -> str:
+    """Every CMU clip onto the Bandai skeleton, plain and with --contacts (frame-weighted means)."""
+    m = res["summary"]
+    rows = [[f"foot skating, cm/frame in contact (the CMU source: {m['skate_source']:.3f})", f(m["skate_plain"]),
+             f(m["skate_contacts"])],
+            ["end-effector world orientation error (hands, feet, head), degrees", f(m["end_orient_deg_plain"], 4),
+             f(m["end_orient_deg_contacts"], 4)],
+            ["end-effector chain direction error (hip-ankle, shoulder-hand, hips-head), degrees",
+             f(m["chain_dir_deg_plain"], 2), f(m["chain_dir_deg_contacts"], 2)]]
+    return (f"{ran(res)}; {res['clips']} clips, {res['frames']:,} frames at {res['fps']:g} fps:\n\n"
+            + table(["", "plain", "`--contacts`"], rows))
+
+
+def retarget_roundtrip(res: dict) -> str:
+    m = res["summary"]
+    return (f"bone directions {m['roundtrip_bone_deg']:.2f} degrees, joint positions relative to the root "
+            f"{m['roundtrip_pos_cm']:.3f} cm, root path {m['roundtrip_root_cm']:.3f} cm. World rotations differ by "
+            f"{m['roundtrip_rot_deg']:.1f} degrees on average")
+
+
 # ----------------------------------------------------------------------------------- eval controllers
 _CONTROLLER = {"pfnn-biped": "PFNN (`pfnn-biped`)", "mann-dog": "MANN, 8 experts (`mann-dog`)"}
 _FORMS = {"weights": ("exact, blended weights", 4), "cubic": ("cubic (precomputed)", 4),
@@ -300,6 +322,8 @@ BLOCKS = {
     "demo.line": (demo_line, ["demo"]),
     "skate": (skate, ["infill-bandai", "infill-cmu", "keys-bandai", "keys-cmu", "clips", "demo"]),
     "skate.line": (skate_line, ["infill-bandai", "infill-cmu", "clips", "demo"]),
+    "retarget": (retarget, ["retarget"]),
+    "retarget.roundtrip": (retarget_roundtrip, ["retarget"]),
     "hands": (hands, ["hands"]),
     "controllers": (controllers, ["controllers"]),
     "controllers.forms": (controller_forms, ["controllers"]),
