@@ -3,7 +3,8 @@ importer (issue 12). Used by tests/blender/test_blender_infill.py (small) and be
 
     python infill_bvh.py ZIP SPEC.json OUT.npz CONNECTION_FILE
 
-SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps",
+SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps" (the scene's;
+null: as the importer leaves it),
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
 "adapt": seconds (Learn This Action over the whole action before the in-fill), "jerk": bool (also evaluate the
@@ -112,7 +113,8 @@ def import_clip(clip: dict, tmp: str):
         bpy.ops.import_scene.fbx(filepath=path)
         obj = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     sc = bpy.context.scene
-    sc.render.fps, sc.render.fps_base = int(round(clip["fps"])), 1.0
+    if clip.get("fps"):   # None: the scene as the importer leaves it (24 fps: the importer's default keeps it)
+        sc.render.fps, sc.render.fps_base = int(round(clip["fps"])), 1.0
     bpy.context.view_layer.objects.active = obj
     obj.select_set(True)
     return obj
