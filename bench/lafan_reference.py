@@ -44,7 +44,7 @@ def lafan_action(out: Path, takes: tuple[str, ...]) -> tuple[Path, tuple[int, ..
     mo = Motion(first.skeleton, np.concatenate([m.rotations for m in parts]),
                 np.concatenate([m.positions for m in parts]), first.fps, "elderly")
     rig = _script()
-    write_bvh(out, rig.rewrite(rig.with_upper_chest(mo)), precision=8)
+    write_bvh(out, rig.rewrite(rig.with_mid_spine(mo)), precision=8)
     seams = tuple(int(x) + 1 for x in np.cumsum([m.num_frames for m in parts])[:-1])
     return out, seams
 
@@ -104,7 +104,10 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
     known = np.ones(T, bool)
     for a, b in gaps:
         known[a - 1:b] = False
-    locs = mo.rotations
+    locs = mo.rotations.copy()
+    truth = locs[~known].copy()
+    if bez is not None:   # the rig's curves on the gap frames, as the add-on reads them (the unmapped bones keep them)
+        locs[~known] = bez
     model_sk = {"names": mnames, "parents": sk["parents"], "offsets": np.asarray(sk["offsets"], np.float64),
                 "convention": np.asarray((meta.get("convention") or {})["mean_local_rotations"], np.float64)}
     al = rest.alignment(model_sk, cols, heads, parents, locs[known])
@@ -126,7 +129,8 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
     f = fill_clip_at(model, meta, q, rel, km, fps, **kw)
     todo = np.broadcast_to(~known[:, None], (T, B))
     sel = ~known
-    out: dict[str, np.ndarray] = {"frames": np.flatnonzero(sel) + 1, "truth": locs[sel], "truth_root": rel[sel]}
+    out: dict[str, np.ndarray] = {"frames": np.flatnonzero(sel) + 1, "truth": truth,
+                                  "truth_root": mo.positions[sel, 0]}
     for key, rq, rr in (("answer", f.rotations[0], f.root[0]), ("base", f.base_rotations[0], f.base_root[0])):
         r = np.asarray(rr, np.float64)
         if mp >= 0:
@@ -199,3 +203,39 @@ def per_bone(d: dict, info: dict, name: str) -> dict[str, list[float]]:
     t = d[f"{name}/truth"][..., :3, 3]
     return {b: [float(np.linalg.norm(d[f"{name}/{m}"][:, i, :3, 3] - t[:, i], axis=-1).mean())
                 for m in ("addon", "bezier")] for i, b in enumerate(info["bones"])}
+
+
+def alignment_errors(d: dict, info: dict, name: str, bvh: str) -> dict[str, float]:
+    """Rest alignment on the rig Blender built: per mapped model bone (joint -> mapped child), the largest angle
+    (deg) over the evaluated frames (every frame with ``all_frames``, else the gaps' truth) between its direction on the model's skeleton, posed by
+    `retarget.rest` (``alignment`` from Blender's rest heads, ``rig_to_model`` of Blender's poses), and the rig's
+    (Blender's posed heads of the bones the two joints map to)."""
+    from motioncore.io.bvh import read_bvh
+    from motioncore.models.registry import load_model
+    from motioncore.retarget import rest
+
+    from blender_infill import MODEL
+    _, meta = load_model(MODEL)
+    sk = meta["skeleton"]
+    mnames, mpar = list(sk["names"]), [int(p) for p in sk["parents"]]
+    off = np.asarray(sk["offsets"], np.float64)
+    rest_m, par = d[f"{name}/rest"], info["parents"]
+    pose = d.get(f"{name}/all", d[f"{name}/truth"])
+    cols = _mapping(read_bvh(bvh), meta)
+    if [info["bones"][c] for c in cols if c >= 0] != [read_bvh(bvh).skeleton.names[c] for c in cols if c >= 0]:
+        raise ValueError("Blender's bones are not in the file's order")
+    locs, _ = rig_space(pose, rest_m, par)
+    model_sk = {"names": mnames, "parents": mpar, "offsets": off,
+                "convention": np.asarray((meta.get("convention") or {})["mean_local_rotations"], np.float64)}
+    al = rest.alignment(model_sk, cols, rest_m[:, :3, 3] @ A, par, locs)
+    _, g = rest.rig_to_model(locs, al)
+    heads = pose[..., :3, 3] @ A
+    out = {}
+    for k, j in enumerate(mpar):
+        if j < 0 or cols[j] < 0 or cols[k] < 0 or np.linalg.norm(off[k]) < 1e-6:
+            continue
+        m = rest.quat_apply(g[:, j], np.broadcast_to(off[k], (len(g), 3)))
+        r = heads[:, cols[k]] - heads[:, cols[j]]
+        c = np.sum(m * r, -1) / (np.linalg.norm(m, axis=-1) * np.linalg.norm(r, axis=-1))
+        out[f"{mnames[j]}->{mnames[k]}"] = float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))).max())
+    return out

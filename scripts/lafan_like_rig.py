@@ -8,12 +8,12 @@ BVH ROOT with a large OFFSET (the capture volume's origin), and every rotation c
 rewrite keeps every joint's world position in every frame (the motion is the same) and changes only the rest
 frames: joint j's new world frame is G_j R_j with R_j constant, R_j's +x along the offset to j's first child
 (Spine for the hips, Neck for the chest) turned about that axis by a fixed twist per joint, so its twist is
-no model's convention. A third spine bone (Spine2, LAFAN1's) is inserted under the chest (`with_upper_chest`),
-which the model's skeleton lacks. The hips, as LAFAN1's, are turned 20 degrees further about their +z (LAFAN1's Spine
+no model's convention. A third spine bone (LAFAN1's Spine1) is inserted half way up Bandai's Spine
+(`with_mid_spine`), which the model's skeleton lacks; Bandai's Chest becomes Spine2. The hips, as LAFAN1's, are turned 20 degrees further about their +z (LAFAN1's Spine
 offset is 21 degrees off the hips' +x): Blender's BVH importer points a bone at the mean of its children's
 heads, so the hips bone rests at a rotation no axis permutation gives (LAFAN1's 9 degrees off). Offsets become R_parent^-1 o (single-child chains: (|o|, 0, 0)), locals
 R_parent^-1 q R_j. The static ``joint_Root`` of Bandai's files (identity at the origin) is dropped, so the
-hips are the ROOT, and joints take LAFAN1's names (Spine1 for Chest; ``--keep-names`` keeps Bandai's).
+hips are the ROOT, and joints take LAFAN1's names (``--keep-names`` keeps Bandai's).
 
 `check` compares the world positions of every joint, original against rewritten, after a BVH round trip.
 """
@@ -30,7 +30,7 @@ from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
 from motioncore.io.bvh import read_bvh, write_bvh
 
-LAFAN_NAMES = {"Hips": "Hips", "Spine": "Spine", "Chest": "Spine1", "Chest2": "Spine2", "Neck": "Neck", "Head": "Head",
+LAFAN_NAMES = {"Hips": "Hips", "Spine": "Spine", "SpineMid": "Spine1", "Chest": "Spine2", "Neck": "Neck", "Head": "Head",
                "Shoulder_L": "LeftShoulder", "UpperArm_L": "LeftArm", "LowerArm_L": "LeftForeArm",
                "Hand_L": "LeftHand", "Shoulder_R": "RightShoulder", "UpperArm_R": "RightArm",
                "LowerArm_R": "RightForeArm", "Hand_R": "RightHand", "UpperLeg_L": "LeftUpLeg",
@@ -56,10 +56,11 @@ def _x_onto(d: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
-def with_upper_chest(motion: Motion, chest: str = "Chest", name: str = "Chest2") -> Motion:
+def with_mid_spine(motion: Motion, chest: str = "Spine", name: str = "SpineMid") -> Motion:
     """``motion`` with a joint ``name`` inserted under ``chest``, half way to its first child, carrying the
-    chest's children (LAFAN1's third spine bone, Spine2). Its local rotation is the identity, so every joint of
-    ``motion`` keeps its world motion."""
+    joint's children (LAFAN1's three spine bones: Spine, Spine1 = ``name``, Spine2 = Bandai's Chest, the bone the
+    neck and shoulders hang from). Its local rotation is the identity, so every joint of ``motion`` keeps its
+    world motion."""
     sk = motion.skeleton
     c = sk.index(chest)
     kids = [k for k in range(sk.num_joints) if sk.parents[k] == c]
@@ -164,7 +165,7 @@ def main() -> None:
     a = ap.parse_args()
     mo = read_bvh(a.bvh)
     names = None if a.keep_names else LAFAN_NAMES
-    new = rewrite(mo if a.two_spine else with_upper_chest(mo), a.root_offset, names)
+    new = rewrite(mo if a.two_spine else with_mid_spine(mo), a.root_offset, names)
     write_bvh(a.out, new, precision=8)
     err = check(mo, read_bvh(a.out), names)
     print(f"{Path(a.out).name}: {new.num_frames} frames, {new.skeleton.num_joints} joints; world positions "
