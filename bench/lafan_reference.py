@@ -30,10 +30,10 @@ def _script():
 def lafan_action(out: Path, takes: tuple[str, ...]) -> tuple[Path, tuple[int, ...]]:
     """The Bandai dataset-2 ``takes`` (file stems) one after another, rewritten in LAFAN1's convention, written
     to ``out``; and the Blender frames where a take after the first starts (the seams)."""
+    from blender_infill import RAW
+
     from motioncore.core.motion import Motion
     from motioncore.io.bvh import read_bvh, write_bvh
-
-    from blender_infill import RAW
     parts = []
     for t in takes:
         hits = sorted(glob.glob(str(RAW / "dataset-2*" / f"{t}.bvh")))
@@ -84,20 +84,21 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
     at ``fps`` (the scene's rate, as the add-on sends it), carried onto the rig: per gap frame (rows ``frames``)
     the rig locals (G, B, 4) and the root (G, 3) Y-up of the model's answer (``answer``, ``answer_root``),
     its base (``base``), and with Blender's Bezier of the keys (``bez`` (G, B, 4) / ``bez_root`` (G, 3) on the
-    gap frames) the add-on's composition (``correct``, ``correct_root``). Also ``truth`` / ``truth_root``
-    and ``gate`` (the weights)."""
+    gap frames: the rig's curves there, as the add-on reads them) the add-on's composition (``correct``,
+    ``correct_root``). Also ``truth`` / ``truth_root``, ``gate`` (per bucket: length, weights) and ``gate_est``
+    (per bucket: the gated pseudo-gaps' cm and degrees over Blender's curve's)."""
+    from blender_infill import MODEL
+
     from motioncore.core.rotations import quat_conj, quat_mul
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
     from motioncore.retarget import rest
     from motioncore.tasks.infill import fill_clip_at
-
-    from blender_infill import MODEL
     model, meta = load_model(MODEL)
     mo = read_bvh(bvh)
     sk = meta["skeleton"]
     mnames, rj = list(sk["names"]), int(meta["root_joint"])
-    bones, parents = list(mo.skeleton.names), [int(p) for p in mo.skeleton.parents]
+    parents = [int(p) for p in mo.skeleton.parents]
     T, B = mo.rotations.shape[:2]
     heads = mo.skeleton.forward_kinematics(np.tile([1.0, 0, 0, 0], (B, 1)), mo.skeleton.offsets)[1]
     cols = _mapping(mo, meta)
@@ -141,7 +142,11 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
         fixed = quat_mul(delta, bez)
         out["correct"] = fixed / np.linalg.norm(fixed, axis=-1, keepdims=True)
         out["correct_root"] = bez_root + out["answer_root"] - out["base_root"]
-    out["gate"] = np.array([[k, v.rot, v.root] for k, v in sorted(f.gate.fits.items())]) if f.gate else np.zeros((0, 3))
+    fits = sorted(f.gate.fits.items()) if f.gate else []
+    out["gate"] = np.array([[k, v.rot, v.root] for k, v in fits]).reshape(-1, 3)
+    # the gate's estimate of what the gaps get, over Blender's curve (its pseudo-gaps, gated weights): cm, deg
+    out["gate_est"] = np.array([[v.error["gated"][i] / v.error["bezier"][i] for i in (0, 1)] for _, v in fits
+                                if v.error.get("gated")]).reshape(-1, 2)
     return out
 
 
@@ -168,24 +173,25 @@ def scores(bvh: str, ref: dict[str, np.ndarray], locs: np.ndarray, root: np.ndar
 
 def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps: float) -> dict[str, float]:
     """The largest difference between the add-on's written pose on the gap frames and ``library_fill``'s
-    composition on Blender's Bezier of the same keys: rotations (deg, per bone) and the root (cm)."""
+    composition on Blender's Bezier of the same keys: rotations (deg, per bone) and the root (cm); with the
+    reference's gate (``gate``, ``gate_est``: see ``library_fill``)."""
     rest_m, par = d[f"{name}/rest"], info["parents"]
     add, add_root = rig_space(d[f"{name}/addon"], rest_m, par)
     bez, bez_root = rig_space(d[f"{name}/bezier"], rest_m, par)
     ref = library_fill(bvh, gaps, fps, bez, bez_root)
     deg = angle(add, ref["correct"]).max(axis=0)
     return {"deg": float(deg.max()), "cm": float(np.linalg.norm(add_root - ref["correct_root"], axis=-1).max()),
-            "worst_bone": info["bones"][int(np.argmax(deg))]}
+            "worst_bone": info["bones"][int(np.argmax(deg))], "gate_est": ref["gate_est"], "gate": ref["gate"]}
 
 
 def library_errors(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]]) -> tuple[float, float]:
     """(cm, deg) of the library's ``batch infill`` path (``batch.infill.fill_motion``: the file at its own rate)
     on the same gaps, scored as ``blender_infill.errors`` scores the add-on (world bone heads, local rotations)."""
+    from blender_infill import MODEL
+
     from motioncore.batch.infill import fill_motion
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
-
-    from blender_infill import MODEL
     model, meta = load_model(MODEL)
     mo = read_bvh(bvh)
     todo = np.zeros(mo.num_frames, bool)
@@ -210,11 +216,11 @@ def alignment_errors(d: dict, info: dict, name: str, bvh: str) -> dict[str, floa
     (deg) over the evaluated frames (every frame with ``all_frames``, else the gaps' truth) between its direction on the model's skeleton, posed by
     `retarget.rest` (``alignment`` from Blender's rest heads, ``rig_to_model`` of Blender's poses), and the rig's
     (Blender's posed heads of the bones the two joints map to)."""
+    from blender_infill import MODEL
+
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
     from motioncore.retarget import rest
-
-    from blender_infill import MODEL
     _, meta = load_model(MODEL)
     sk = meta["skeleton"]
     mnames, mpar = list(sk["names"]), [int(p) for p in sk["parents"]]
