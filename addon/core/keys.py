@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
+from ..vendor.quat_np import quat_continuity
 from . import rigmap
 
 # Two keys closer than this (in frames) are on the same frame.
@@ -140,16 +142,6 @@ def resample_indices(n_frames: int, model_fps: float, scene_fps: float) -> np.nd
     return np.minimum(np.floor(t * model_fps + 0.5).astype(np.int64), n_frames - 1)   # half up
 
 
-def quat_continuity(q: np.ndarray) -> np.ndarray:
-    """(T, ..., 4) quaternions with signs flipped so consecutive frames have a non-negative dot product
-    (q and -q are the same rotation; f-curve interpolation needs the near one)."""
-    out = np.array(q, np.float64, copy=True)
-    for t in range(1, out.shape[0]):
-        flip = np.sum(out[t] * out[t - 1], axis=-1) < 0
-        out[t][flip] *= -1
-    return out
-
-
 # ------------------------------------------------------------------------------------------ walk path
 
 @dataclass(frozen=True)
@@ -184,7 +176,7 @@ def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones:
         q[:, n] = rigmap.to_rig(q[:, n], (offsets or {}).get(rmap.mapping[j]))
     upm = float(content.get("units_per_metre") or 100.0)
     r = root[idx].astype(np.float64) / upm
-    loc = np.stack([r[:, 0], -r[:, 2], r[:, 1]], axis=1)
+    loc = y_up_to_z_up(r)
     lift = body_root_lift(arrays, content["skeleton"].get("parents"))
     if lift is not None:   # the hips' rise and fall over the root (the rig's hips bone keeps its rest head)
         loc[:, 2] += lift[idx] / upm
@@ -235,4 +227,4 @@ def root_from_location(location: np.ndarray, units_per_metre: float = 100.0) -> 
     loc = np.asarray(location, np.float64)
     if loc.ndim != 2 or loc.shape[1] != 3:
         raise ValueError(f"location must be (T, 3), got {loc.shape}")
-    return np.stack([loc[:, 0], loc[:, 2], -loc[:, 1]], axis=1) * units_per_metre
+    return z_up_to_y_up(loc) * units_per_metre

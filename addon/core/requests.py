@@ -14,6 +14,7 @@ import numpy as np
 
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
 from ..vendor.gaps import whole_frames
+from ..vendor.quat_np import quat_apply, quat_continuity
 from . import jobs, keys, rigmap
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
@@ -152,7 +153,6 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
     from ..vendor import rest
-    from ..vendor.quat_np import quat_apply
 
     ups = list(parents if up is None else up)
 
@@ -371,18 +371,12 @@ def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
     world = np.zeros((rot.shape[0], 3))
     posed_rest = np.zeros((rot.shape[0], 3))   # where the rig puts the joint from its rest offsets, posed
     for j in reversed(chain):   # forward kinematics down to the moving joint
-        world = world + _rotate(g, trans[:, j])
-        posed_rest = posed_rest + _rotate(g, np.broadcast_to(off[j], trans[:, j].shape))
+        world = world + quat_apply(g, trans[:, j])
+        posed_rest = posed_rest + quat_apply(g, np.broadcast_to(off[j], trans[:, j].shape))
         g = rigmap.quat_mul(g, rot[:, j])
     # the object's location is the difference: a rotated parent above the moving joint (Bandai's root joint)
     # swings the rest offset too, so the plain rest position would leave a constant offset (82 cm on a clip)
-    return keys.quat_continuity(pose), y_up_to_z_up(world - posed_rest)
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors (T, 3) by unit quaternions (T, 4): q v q^-1."""
-    qv = np.concatenate([np.zeros(v.shape[:-1] + (1,)), v], axis=-1)
-    return rigmap.quat_mul(rigmap.quat_mul(q, qv), rigmap.quat_conj(q))[..., 1:]
+    return quat_continuity(pose), y_up_to_z_up(world - posed_rest)
 
 
 def spine_direction(names: Sequence[str], parents: Sequence[int]) -> tuple[int, int] | None:
