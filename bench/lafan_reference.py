@@ -123,7 +123,7 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
     km[:, -1] = known
     kw = {}
     if adapt:
-        from motioncore.tasks.body_adapt import adapt_infill
+        from motioncore.families.body.adapt import adapt_infill
         from motioncore.tasks.infill import at_model_rate
         ad = adapt_infill(model, meta, *at_model_rate(meta, q, rel, km, fps), seconds=adapt)
         model, kw = ad.model, {"gate_limit": ad.held or None}

@@ -9,9 +9,8 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ..core import connect, keys, requests, rigmap
+from ..core import connect, keys, rates, requests, rigmap
 from ..core.jobs import Worker, run_sync
-from ..core.rates import rate_message
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
 from .modal import _ServerOperator, client_factory, worker
@@ -260,9 +259,9 @@ class _InfillBase(_ServerOperator):
         gate = gate_message([g for seg in content.get("segments") or [] for g in seg.get("gate") or []])
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
-        rate = rate_message([seg.get("rate") for seg in content.get("segments") or []])
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped) + rate)
+                f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped)
+                + rates.rate_message([seg.get("rate") for seg in content.get("segments") or []]))
 
 
 

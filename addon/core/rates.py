@@ -6,8 +6,8 @@ from typing import Any
 
 def rate_message(checks: list[dict[str, Any] | None]) -> str:
     """A warning when the scene's rate changes the fill: another common rate filled test gaps cut from the
-    animator's keys clearly closer (the server's ``rate`` check, ``motioncore.tasks.body_rate``; it cannot tell
-    the capture's rate itself, so the warning asks)."""
+    animator's keys clearly closer (the server's ``rate`` check, ``motioncore.families.body.gate_rate``; it
+    cannot tell the capture's rate itself, so the warning asks)."""
     c = next((c for c in checks if c and c.get("best")), None)
     if c is None:
         return ""

@@ -242,7 +242,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         if out.gate is not None:
             reply["gate"] = out.gate.summary()
         if kind == "infill-body" and content.get("fps"):   # does another rate fill the animator's keys closer?
-            from motioncore.tasks.body_rate import rate_check
+            from motioncore.families.body.gate_rate import rate_check
             rc = rate_check(net, meta, q, inputs["root"], km, ~km if fm is None else fm, float(content["fps"]))
             if rc is not None:
                 reply["rate"] = rc.summary()

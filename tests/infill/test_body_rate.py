@@ -1,4 +1,4 @@
-"""tasks/body_rate.py: the check that the scene plays the action at its capture rate, on the animator's keys.
+"""families/body/gate_rate.py: the check that the scene plays the action at its capture rate, on the animator's keys.
 A 30 fps Bandai walk played at 24 fps is named (30 fills the pseudo-gaps clearly closer); the same walk at
 30 is not; no rate or sparse keys, no check."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ def gaps(T: int, J: int, length: int = 15, every: int = 60) -> np.ndarray:
 
 
 def test_a_30_fps_walk_played_at_24_is_named_and_at_30_is_not(walk):
-    from motioncore.tasks.body_rate import MIN_GAIN, rate_check
+    from motioncore.families.body.gate_rate import MIN_GAIN, rate_check
 
     model, meta, q, root = walk
     keys = gaps(*q.shape[:2])
@@ -41,7 +41,7 @@ def test_a_30_fps_walk_played_at_24_is_named_and_at_30_is_not(walk):
 
 def test_sparse_keys_are_not_checked(walk):
     """Blocking (a key every 4 frames) leaves no fully keyed window: no check, no warning."""
-    from motioncore.tasks.body_rate import rate_check
+    from motioncore.families.body.gate_rate import rate_check
 
     model, meta, q, root = walk
     keys = np.zeros((q.shape[0], q.shape[1] + 1), bool)

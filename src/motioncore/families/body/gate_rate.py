@@ -4,7 +4,7 @@ The in-fill runs at the model's rate (30 fps): a clip at the scene's rate is res
 (``tasks.infill.fill_clip_at``), so the model sees the motion as the scene plays it. Blender's BVH importer,
 at its defaults, keys one BVH frame per scene frame and leaves the scene at 24 fps: a 30 fps capture then plays
 1.25 times too slow, and the model fills a slow-motion walk. Nothing in the action records the capture's rate,
-so the check asks the keys: pseudo-gaps cut from fully keyed stretches (``body_gate.pseudo_windows``, the real
+so the check asks the keys: pseudo-gaps cut from fully keyed stretches (``families.body.gate.pseudo_windows``, the real
 gaps' median length, in scene frames) are filled as if the scene ran at each common rate, and scored against
 the keys cut out, in the clip's own frames (Blender's curve of the keys is the same at every rate). When another
 rate fills them clearly closer than the scene's (``MIN_GAIN``), the rate changes the fill and the add-on says so.
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..core.gaps import context_frames, runs
+from ...core.gaps import context_frames, runs
 
 __all__ = ["RATES", "MIN_GAIN", "RateCheck", "rate_check"]
 
@@ -52,9 +52,9 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
     """The check (module docstring) for a clip on the checkpoint's skeleton at the scene's ``fps``
     (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` / ``todo`` (T, J + 1)); None when the rate is unknown or
     fewer than ``MIN_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
-    from ..core.skeleton import Skeleton
-    from .body_gate import pseudo_windows
-    from .infill import fill_clip_at
+    from ...core.skeleton import Skeleton
+    from ...tasks.infill import fill_clip_at
+    from .gate import pseudo_windows
 
     if not fps or fps <= 0:
         return None
