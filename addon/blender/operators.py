@@ -20,7 +20,6 @@ from .scene_read import (
     _armature,
     _hips_bone,
     _parents_first,
-    _pose_bones,
     _preset,
     _rig_skeleton,
     _scene_fps,
@@ -28,6 +27,7 @@ from .scene_read import (
     _selected_bones,
     curve_points,
     rest_offsets,
+    rig_hierarchy,
     rig_units_per_metre,
 )
 
@@ -74,8 +74,9 @@ class _WalkBase(_ServerOperator):
             raise ValueError("select a curve (the path) as well as the armature")
         hips = _hips_bone(arm, [b.name for b in arm.data.bones])
         upm = rig_units_per_metre(arm, hips)
+        bones, parents, heads = rig_hierarchy(arm)   # bones map and align as the In-fill's
         self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm),
-                           units=upm)
+                           units=upm, bones=bones, parents=parents, heads=heads)
         return arm, (curve_points(curves[0]) / upm).astype(np.float32)   # the models walk in metres
 
     def until(self, context: bpy.types.Context) -> tuple[int, int, float] | None:
@@ -89,8 +90,9 @@ class _WalkBase(_ServerOperator):
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
         arm = bpy.data.objects[self._state["armature"]]
-        plan = keys.walk_plan(content, arrays, [b.name for b in _pose_bones(arm)], _scene_fps(context),
-                              self._state["start"], _preset(context), self._state["offsets"], bone_map(arm))
+        plan = keys.walk_plan(content, arrays, self._state["bones"], _scene_fps(context), self._state["start"],
+                              _preset(context), self._state["offsets"], bone_map(arm), self._state["parents"],
+                              self._state["heads"])
         fcurves.ensure_action(arm)
         added = write_rotations_in_mode(arm, plan.bones, plan.frames, plan.rotations)   # each bone's own mode
         # the root path in the rig's units, and the object placed so that the hips (not the object's origin)
@@ -397,14 +399,12 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
         ex = s.style_action
         if ex is None:
             raise ValueError("choose a Style Example action (a clip of the style to copy, 3 s or longer)")
-        lo, hi = (int(round(v)) for v in ex.frame_range)
-        frames = np.arange(lo, hi + 1, dtype=np.float64)
-        bones = [b.name for b in _parents_first(arm.data.bones)]   # any rotation mode; the root first
-        rot, loc = read_pose(arm, ex, None, bones, frames)   # (T, B, 4) rig bone frames; (T, 3) root motion
+        lo, hi = (int(round(v)) for v in ex.frame_range)   # (T, B, 4) in any rotation mode; (T, 3) root motion
+        rot, loc = read_pose(arm, ex, None, bones := self._state["bones"], np.arange(lo, hi + 1, dtype=np.float64))
         loc = loc / float(self._state.get("units", 1.0))     # in metres, as the path
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
                                   _preset(context), self._state["offsets"], s.gait or None, bone_map(arm),
-                                  float(s.speed), self.until(context))
+                                  float(s.speed), self.until(context), self._state["parents"], self._state["heads"])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         done = super().apply(context, value)

@@ -313,14 +313,19 @@ def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
               model: str | None, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
               gait: str | None = None, overrides: Mapping[str, str] | None = None, speed: float = 0.0,
-              until: tuple[int, int, float] | None = None) -> Job:
+              until: tuple[int, int, float] | None = None, parents: Sequence[int] | None = None,
+              heads: np.ndarray | None = None) -> Job:
     """Style from example: the example action's bone rotations (T, B, 4) and object locations (T, 3,
-    Blender metres) at ``fps``, and the path ``points`` (N, 2) in metres."""
+    Blender metres) at ``fps``, and the path ``points`` (N, 2) in metres. With the rig's ``parents`` and rest
+    ``heads`` the bones map and align as the In-fill's (`keys.to_model_joints`, `align`)."""
     rot = np.asarray(rotations, np.float64)
 
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "style.adapt", model)
-        ex, names = keys.to_model_joints(rot, bones, info["skeleton"]["names"], rig_preset, offsets, overrides)
+        sk = info["skeleton"]
+        ex, names = keys.to_model_joints(rot, bones, sk["names"], rig_preset, offsets, overrides, parents, heads,
+                                         {"parents": sk.get("parents"), "offsets": sk.get("offsets"),
+                                          "convention": info.get("convention")} if sk.get("parents") else None)
         root = keys.root_from_location(location, float(info.get("units_per_metre") or 100.0))
         frames = None if until is None else range_frames(until[0], until[1], until[2], float(info["fps"]))
         return plain(c.style_adapt(points, rotations=ex, root=root, joints=names, fps=float(fps), root_space="ground",

@@ -79,7 +79,7 @@ def test_infill_on_a_lafan_like_rig_is_the_library_fill_and_beats_bezier(version
     add, bez = bi.errors(d, info, "lafan", "addon"), bi.errors(d, info, "lafan", "bezier")
     assert add[0] < bez[0] and add[1] < bez[1], (add, bez)
     # the gate's estimate of the result (its gated pseudo-gaps over Blender's curve) is the real gaps' ratio
-    est = par["gate_est"]
-    assert est.shape == (1, 2)
+    est = par["gate_est"].mean(axis=0)   # 5 frames at 24 fps: 6- and 7-frame gaps at the model's 30, two buckets
     real = np.array([add[0] / bez[0], add[1] / bez[1]])
-    assert np.all(np.abs(est[0] - real) <= 0.1 * real), (est, real)
+    print(f"Blender {version}: add-on / Bezier {real.round(3)}, the gate's estimate {est.round(3)}, parity {par}")
+    assert np.all(np.abs(est - real) <= 0.1 * real), (est, real)
