@@ -381,8 +381,8 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     def bones(self, arm: Any) -> list[str]:
         finger_roles = {r for p in rigmap.PRESETS.values() for r in p
                         if r.endswith("_hand") or any(f in r for f in ("thumb", "index", "middle", "ring", "pinky"))}
-        names = {rigmap.normalise(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
-        return [pb.name for pb in arm.pose.bones if rigmap.normalise(pb.name) in names]
+        names = {rigmap.normalise_name(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
+        return [pb.name for pb in arm.pose.bones if rigmap.normalise_name(pb.name) in names]
 
 
 class MOTIONCORE_OT_style_adapt(_WalkBase):

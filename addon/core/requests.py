@@ -386,7 +386,7 @@ def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
 
 def spine_direction(names: Sequence[str], parents: Sequence[int]) -> tuple[int, int] | None:
     """(top ancestor, head) joint indices of the chain to the first joint named like a head; None without one."""
-    low = [rigmap.normalise(n).lower() for n in names]
+    low = [rigmap.normalise_name(n) for n in names]
     head = next((j for j, n in enumerate(low) if "head" in n and "end" not in n and "top" not in n), None)
     if head is None:
         return None
@@ -425,7 +425,7 @@ def skeleton_kind_mismatch(info: dict[str, Any], mapping: Mapping[str, str], rig
     if n < 1e-9:
         return None
     up = float(np.degrees(np.arccos(np.clip(v[2] / n, -1.0, 1.0)))) <= limit_deg
-    four = "mann.rollout" in (info.get("tasks") or ()) or any("tail" in rigmap.normalise(x).lower() for x in names)
+    four = "mann.rollout" in (info.get("tasks") or ()) or any("tail" in rigmap.normalise_name(x) for x in names)
     if up != four:
         return None
     kind = "a skeleton on four legs" if four else "an upright skeleton"
