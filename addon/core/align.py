@@ -48,13 +48,13 @@ def rig_locals(pose: np.ndarray, bones: Sequence[str], offsets: Mapping[str, np.
 
 
 def to_model(pose: np.ndarray, bones: Sequence[str], offsets: Mapping[str, np.ndarray] | None,
-             al: Mapping[str, Any]) -> np.ndarray:
+             al: dict[str, Any]) -> np.ndarray:
     """(T, B, 4) a rig's pose rotations -> (T, J, 4) the model's local rotations (`rest.rig_to_model`)."""
     return rest.rig_to_model(rig_locals(pose, bones, offsets), al)[0]
 
 
 def to_rig(q: np.ndarray, bones: Sequence[str], offsets: Mapping[str, np.ndarray] | None,
-           al: Mapping[str, Any]) -> np.ndarray:
+           al: dict[str, Any]) -> np.ndarray:
     """(T, J, 4) the model's local rotations -> (T, B, 4) pose rotations (bone frames) of the mapped bones' poses
     that point every mapped bone as the model's (`rest.model_to_rig`; unmapped bones at rest)."""
     q = np.asarray(q, np.float64)
