@@ -13,7 +13,9 @@ What the check cannot tell is the capture's rate itself: a true 24 fps action pl
 at 30 too (on a Bandai walk resampled to 24 fps: 18% closer, against 25% for the 30 fps original played at 24;
 tests/infill/test_body_rate.py), since the model fills fewer frames of its own per gap and the round trip through
 its rate blurs the keys. So the warning names the rate that fills closer and asks whether the action was captured
-at it; it runs only on dense keys (a capture: at least ``MIN_PSEUDO`` fully keyed windows), never on blocking.
+at it; it runs only on dense keys (a capture: at least ``MIN_PSEUDO`` fully keyed windows), never on blocking, and only
+at the scene rate Blender starts with (``SCENE_RATES``: 24 fps), the rate a BVH import at the importer's defaults
+plays at; a scene set to another rate was set on purpose, and the check (2-5 s on one thread) is not run.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from ...core.gaps import context_frames, runs
 __all__ = ["RATES", "MIN_GAIN", "RateCheck", "rate_check"]
 
 RATES = (24.0, 25.0, 30.0, 50.0, 60.0)   # the rates actions are commonly captured or animated at
+SCENE_RATES = (24.0,)   # scene rates checked: Blender's default, which its BVH importer leaves as it is
 MIN_GAIN = 0.10   # another rate must fill the pseudo-gaps this much closer (cm) to be named
 MIN_PSEUDO = 3
 LIMIT = 6   # pseudo-gaps scored per rate
@@ -51,12 +54,12 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
                fps: float | None, rates: tuple[float, ...] = RATES, limit: int = LIMIT) -> RateCheck | None:
     """The check (module docstring) for a clip on the checkpoint's skeleton at the scene's ``fps``
     (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` / ``todo`` (T, J + 1)); None when the rate is unknown or
-    fewer than ``MIN_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
+    not one of ``SCENE_RATES``, or fewer than ``MIN_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
     from ...core.skeleton import Skeleton
     from ...tasks.infill import fill_clip_at
     from .gate import pseudo_windows
 
-    if not fps or fps <= 0:
+    if not fps or fps <= 0 or float(fps) not in SCENE_RATES:
         return None
     todo = np.asarray(todo, bool)
     lengths = [e - s for s, e in runs(todo.any(axis=1))]
