@@ -91,7 +91,7 @@ def main() -> None:
         print(f"  {c['length']:>2} frames {c['mode']:<7}: add-on {add[0] / bez[0]:.3f}x / {add[1] / bez[1]:.3f}x Bezier "
               f"(cm {add[0]:.2f} / {bez[0]:.2f}, deg {add[1]:.2f} / {bez[1]:.2f}){libs}{gate}{pars}")
         print(f"      {rep[:300]}")
-    (work / "results.json").write_text(json.dumps(rows, indent=1, default=float))
+    (work / "results.json").write_text(json.dumps(rows, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else float(o)))
 
 
 if __name__ == "__main__":
