@@ -10,6 +10,7 @@ import bpy
 import numpy as np
 
 from ..core import connect, keys, rates, requests, rigmap
+from ..core.feet_report import report_feet
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
@@ -236,6 +237,7 @@ class _InfillBase(_ServerOperator):
         pick = min(max(int(self.variation), 1), S) - 1
         unmapped = set(content["segments"][0].get("unmapped", [])) if content.get("segments") else set()
         arm = bpy.data.objects[self._state["armature"]]
+        feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
@@ -251,9 +253,8 @@ class _InfillBase(_ServerOperator):
         if self.seed:
             settings_used.append(f"seed {self.seed}")
         n_gaps = sum(len(gap_runs(~g["known"].all(1))) for g in segs)
-        root = "; the root" if "root" in bones_written else ""
+        root, n_b = ("; the root" if "root" in bones_written else ""), len(bones_written - {"root"})
         more = f" ({', '.join(settings_used)})" if settings_used else ""
-        n_b = len(bones_written - {"root"})
         held = (content.get("segments") or [{}])[0].get("object")
         with_obj = f" with the object {self._state['held']!r}" if held and self._state.get("held") else ""
         if (content.get("segments") or [{}])[0].get("mirror"):
@@ -262,9 +263,8 @@ class _InfillBase(_ServerOperator):
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped)
+                f"{learnt}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped)
                 + rates.rate_message([seg.get("rate") for seg in content.get("segments") or []]))
-
 
 
 def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
