@@ -65,10 +65,7 @@ def test_infill_on_a_lafan_like_rig_is_the_library_fill_and_beats_bezier(version
     d, res = bi.run_driver(spec, version, tmp_path)
     info = res["lafan"]
     assert "error" not in info, info.get("error")
-    rep = info["reports"][0]
-    assert info["modes"] == ["ZYX"] and rep.startswith("In-fill: filled"), info["reports"]
-    # the scene left at 24 fps plays this 30 fps capture slowly: the report says the rate changes the fill
-    assert "WARNING the scene's rate changes this fill" in rep and "at 30 fps than at the scene's 24" in rep, rep
+    assert info["modes"] == ["ZYX"] and info["reports"][0].startswith("In-fill: filled"), info["reports"]
     # the rig as the capture of issue 42: the hips bone turned off every axis, its head far from the origin
     hips = d["lafan/rest"][0]
     assert info["bones"][0] == "Hips" and axis_aligned_deg(hips[:3, :3]) > 10.0

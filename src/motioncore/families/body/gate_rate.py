@@ -5,9 +5,10 @@ The in-fill runs at the model's rate (30 fps): a clip at the scene's rate is res
 at its defaults, keys one BVH frame per scene frame and leaves the scene at 24 fps: a 30 fps capture then plays
 1.25 times too slow, and the model fills a slow-motion walk. Nothing in the action records the capture's rate,
 so the check asks the keys: pseudo-gaps cut from fully keyed stretches (``families.body.gate.pseudo_windows``, the real
-gaps' median length, in scene frames) are filled as if the scene ran at each common rate, and scored against
-the keys cut out, in the clip's own frames (Blender's curve of the keys is the same at every rate). When another
-rate fills them clearly closer than the scene's (``MIN_GAIN``), the rate changes the fill and the add-on says so.
+gaps' median length, in scene frames) are filled as if the scene ran at each common rate, and scored as the
+animator gets them (the model's change over its base, applied to the curve of the keys on the clip's own frames,
+as the add-on applies it to Blender's curve) against the keys cut out. When another rate fills them clearly closer
+than the scene's (``MIN_GAIN``), the rate changes the fill and the add-on says so.
 
 What the check cannot tell is the capture's rate itself: a true 24 fps action played at 24 is filled closer
 at 30 too (on a Bandai walk resampled to 24 fps: 18% closer, against 25% for the 30 fps original played at 24;
@@ -55,6 +56,7 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
     """The check (module docstring) for a clip on the checkpoint's skeleton at the scene's ``fps``
     (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` / ``todo`` (T, J + 1)); None when the rate is unknown or
     not one of ``SCENE_RATES``, or fewer than ``MIN_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
+    from ...core.quat_np import quat_conj, quat_mul
     from ...core.skeleton import Skeleton
     from ...tasks.infill import fill_clip_at
     from .gate import pseudo_windows
@@ -84,14 +86,23 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
         pos[..., rj, :] = rt
         return sk.forward_kinematics(rot, pos)[1]
 
+    mfps = float(meta.get("fps") or 30.0)
+    curves = []   # the curve of the keys on the clip's own frames (Blender's, per channel): the model's base there
+    for a, s, t, b in wins:
+        kn = np.ones((b - a, J + 1), bool)
+        kn[s - a:t - a] = False
+        c = fill_clip_at(model, meta, q[a:b], r[a:b], kn, mfps, gate=False, residual=0.0)
+        curves.append((kn, c.rotations[0][s - a:t - a], c.root[0][s - a:t - a]))
     err: dict[str, float] = {}
     for rate in cands:
         e = []
-        for a, s, t, b in wins:
-            kn = np.ones((b - a, J + 1), bool)
-            kn[s - a:t - a] = False
+        for (a, s, t, b), (kn, cq, cr) in zip(wins, curves, strict=True):
             f = fill_clip_at(model, meta, q[a:b], r[a:b], kn, rate, gate=False)
-            got = world(f.rotations[0][s - a:t - a], f.root[0][s - a:t - a])
+            fq, bq = f.rotations[0][s - a:t - a], f.base_rotations[0][s - a:t - a]
+            # what the animator gets: the model's change over its base, on the curve of the keys
+            got = quat_mul(quat_mul(fq, quat_conj(bq)), cq)
+            got = world(got / np.linalg.norm(got, axis=-1, keepdims=True),
+                        cr + f.root[0][s - a:t - a] - f.base_root[0][s - a:t - a])
             e.append(np.linalg.norm(got - world(q[s:t], r[s:t]), axis=-1).mean())
         err[f"{rate:g}"] = float(np.mean(e))
     here = err[f"{float(fps):g}"]
