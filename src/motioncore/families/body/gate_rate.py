@@ -13,8 +13,8 @@ than the scene's (``MIN_GAIN``), the rate changes the fill and the add-on says s
 What the check cannot tell is the capture's rate itself: a true 24 fps action played at 24 is filled closer
 at 30 too (on a Bandai walk resampled to 24 fps, 12-frame gaps: 16% closer, against 21% for the 30 fps original
 played at 24, 15-frame gaps; tests/infill/test_body_rate.py), since the model fills fewer frames of its own per
-gap and the round trip through its rate blurs the keys. So the warning names the rate that fills closer and asks whether the action was captured
-at it; it runs only on dense keys (a capture: at least ``MIN_PSEUDO`` fully keyed windows), never on blocking, and only
+gap and the round trip through its rate blurs the keys. So the warning names the rate that fills closer and
+asks whether the action was captured at it; it runs only on dense keys (a capture: at least ``MIN_PSEUDO`` fully keyed windows), never on blocking, and only
 at the scene rate Blender starts with (``SCENE_RATES``: 24 fps), the rate a BVH import at the importer's defaults
 plays at; a scene set to another rate was set on purpose, and the check (2-5 s on one thread) is not run.
 """
