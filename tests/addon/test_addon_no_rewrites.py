@@ -81,10 +81,21 @@ def _copies_in(text: str, vendored: dict[str, str]) -> list[str]:
     return [f"line {line}: as {vendored[s]}" for s, line in _shapes(ast.parse(text)).items() if s in vendored]
 
 
+# (add-on module, vendored function) pairs whose shared expression is no rewrite, each with the reason
+NOT_A_COPY = {("core/feet_report.py", "retarget/rest.py:bends"):
+              "posed bone heads by forward kinematics; rest.bends walks the same sum inside, no vendored function "
+              "returns the heads"}
+
+
 def test_no_addon_module_repeats_a_vendored_computation_in_its_source():
     vendored = _vendored_shapes()
     assert len(vendored) > 40
-    found = {str(f.relative_to(ADDON)): c for f in _addon_files() if (c := _copies_in(f.read_text(), vendored))}
+    found = {}
+    for f in _addon_files():
+        rel = str(f.relative_to(ADDON))
+        c = [x for x in _copies_in(f.read_text(), vendored) if (rel, x.split(" as ")[1]) not in NOT_A_COPY]
+        if c:
+            found[rel] = c
     assert found == {}
     # the check sees a rewrite: the quaternion product, an Euler solution and the axis swap, renamed
     planted = textwrap.dedent('''
