@@ -169,27 +169,38 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
 
 
 def _write_spliced(src: str, out: Path, filled: Any, todo: np.ndarray) -> None:
-    """A BVH from a BVH: the input's own text (hierarchy, frame count and time, and each frame's line) with only
-    the lines of the filled frames replaced, so nothing outside the gaps changes by a byte. Other formats:
-    ``write_motion``."""
-    from ..io.atomic import atomic_write_text
+    """A BVH from a BVH: the input's own bytes (hierarchy, frame count and time, each frame's line, its line
+    endings: CRLF stays CRLF) with only the lines of the filled frames replaced, so nothing outside the gaps
+    changes by a byte. Only the filled frames are formatted. Other formats: ``write_motion``."""
+    from ..core.motion import Motion
+    from ..io.atomic import atomic_write
     from ..io.bvh import format_bvh
 
     if Path(src).suffix.lower() != ".bvh" or out.suffix.lower() != ".bvh":
         write_motion(out, filled)
         return
-    old = Path(src).read_text().splitlines(keepends=True)
-    new = format_bvh(filled).splitlines(keepends=True)
-    o = next(i for i, line in enumerate(old) if line.lstrip().lower().startswith("frame time")) + 1
-    n = next(i for i, line in enumerate(new) if line.lstrip().lower().startswith("frame time")) + 1
+    old = Path(src).read_bytes().splitlines(keepends=True)
+    o = next(i for i, line in enumerate(old) if line.lstrip().lower().startswith(b"frame time")) + 1
     rows = [i for i in range(o, len(old)) if old[i].strip()]
-    if len(rows) != len(todo) or len(new) - n != len(todo):
+    if len(rows) != len(todo):
         write_motion(out, filled)   # not one line per frame: the whole clip as written by write_bvh
         return
-    for t in np.flatnonzero(todo):
-        end = "\n" if old[rows[t]].endswith("\n") else ""
-        old[rows[t]] = new[n + t].rstrip("\n") + end
-    atomic_write_text(out, "".join(old))
+    at = np.flatnonzero(todo)
+    if at.size:
+        sub = Motion(filled.skeleton, filled.rotations[at], filled.positions[at], filled.fps, filled.name)
+        new = format_bvh(sub).splitlines()
+        n = next(i for i, line in enumerate(new) if line.lstrip().lower().startswith("frame time")) + 1
+        for k, t in enumerate(at):
+            line = old[rows[t]]
+            end = line[len(line.rstrip(b"\r\n")):]   # the input's own line ending (none on a last line without)
+            old[rows[t]] = new[n + k].encode("ascii") + end
+    data = b"".join(old)
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+    atomic_write(out, write)
 
 
 _MODELS: dict[str, Any] = {}
