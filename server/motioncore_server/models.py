@@ -12,7 +12,7 @@ the per-frame features and the pose decoding stay in numpy on the CPU.
 
 ``learnet-pfnn`` checkpoints (``learnet-biped``) serve ``style.adapt``: an exemplar clip (rotation form)
 or a style code ``z``, plus the same path form; the path is walked by the learnet's PFNN with the
-exemplar's code baked in: the encoder's code fitted to the exemplar at request time (`motioncore.tasks.style`).
+exemplar's code baked in: the encoder's code fitted to the exemplar at request time (`motioncore.families.style.generate`).
 """
 from __future__ import annotations
 
@@ -265,7 +265,7 @@ register_loader("infill-hands", ("infill",), load_anyorder)  # the deterministic
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
     """Registry loader for ``learnet-pfnn`` checkpoints: ``style.adapt`` (docs/protocol.md)."""
-    from motioncore.tasks.style import StyleAdapter
+    from motioncore.families.style.generate import StyleAdapter
 
     model = build("learnet-pfnn", dict(meta.get("config") or {}))
     name = str(meta.get("name") or meta.get("bundled_name") or "learnet-pfnn")
@@ -285,7 +285,7 @@ def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: t
                                             content.get("fps"), content.get("root_space") == "ground")
                 if ad.prior is None:  # an older checkpoint: the encoder alone
                     z, fit = ad.code(motion), None
-                else:  # the encoder's code fitted to the exemplar (train.style_fit)
+                else:  # the encoder's code fitted to the exemplar (families.style.adapt)
                     z, rep = ad.fit_report(motion)
                     fit = {"steps": rep["steps"], "best_step": rep["best_step"], "rows": rep["rows"],
                            "seconds": round(rep["fit_s"], 3)}

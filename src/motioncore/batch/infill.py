@@ -69,7 +69,7 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     on the model's skeleton directly, else through it and back (``joint_map``: model joint -> clip joint,
     default `retarget.auto_map` on the clip's frames). Frames outside ``todo`` come back bit-identical.
     ``infill-body``: the gate is fitted on the clip's own keys; ``adapt`` > 0 seconds: Learn This Action first
-    (``tasks.body_adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
+    (``families.body.adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
     length) and ``adapt`` (before / after, steps; or why it was skipped)."""
     from ..core.motion import Motion
     from ..core.skeleton import Skeleton
@@ -104,8 +104,9 @@ def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.
              info: dict | None) -> tuple[Any, dict[str, Any]]:
     """Learn This Action on the clip's keys at the model's rate: (the network to fill with, fill_clip's gate
     arguments). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
+    from motioncore.families.body.adapt import adapt_infill
+
     from ..errors import MotioncoreError
-    from ..tasks.body_adapt import adapt_infill
     from ..tasks.infill import at_model_rate
 
     mq, mr, mk = at_model_rate(meta, q, root, known, fps)

@@ -94,8 +94,9 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
 def _cmd_eval_clips(args: argparse.Namespace) -> int:
     import json
 
+    from motioncore.families.body.evaluate import load_body_clipfill
+
     from ..data.datasets import load
-    from ..eval.body_model import load_body_clipfill
     from ..eval.clips import evaluate_clips, format_clips, plot_clips
     from ..io.atomic import atomic_write_text
 
@@ -129,7 +130,8 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
 def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
     import json
 
-    from ..eval.hands import TASKS, evaluate_tasks, format_tasks, plot_hands, plot_timing
+    from motioncore.families.anyorder.evaluate_hands import TASKS, evaluate_tasks, format_tasks, plot_hands, plot_timing
+
     from ..io.atomic import atomic_write_text
     from ..models.registry import check_model
 
@@ -156,8 +158,9 @@ def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
 def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
     import json
 
-    from ..eval.hands import TASKS, HandsTask
-    from ..eval.hands_infill import evaluate_infill_hands, format_infill_hands, plot_infill_hands
+    from motioncore.families.anyorder.evaluate_hands import TASKS, HandsTask
+    from motioncore.families.hands.evaluate import evaluate_infill_hands, format_infill_hands, plot_infill_hands
+
     from ..io.atomic import atomic_write_text
 
     plot = _plot_path(args, "eval_infill_hands")   # checked before any work
@@ -182,8 +185,9 @@ def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
 def _cmd_eval_hands(args: argparse.Namespace) -> int:
     import json
 
+    from motioncore.families.anyorder.evaluate_hands import HandsTask, evaluate_hands, format_hands, plot_hands
+
     from ..errors import UsageError
-    from ..eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
     from ..io.atomic import atomic_write_text
     from ..models.registry import check_model
 
@@ -215,9 +219,10 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
 def _cmd_eval_style(args: argparse.Namespace) -> int:
     import json
 
+    from motioncore.families.style.evaluate import evaluate_style
+    from motioncore.families.style.evaluate_judge import format_style, plot_style
+
     from ..errors import UsageError
-    from ..eval.style import format_style, plot_style
-    from ..eval.style_heldout import evaluate_style
     from ..io.atomic import atomic_write_text
     from ..models.checkpoint import CheckpointError, read_meta
     from ..models.registry import resolve

@@ -14,15 +14,15 @@ from .args import nonneg_float, positive_float, positive_int
 
 def _cmd_train(args: argparse.Namespace) -> int:
     if args.model == "infill-hands":
-        from ..recipes.infill_hands import train_from_args
+        from motioncore.families.hands.train import train_from_args
 
         return train_from_args(args)
     if args.model == "infill-body":
-        from ..recipes.infill_body_train import train_infill_body_from_args
+        from motioncore.families.body.train_loop import train_infill_body_from_args
 
         return train_infill_body_from_args(args)
     if args.model == "anyorder":
-        from ..train.anyorder import train_anyorder_from_args
+        from motioncore.families.anyorder.train import train_anyorder_from_args
 
         _check_train_args(args)
         return train_anyorder_from_args(args)
@@ -85,10 +85,10 @@ def add_subcommands(sub: Any) -> None:
     t.add_argument("--out", help="run folder (default runs/<model>); holds the checkpoint, state, loss.png")
     t.add_argument("--restart", action="store_true", help="ignore a saved training state in --out")
     t.add_argument("--quiet", action="store_true", help="no progress bars")
-    from ..train.anyorder import add_anyorder_arguments
+    from motioncore.families.anyorder.train import add_anyorder_arguments
 
     add_anyorder_arguments(t)  # --d-model --n-layers --n-heads --d-ff --num-mixtures --window --max-windows
-    from ..recipes.infill_body_train import add_infill_body_arguments
+    from motioncore.families.body.train_loop import add_infill_body_arguments
 
     add_infill_body_arguments(t)  # --body-data --minutes --export
     t.add_argument("--cv", action="store_true", help="(infill-hands) choose the penalty and weight on each training "

@@ -7,8 +7,8 @@ Rows, per clip and gap length:
 - ``bezier``: Blender's Auto Clamped Bezier of the keys per channel (``eval.keyed.bezier_keys``);
 - ``shipped``: the network as trained, no gate;
 - ``gate``: the default in-fill: the correction's weights fitted on pseudo-gaps cut from the clip's own keys
-  (``tasks.body_gate``);
-- ``adapt``: Learn This Action first (``tasks.body_adapt``, ``adapt`` seconds), then the gate.
+  (``families.body.gate``);
+- ``adapt``: Learn This Action first (``families.body.adapt``, ``adapt`` seconds), then the gate.
 
 Measures over the gap frames: mean global joint position error (cm, the data's units) and mean global rotation
 error (degrees); jerk over the gaps and ``JERK_PAD`` keyed frames either side, over the truth's. Ratios are

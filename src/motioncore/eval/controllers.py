@@ -30,11 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from motioncore.families.mann.features import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
+from motioncore.families.pfnn.features import CONTACT_HEIGHT, CONTACT_SPEED
+
 from ..core.motion import Motion
 from ..errors import MotioncoreError
 from ..features.layout import one_hot
-from ..features.mann import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
-from ..features.pfnn import CONTACT_HEIGHT, CONTACT_SPEED
 from ..features.poses import ground_joints
 from ..features.root_frame import ground_velocity, root_frames
 from ..tasks.paths import Path, distance_to_polyline
@@ -158,7 +159,7 @@ def feet_positions(ctl: Any, motion: Motion) -> np.ndarray:
     """(T, F, 3) world positions of the contact points: the biped's feet and toes, the dog's paws."""
     gq, gp = motion.global_transforms()
     if ctl.kind == "mann":
-        from ..features.mann import find_paws
+        from motioncore.families.mann.features import find_paws
 
         return motion.skeleton.end_site_positions(gq, gp)[:, list(find_paws(motion.skeleton, ctl.body))]
     return gp[:, list(ctl.body.feet)]
@@ -205,7 +206,7 @@ def _locomotion(ctl: Any, clip: Any) -> bool:
     an action (kick, punch...), which has no gait label."""
     if ctl.kind == "mann":
         return True
-    from ..features.pfnn import gait_of_content
+    from motioncore.families.pfnn.features import gait_of_content
 
     content = clip.labels.get("content")
     return content is None or gait_of_content(content) is not None
@@ -214,10 +215,10 @@ def _locomotion(ctl: Any, clip: Any) -> bool:
 def _clip_labels(ctl: Any, clip: Any, frames: Any) -> np.ndarray:
     """(T, C) gait / action values of a test clip, as the features label them."""
     if ctl.kind == "mann":
-        from ..features.mann import dog_actions
+        from motioncore.families.mann.features import dog_actions
 
         return dog_actions(clip.motion, ctl.body)[1]
-    from ..features.pfnn import gait_labels
+    from motioncore.families.pfnn.features import gait_labels
 
     return one_hot(gait_labels(frames, clip.motion.fps, clip.labels.get("content"), ctl.labels), len(ctl.labels))
 

@@ -81,7 +81,7 @@ def interp_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndar
 
 def _bezier_frames(values: np.ndarray, kf: np.ndarray) -> np.ndarray:
     """Blender's Bezier through values at the key frames, every frame: (N, T, ...) -> (N, T, ...)."""
-    from ..tasks.body_fill import bezier_fill
+    from motioncore.families.body.fill import bezier_fill
 
     N, T = values.shape[:2]
     flat = values.reshape(N, T, -1)
@@ -106,7 +106,7 @@ def bezier_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndar
 
 def bezier_quat_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
     """Bezier on W, X, Y, Z (sign-continuous over the keys), normalised (``eval.baselines.bezier_quat``)."""
-    from ..tasks.body_fill import bezier_quats
+    from motioncore.families.body.fill import bezier_quats
 
     _shared(known)
     J = q.shape[2]

@@ -17,14 +17,14 @@ BUNDLED = Path(__file__).resolve().parents[1] / "checkpoints"
 
 
 def _kinds() -> dict[str, tuple[type, type]]:
-    from .anyorder import AnyOrderConfig, AnyOrderTransformer
-    from .baselines import PhaseMLP, PhaseMLPConfig
-    from .infill_body import InfillBody, InfillBodyConfig
-    from .infill_hands import InfillHands, InfillHandsConfig
-    from .learnet_pfnn import LearnetPFNN, LearnetPFNNConfig
-    from .mann import MANN, MANNConfig
-    from .pfnn import PFNN, PFNNConfig
-    from .style_judge import StyleJudge, StyleJudgeConfig
+    from motioncore.families.anyorder.model import AnyOrderConfig, AnyOrderTransformer
+    from motioncore.families.body.model import InfillBody, InfillBodyConfig
+    from motioncore.families.hands.model import InfillHands, InfillHandsConfig
+    from motioncore.families.mann.model import MANN, MANNConfig
+    from motioncore.families.pfnn.model import PFNN, PFNNConfig
+    from motioncore.families.pfnn.model_baselines import PhaseMLP, PhaseMLPConfig
+    from motioncore.families.style.model import LearnetPFNN, LearnetPFNNConfig
+    from motioncore.families.style.model_judge import StyleJudge, StyleJudgeConfig
 
     kinds: dict[str, tuple[type, type]] = {"pfnn": (PFNNConfig, PFNN), "mann": (MANNConfig, MANN),
                                            "phase-mlp": (PhaseMLPConfig, PhaseMLP),

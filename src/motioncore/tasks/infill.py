@@ -76,7 +76,7 @@ class Filled:
     filled: np.ndarray  # (T, J + 1) the elements filled
     base_rotations: np.ndarray | None = None  # (S, T, J, 4) infill-body: the Bezier base it corrected
     base_root: np.ndarray | None = None  # (S, T, 3)
-    gate: Any = None  # infill-body: the request-time gate (``tasks.body_gate.Gate``) or None
+    gate: Any = None  # infill-body: the request-time gate (``families.body.gate.Gate``) or None
 
 
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
@@ -99,10 +99,10 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
     also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
     Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
-    correction's weights on pseudo-gaps cut from this clip's own keys (``tasks.body_gate``; on up to
+    correction's weights on pseudo-gaps cut from this clip's own keys (``families.body.gate``; on up to
     ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False uses the network as trained.
     ``learn`` (``infill-hands`` only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
-    the request-time gate alone; ``tasks.hands_gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
+    the request-time gate alone; ``families.hands.gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
     elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
@@ -111,7 +111,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     metres away from its training windows' (None: one window, whatever the length)."""
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
-    if meta.get("kind") == "infill-hands":  # deterministic, gap by gap on the whole clip (tasks.hands_fill)
+    if meta.get("kind") == "infill-hands":  # deterministic, gap by gap on the whole clip (families.hands.fill)
         return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual, learn)
     if meta.get("kind") == "infill-body" and q.ndim == 3:
         return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, gate, check,
@@ -146,8 +146,9 @@ def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, 
                     gate_limit: int | None = None) -> Filled:
     """``fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its own window
     (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass."""
+    from motioncore.families.body.gate import MAX_PSEUDO, Gate, fit_gate
+
     from ..core.skeleton import Skeleton
-    from .body_gate import MAX_PSEUDO, Gate, fit_gate
 
     J = Skeleton.from_dict(meta["skeleton"]).num_joints
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
@@ -315,11 +316,17 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, False, check)
     import torch
 
+    from motioncore.families.anyorder.model_elements import (
+        body_joints,
+        elements_to_motion,
+        group_channels,
+        to_elements,
+        ungroup_channels,
+    )
+    from motioncore.families.anyorder.model_sampling import sample
+
     from ..core.kinematics import facing_directions, yaw_quat
     from ..core.skeleton import Skeleton
-    from ..models.anyorder_elements import elements_to_motion, group_channels, ungroup_channels
-    from ..models.sampling import sample
-    from ..train.anyorder import body_joints, to_elements
 
     sk = Skeleton.from_dict(meta["skeleton"])
     J, rj = sk.num_joints, int(meta["root_joint"])
@@ -431,10 +438,11 @@ def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, 
 def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
                        n_samples: int, fill: np.ndarray | None, object_track, residual=1.0,
                        learn: float | None = None) -> Filled:
-    """``fill_clip`` for the deterministic ``infill-hands`` (``tasks.hands_fill``), with the same checks;
+    """``fill_clip`` for the deterministic ``infill-hands`` (``families.hands.fill``), with the same checks;
     ``residual`` a weight or the gate's {gap length: weight}."""
+    from motioncore.families.hands.fill import fill_hands
+
     from ..core.skeleton import Skeleton
-    from .hands_fill import fill_hands
 
     J = Skeleton.from_dict(meta["skeleton"]).num_joints
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
@@ -443,7 +451,7 @@ def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarra
     obj = None if object_track is None else (np.asarray(object_track[0], np.float64),
                                              np.asarray(object_track[1], np.float64))
     if learn is not None:
-        from .hands_gate import learn_and_fill
+        from motioncore.families.hands.gate import learn_and_fill
 
         fq, fr, _ = learn_and_fill(model, meta, q, r, keys, todo, obj, float(learn))
     else:
@@ -456,9 +464,9 @@ def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarra
 
 def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,
                       todo: np.ndarray, residual: tuple[float, float]):
-    """One gap's window for the deterministic ``infill-body`` (``tasks.body_fill``): (filled rotations, root,
+    """One gap's window for the deterministic ``infill-body`` (``families.body.fill``): (filled rotations, root,
     base rotations, base root). A channel with no key in the window (sparse, staggered curves) stays as sent."""
-    from .body_fill import fill_body
+    from motioncore.families.body.fill import fill_body
 
     bare = ~keys.any(0)
     keys, todo = keys | bare, todo & ~bare

@@ -13,7 +13,7 @@ Each frame:
    frame moves by the predicted root motion; the decoded pose is fed back unchanged;
 5. the written pose takes the predicted rotations with each limb bone turned towards its child's
    predicted position (`align_bones`; it was added for checkpoints trained on log-map rotations, which
-   jump near 180 degrees; see `features.pfnn`).
+   jump near 180 degrees; see `families.pfnn.features`).
 
 A rollout starts moving (`Controller.initial_state`: the mocap rarely starts from a stand) or from a
 clip's own state (`Controller.state_from_clip`).
@@ -37,14 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core.kinematics import find_body_joints
-from ..core.motion import Motion
-from ..core.skeleton import Skeleton
-from ..errors import MotioncoreError
-from ..features.layout import Layout, one_hot
-from ..features.mann import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
-from ..features.normaliser import Normaliser
-from ..features.pfnn import (
+from motioncore.families.mann.features import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
+from motioncore.families.pfnn.features import (
     CONTACT_HEIGHT,
     CONTACT_SPEED,
     advance_phase,
@@ -54,6 +48,13 @@ from ..features.pfnn import (
     pfnn_layout,
     rotation_encoding,
 )
+
+from ..core.kinematics import find_body_joints
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
+from ..errors import MotioncoreError
+from ..features.layout import Layout, one_hot
+from ..features.normaliser import Normaliser
 from ..features.phase import foot_phase
 from ..features.poses import Pose, clip_features, ground_joints, local_pose
 from ..features.root_frame import TRAJ_FUTURE, TRAJ_PAST, RootFrame, Trajectory, ground_velocity, trajectory_step
@@ -323,7 +324,7 @@ class PFNNController(Controller):
         super().__init__(model, meta, mode)
         self.runtime = None
         if self.mode in ("constant", "linear", "cubic"):
-            from ..models.pfnn import PFNNRuntime
+            from motioncore.families.pfnn.model import PFNNRuntime
 
             self.runtime = PFNNRuntime.from_model(model, self.mode)  # type: ignore[arg-type]
 
@@ -340,7 +341,7 @@ class PFNNController(Controller):
         return Pose(np.repeat(jp[None], batch, 0), np.zeros((batch, J, 3)), rot)
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from ..features.pfnn import gait_labels
+        from motioncore.families.pfnn.features import gait_labels
 
         return one_hot(gait_labels(cf.frames, self.fps, None, self.labels), len(self.labels))
 
@@ -400,7 +401,7 @@ class MANNController(Controller):
         return clip_features(motion, self.body, per_second=True, sites=find_paws(self.skeleton, self.body))
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from ..features.mann import dog_actions
+        from motioncore.families.mann.features import dog_actions
 
         return dog_actions(motion, self.body)[1]
 

@@ -51,12 +51,12 @@ def build_rows(recipe: ControllerRecipe, split: str, progress: bool = True) -> t
     if recipe.max_clips:
         clips = clips[: recipe.max_clips]
     if recipe.model.startswith("mann"):
-        from ..features.mann import mann_dataset, mann_layout
+        from motioncore.families.mann.features import mann_dataset, mann_layout
 
         rows = mann_dataset(clips)
         layout = mann_layout(clips[0].motion.skeleton, clips[0].motion.fps)
     else:
-        from ..features.pfnn import GAITS, pfnn_dataset, pfnn_layout
+        from motioncore.families.pfnn.features import GAITS, pfnn_dataset, pfnn_layout
 
         rows = pfnn_dataset(clips)
         layout = pfnn_layout(clips[0].motion.skeleton, GAITS, clips[0].motion.fps)
