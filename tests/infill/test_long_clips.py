@@ -9,7 +9,7 @@ import torch
 from conftest import needs_data
 
 from motioncore.core import fcurve
-from motioncore.models.infill_body import gap_basis, smooth_residual
+from motioncore.families.body.model import gap_basis, smooth_residual
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -77,7 +77,7 @@ def _whole_window_smooth(res: np.ndarray, known: np.ndarray) -> np.ndarray:
 
 
 def test_per_gap_smoothing_matches_the_whole_window_projection_on_training_patterns():
-    from motioncore.recipes.infill_body_batch import sample_task
+    from motioncore.families.body.train_batch import sample_task
 
     rng = np.random.default_rng(4)
     R = 7
