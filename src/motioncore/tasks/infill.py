@@ -223,6 +223,8 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     mfps = float(meta.get("fps") or 0.0)
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
         return fill_clip(model, meta, rotations, root, known, fill=fill, **kw)
+    if meta.get("kind") == "infill-body":   # at the clip's own rate, gap by gap (families.body.fill_rate)
+        return _fill_body_at_rate(model, meta, rotations, root, known, float(fps), fill, **kw)
     T, J = q_in.shape[:2]
     r_in = np.asarray(root, np.float64)
     keys = _known_mask(known, T, J)
@@ -254,6 +256,25 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     if out.base_rotations is not None and out.base_root is not None:
         bq, br = back(out.base_rotations, out.base_root)
     return Filled(fq, fr, keys, todo, bq, br, out.gate)
+
+
+def _fill_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
+                       fill: np.ndarray | None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
+                       gate_limit: int | None = None, check: Callable[[], None] | None = None, **_: Any) -> Filled:
+    """``fill_clip_at`` for ``infill-body`` at another rate than the model's: the base is the clip's own-rate
+    Bezier and the correction a smooth curve evaluated at the clip's frames (``families.body.fill_rate``); one
+    answer, repeated for every sample asked (temperature, order and seed do not apply)."""
+    from ..core.skeleton import Skeleton
+    from ..families.body.fill_rate import fill_body_at_rate
+
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
+    fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, residual, gate, gate_limit, check)
+    keep = ~todo
+    fq, bq = (np.where(keep[:, :J, None], rotations, a) for a in (fq, bq))
+    fr, br = (np.where(keep[:, J:], root, a) for a in (fr, br))
+    fq, fr, bq, br = (np.repeat(a[None], n_samples, 0) for a in (fq, fr, bq, br))
+    return Filled(fq, fr, keys, todo, bq, br, g)
 
 
 def at_model_rate(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, fps: float | None

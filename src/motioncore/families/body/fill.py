@@ -192,10 +192,13 @@ class Prepared:
     positions: np.ndarray  # (B, T, J, 3) likewise for translations
 
 
-def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, known: np.ndarray) -> Prepared:
+def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, known: np.ndarray,
+            frame: tuple[np.ndarray, np.ndarray] | None = None) -> Prepared:
     """``rotations`` (B, T, J, 4), ``positions`` (B, T, J, 3) local, ``known`` (B, T, J + 1) bool per joint
     rotation and (channel J) the root's translation; unknown values are never read. Joints above the root
-    share the root's flag for their translation; every other joint's translation is its rest offset as given."""
+    share the root's flag for their translation; every other joint's translation is its rest offset as given.
+    ``frame`` (yaw (B, 4), centre (B, 3)): this canonical frame instead of the windows' own (another window's:
+    the same motion at another rate)."""
     sk = layout.skeleton
     B, T, J = rotations.shape[:3]
     if J != sk.num_joints or positions.shape != (B, T, J, 3) or known.shape != (B, T, J + 1):
@@ -223,6 +226,8 @@ def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, kn
         fwd = _facing(gp[b, ref], layout.body)
         yaw[b] = yaw_quat(np.array(-np.arctan2(fwd[0], fwd[2])))
         centre[b] = x[b, ref] * np.array([1.0, 0.0, 1.0])
+    if frame is not None:
+        yaw, centre = np.asarray(frame[0], np.float64).copy(), np.asarray(frame[1], np.float64).copy()
     yb = yaw[:, None]
     g = quat_mul(yb, g)
     x = quat_apply(yb, x - centre[:, None])
