@@ -27,6 +27,7 @@ from motioncore.core.gaps import context_frames, runs
 from motioncore.core.rotations import quat_continuity, quat_normalize, quat_slerp, quat_to_rot6d, rot6d_to_quat
 
 from .fill import ONE_PASS, POS_SCALE, BodyLayout, confidence, finish, prepare
+from .gate import Gate as _Gate
 from .model import FRAMES_PER_TERM, MAX_TERMS
 
 __all__ = ["fill_body_at_rate", "gap_curves", "fit_at"]
@@ -84,6 +85,21 @@ def _correction(target: np.ndarray, x: np.ndarray, known: np.ndarray, R: int) ->
     return out
 
 
+class ClipGate(_Gate):
+    """The gate of a clip at its own rate: fitted at the model's, its summary also gives each bucket's gap length in
+    the clip's frames (``frames``) and the clip's rate (``fps``), which the messages count in."""
+
+    def __init__(self, fits: dict, frames: dict[int, int], fps: float) -> None:
+        super().__init__(fits)
+        self.frames, self.fps = frames, float(fps)
+
+    def summary(self) -> list[dict]:
+        out = super().summary()
+        for (b, _), d in zip(sorted(self.fits.items()), out, strict=True):
+            d.update(frames=self.frames.get(b, d["length"]), fps=self.fps)
+        return out
+
+
 def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.ndarray, todo: np.ndarray,
                       fps: float, residual: float = 1.0, gate: Any = True, gate_limit: int | None = None,
                       check: Callable[[], None] | None = None):
@@ -95,7 +111,7 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
     from motioncore.core.skeleton import Skeleton
     from motioncore.tasks.infill import at_model_rate, resample_frames
 
-    from .gate import MAX_PSEUDO, Gate, fit_gate
+    from .gate import MAX_PSEUDO, Gate, bucket, fit_gate
 
     sk = Skeleton.from_dict(meta["skeleton"])
     layout = BodyLayout.of(sk)
@@ -108,6 +124,11 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
         gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO)
     elif not isinstance(gate, Gate):
         gate = None
+    if gate is not None:   # its messages count the clip's own frames
+        lens: dict[int, list[int]] = {}
+        for s, e in runs(todo.any(axis=1)):
+            lens.setdefault(bucket(max(1, int(round((e - s) * mfps / fps)))), []).append(e - s)
+        gate = ClipGate(gate.fits, {b: int(np.median(v)) for b, v in lens.items()}, fps)
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
     ctx = context_frames(fps)
     dev = next(model.parameters()).device
