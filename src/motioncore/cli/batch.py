@@ -41,13 +41,14 @@ def _print_left_out(report: dict) -> None:
 
 
 def _print_errors(report: dict) -> int:
-    """The first ten failures on stderr; the exit code: 2 when any file was refused for its skeleton (stage
-    map), else 1 when any file failed."""
+    """The first ten failures on stderr; the exit code: 1 when any file failed (a clip refused for its skeleton,
+    stage map, beside others that ran included), 2 when every file was refused (nothing could start)."""
     for e in report["errors"][:10]:
         print(f"  failed [{e['stage']}] {e['file']}: {e['error']}", file=sys.stderr)
     if len(report["errors"]) > 10:
         print(f"  ... and {len(report['errors']) - 10} more (see report.json)", file=sys.stderr)
-    if any(e["stage"] == "map" for e in report["errors"]):
+    refused = sum(e["stage"] == "map" for e in report["errors"])
+    if refused and refused == report["counts"]["total"]:
         return 2
     return 1 if report["counts"]["failed"] else 0
 
