@@ -261,15 +261,18 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
 def _fill_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
                        fill: np.ndarray | None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
                        gate_limit: int | None = None, check: Callable[[], None] | None = None, **_: Any) -> Filled:
-    """``fill_clip_at`` for ``infill-body`` at another rate than the model's: the base is the clip's own-rate
-    Bezier and the correction a smooth curve evaluated at the clip's frames (``families.body.fill_rate``); one
-    answer, repeated for every sample asked (temperature, order and seed do not apply)."""
+    """``fill_clip_at`` for ``infill-body`` at another rate (``families.body.fill_rate``); one answer, repeated."""
     from ..core.skeleton import Skeleton
     from ..families.body.fill_rate import fill_body_at_rate
+    from ..families.body.gate import MAX_PSEUDO, fit_gate
 
     J = Skeleton.from_dict(meta["skeleton"]).num_joints
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, residual, gate, gate_limit, check)
+    if gate is True:   # fitted on the clip at the model's rate (pseudo-gaps of the real gaps' lengths there)
+        mq, mr, mk = at_model_rate(meta, q, r, keys, fps)
+        i0, i1, _ = resample_frames(len(q), fps, float(meta["fps"]))
+        gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO)
+    fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, resample_frames, residual, gate, check)
     keep = ~todo
     fq, bq = (np.where(keep[:, :J, None], rotations, a) for a in (fq, bq))
     fr, br = (np.where(keep[:, J:], root, a) for a in (fr, br))

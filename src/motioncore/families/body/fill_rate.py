@@ -101,28 +101,24 @@ class ClipGate(_Gate):
 
 
 def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-                      fps: float, residual: float = 1.0, gate: Any = True, gate_limit: int | None = None,
+                      fps: float, resample: Callable, residual: float = 1.0, gate: Any = None,
                       check: Callable[[], None] | None = None):
     """``q`` (T, J, 4), ``r`` (T, 3) the root joint's translation, ``keys`` and ``todo`` (T, J + 1) on the
-    checkpoint's skeleton at ``fps`` (checked by the caller) -> (rotations, root, base rotations, base root, gate):
-    each (T, ...) with every element outside ``todo`` as sent."""
+    checkpoint's skeleton at ``fps`` (checked by the caller); ``resample(n, fps_from, fps_to)`` -> (i0, i1, w)
+    (``tasks.infill.resample_frames``); ``gate`` the gate fitted on the clip at the model's rate, or None ->
+    (rotations, root, base rotations, base root, gate): each (T, ...) with every element outside ``todo`` as sent."""
     import torch
 
     from motioncore.core.skeleton import Skeleton
-    from motioncore.tasks.infill import at_model_rate, resample_frames
 
-    from .gate import MAX_PSEUDO, Gate, bucket, fit_gate
+    from .gate import Gate, bucket
 
     sk = Skeleton.from_dict(meta["skeleton"])
     layout = BodyLayout.of(sk)
     J, rj = sk.num_joints, int(meta.get("root_joint", layout.body.root))
     R = layout.num_model_joints
     mfps = float(meta["fps"])
-    if gate is True:
-        mq, mr, mk = at_model_rate(meta, q, r, keys, fps)
-        i0, i1, _ = resample_frames(len(q), fps, mfps)
-        gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO)
-    elif not isinstance(gate, Gate):
+    if not isinstance(gate, Gate):
         gate = None
     if gate is not None:   # its messages count the clip's own frames
         lens: dict[int, list[int]] = {}
@@ -145,7 +141,7 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
         qw = quat_continuity(quat_normalize(q[a:b]), axis=0)
         pos = np.broadcast_to(sk.offsets, (b - a, J, 3)).copy()
         pos[:, rj] = r[a:b]
-        i0, i1, w = resample_frames(b - a, fps, mfps)   # the window at the model's rate
+        i0, i1, w = resample(b - a, fps, mfps)   # the window at the model's rate
         gap_m = int(round((e - s) * mfps / fps))
         wts = residual * np.asarray(gate.weights(max(1, gap_m)) if gate is not None else (1.0, 1.0), np.float64)
         wins.setdefault(b - a, []).append({
