@@ -148,7 +148,7 @@ class _InfillBase(_ServerOperator):
     (one undo step each; the samples are cached, so switching asks the server nothing)."""
 
     label = "In-fill"
-    model = "anyorder-body"
+    model = "use:infill.variations"
     whole_range = False   # the body in-fill sends the whole range: its gate learns from every keyed frame
     variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
                                       description="Samples to draw (temperature > 0 makes them differ)")
@@ -299,12 +299,12 @@ class MOTIONCORE_OT_infill(_InfillBase):
     bl_idname = "motioncore.infill"
     bl_label = "In-fill Between Keys"
     label = "In-fill"
-    model = "infill-body"
+    model = "use:infill"   # the server's default for the use (its `models` listing: default_for)
     whole_range = True
 
     def model_name(self, context: bpy.types.Context) -> str | None:
-        """The deterministic infill-body for the single best answer; anyorder-body to draw variations."""
-        return "anyorder-body" if float(self.temperature) > 0.0 else "infill-body"
+        """The deterministic body in-fill for the single best answer; the sampling model to draw variations."""
+        return "use:infill.variations" if float(self.temperature) > 0.0 else "use:infill"
 
 
 class MOTIONCORE_OT_adapt_action(_InfillBase):
@@ -319,7 +319,7 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
                                      description="How long to learn (one CPU thread on the server)")
 
     def model_name(self, context: bpy.types.Context) -> str | None:
-        return "infill-body"
+        return "use:infill"
 
     def job_options(self) -> dict[str, Any]:
         return {"adapt": float(self.seconds)}
@@ -352,7 +352,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     bl_idname = "motioncore.hands_infill"
     bl_label = "In-fill Hands"
     label = "Hands in-fill"
-    model = "infill-hands"
+    model = "use:infill.hands"
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         """The panel's Hands Model; empty: the deterministic infill-hands (it reads the object when given one) for
@@ -362,7 +362,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         if str(s.hands_model):
             return str(s.hands_model)
         if float(self.temperature) > 0.0:
-            return None if s.hands_object is not None else "anyorder-hands"
+            return None if s.hands_object is not None else "use:infill.hands.variations"
         return self.model
 
     def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
@@ -414,7 +414,7 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"
-MAP_FOR = {"infill": ("infill", "infill-body"), "infill.hands": ("infill", "infill-hands")}
+MAP_FOR = {"infill": ("infill", "use:infill"), "infill.hands": ("infill", "use:infill.hands")}
 
 
 class MOTIONCORE_OT_map_bones(_ServerOperator):

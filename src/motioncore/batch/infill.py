@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..io.atomic import check_output_dir
+from ..models.kinds import default_model, spec
 from .errors import BatchError
 from .files import CLIP_SUFFIXES, discover, output_path, read_motion, write_motion
 from .runner import run_job
@@ -78,12 +79,13 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
 
     msk = Skeleton.from_dict(meta["skeleton"])
     rj = int(meta["root_joint"])
+    learns_by_adapt = (k := spec(meta)) is not None and k.learn == "adapt"
 
     def fill(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_q, out_p = q.copy(), p.copy()
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
             net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps) \
-                if (adapt > 0 or adapt_steps > 0) and meta.get("kind") == "infill-body" else (model, {})
+                if (adapt > 0 or adapt_steps > 0) and learns_by_adapt else (model, {})
             f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed, **kw)
             out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
             if info is not None and f.gate is not None:
@@ -215,7 +217,7 @@ def _cached_model(name: str, load: Any) -> Any:
     return _MODELS[name]
 
 
-def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_file: str | None = None,
+def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"), gaps_file: str | None = None,
                      frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
                      chunk: int | None = None, fmt: str = "bvh", adapt: float = 0.0, adapt_steps: int = 0

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..models.kinds import default_model
 from .args import add_threads, nonneg_float, nonneg_int, positive_int, set_threads
 
 
@@ -156,7 +157,7 @@ def add_subcommands(sub: Any) -> None:
                                  "refused, 1 when any other failed.")
     i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
     i.add_argument("--out", required=True, help="output folder")
-    i.add_argument("--model", default="infill-body", help="in-filling checkpoint (default infill-body, the deterministic "
+    i.add_argument("--model", default=default_model("infill"), help="in-filling checkpoint (default infill-body, the deterministic "
                    "body model; anyorder-body draws variations with --temperature)")
     i.add_argument("--gaps", help='JSON {"clip base name": [[start, end], ...]} (end exclusive)')
     i.add_argument("--frozen", type=nonneg_int, default=0,

@@ -12,13 +12,14 @@ import time
 from pathlib import Path as FilePath
 from typing import Any
 
+from ..models.kinds import KINDS, default_model
 from .args import MEASURED_ON, nonneg_int, positive_int
 
 DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints the demo animates
-DEMO_INFILL = "infill-body"  # bundled in-filling model: re-fills the biped's walk between sparse keys
+DEMO_INFILL = default_model("demo.infill")  # bundled in-filling model: re-fills the biped's walk between sparse keys
 DEMO_KEY_EVERY = 20  # the in-fill demo keeps the first 10 frames and then one key every N frames (0.67 s at 30 fps)
 RUN_CHECKPOINTS = ("runs/pfnn/pfnn", "runs/pfnn-base/phase-mlp", "runs/mann/mann", "runs/mann-base/mann-1")
-MODES = ("outputs", "weights", "constant", "linear", "cubic")  # as motioncore.tasks.locomotion.MODES (kept torch-free)
+MODES = max((k.modes for k in KINDS.values()), key=len)  # as motioncore.tasks.locomotion.MODES (kept torch-free)
 
 
 # ----------------------------------------------------------------------------- generate

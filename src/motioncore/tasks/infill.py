@@ -36,6 +36,7 @@ import numpy as np
 from ..core.gaps import gap_windows, is_whole_frames
 from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from ..errors import MotioncoreError, ShapeError, WholeFramesError
+from ..models.kinds import hook, spec
 
 __all__ = ["fill_clip", "fill_clip_at", "at_model_rate", "fill_joints", "Filled", "interp_channels", "mirror_x", "resample_frames"]
 
@@ -111,11 +112,11 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     metres away from its training windows' (None: one window, whatever the length)."""
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
-    if meta.get("kind") == "infill-hands":  # deterministic, gap by gap on the whole clip (families.hands.fill)
-        return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual, learn)
-    if meta.get("kind") == "infill-body" and q.ndim == 3:
-        return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, gate, check,
-                               gate_limit)
+    kind = spec(meta)
+    if kind is not None and kind.fill is not None:  # a deterministic family fills the whole clip its own way
+        return hook(kind.fill)(model, meta, rotations, root, known, n_samples=n_samples, fill=fill,
+                               residual=residual, gate=gate, gate_limit=gate_limit, check=check,
+                               object_track=object_track, learn=learn)
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track, residual)
@@ -139,41 +140,6 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     out_q = quat_continuity(np.where(~todo[None, :, :J, None], quat_normalize(q)[None], out_q), axis=1)
     out_q = np.where(~todo[None, :, :J, None], q[None], out_q)  # untouched elements bit-identical
     return Filled(out_q, out_r, keys, todo)
-
-
-def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
-                    fill: np.ndarray | None, residual: float, gate: Any, check: Callable[[], None] | None,
-                    gate_limit: int | None = None) -> Filled:
-    """``fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its own window
-    (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass."""
-    from motioncore.families.body.gate import MAX_PSEUDO, Gate, fit_gate
-
-    from ..core.skeleton import Skeleton
-
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    frames = todo.any(1)
-    if gate is True:
-        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO)
-    elif not isinstance(gate, Gate):
-        gate = None
-    out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
-    for s, e, a, b in gap_windows(frames):
-        if check is not None:
-            check()
-        sel = np.zeros((b - a, J + 1), bool)
-        sel[s - a:e - a] = todo[s:e]
-        w = residual * np.asarray(gate.weights(e - s) if gate is not None else (1.0, 1.0))
-        fq, fr, bq, br = _fill_body_window(model, meta, q[a:b], r[a:b], keys[a:b], sel, (float(w[0]), float(w[1])))
-        out_q[a:b] = np.where(sel[:, :J, None], fq, out_q[a:b])
-        out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
-        base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
-        base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
-    keep = ~todo[:, :J, None]
-    out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
-    base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
-    out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
-    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate)
 
 
 def resample_frames(n_frames: int, fps_from: float, fps_to: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -223,8 +189,9 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     mfps = float(meta.get("fps") or 0.0)
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
         return fill_clip(model, meta, rotations, root, known, fill=fill, **kw)
-    if meta.get("kind") == "infill-body":   # at the clip's own rate, gap by gap (families.body.fill_rate)
-        return _fill_body_at_rate(model, meta, rotations, root, known, float(fps), fill, **kw)
+    kind = spec(meta)
+    if kind is not None and kind.fill_at is not None:   # a family that fills at the clip's own rate
+        return hook(kind.fill_at)(model, meta, rotations, root, known, float(fps), fill=fill, **kw)
     T, J = q_in.shape[:2]
     r_in = np.asarray(root, np.float64)
     keys = _known_mask(known, T, J)
@@ -256,28 +223,6 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     if out.base_rotations is not None and out.base_root is not None:
         bq, br = back(out.base_rotations, out.base_root)
     return Filled(fq, fr, keys, todo, bq, br, out.gate)
-
-
-def _fill_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
-                       fill: np.ndarray | None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
-                       gate_limit: int | None = None, check: Callable[[], None] | None = None, **_: Any) -> Filled:
-    """``fill_clip_at`` for ``infill-body`` at another rate (``families.body.fill_rate``); one answer, repeated."""
-    from ..core.skeleton import Skeleton
-    from ..families.body.fill_rate import fill_body_at_rate
-    from ..families.body.gate import MAX_PSEUDO, fit_gate
-
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    if gate is True:   # fitted on the clip at the model's rate (pseudo-gaps of the real gaps' lengths there)
-        mq, mr, mk = at_model_rate(meta, q, r, keys, fps)
-        i0, i1, _ = resample_frames(len(q), fps, float(meta["fps"]))
-        gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO)
-    fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, resample_frames, residual, gate, check)
-    keep = ~todo
-    fq, bq = (np.where(keep[:, :J, None], rotations, a) for a in (fq, bq))
-    fr, br = (np.where(keep[:, J:], root, a) for a in (fr, br))
-    fq, fr, bq, br = (np.repeat(a[None], n_samples, 0) for a in (fq, fr, bq, br))
-    return Filled(fq, fr, keys, todo, bq, br, g)
 
 
 def at_model_rate(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, fps: float | None
@@ -335,9 +280,7 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
                  temperature: float, n_samples: int, seed: int, k: int | None, check: Callable[[], None] | None,
                  fill: np.ndarray | None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
                  residual: float = 1.0) -> Filled:
-    """fill_clip on one window (the whole clip as given)."""
-    if meta.get("kind") == "infill-body":  # deterministic: one answer, repeated for every sample asked
-        return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, False, check)
+    """fill_clip on one window (the whole clip as given), for a sampling model."""
     import torch
 
     from motioncore.families.anyorder.model_elements import (
@@ -457,43 +400,3 @@ def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, 
     if (todo & keys).any():
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
     return q, r, keys, todo
-
-
-def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-                       n_samples: int, fill: np.ndarray | None, object_track, residual=1.0,
-                       learn: float | None = None) -> Filled:
-    """``fill_clip`` for the deterministic ``infill-hands`` (``families.hands.fill``), with the same checks;
-    ``residual`` a weight or the gate's {gap length: weight}."""
-    from motioncore.families.hands.fill import fill_hands
-
-    from ..core.skeleton import Skeleton
-
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    if not todo.any():
-        raise MotioncoreError("fill: nothing to fill")
-    obj = None if object_track is None else (np.asarray(object_track[0], np.float64),
-                                             np.asarray(object_track[1], np.float64))
-    if learn is not None:
-        from motioncore.families.hands.gate import learn_and_fill
-
-        fq, fr, _ = learn_and_fill(model, meta, q, r, keys, todo, obj, float(learn))
-    else:
-        fq, fr = fill_hands(model, meta, q, r, keys, todo, obj, residual)
-    fq = np.where(~todo[:, :J, None], q, fq)
-    fr = np.where(~todo[:, J:], r, fr)
-    return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
-
-
-
-def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,
-                      todo: np.ndarray, residual: tuple[float, float]):
-    """One gap's window for the deterministic ``infill-body`` (``families.body.fill``): (filled rotations, root,
-    base rotations, base root). A channel with no key in the window (sparse, staggered curves) stays as sent."""
-    from motioncore.families.body.fill import fill_body
-
-    bare = ~keys.any(0)
-    keys, todo = keys | bare, todo & ~bare
-    if not todo.any():
-        return rotations, root, rotations, root
-    return fill_body(model, meta, rotations, root, keys, todo, residual, base=True)

@@ -48,6 +48,7 @@ from motioncore.families.pfnn.features import (
     pfnn_layout,
     rotation_encoding,
 )
+from motioncore.models.kinds import KINDS, controller, kinds_for
 
 from ..core.kinematics import find_body_joints
 from ..core.motion import Motion
@@ -66,7 +67,7 @@ from .rollout import Rollout, State, align_bones, map_trajectories
 UNITS_PER_METRE = 100.0  # all our mocap (and so every checkpoint) is in cm
 INPUT_CLIP = 20.0  # z-scored inputs are clipped to +-20 std: no effect on real motion, stops a stray model exploding
 MAX_DEFAULT_SECONDS = 60.0  # a path that takes longer to walk needs an explicit length (frames); never cut
-MODES = ("outputs", "weights", "constant", "linear", "cubic")  # network evaluation forms (the last 3: PFNN only)
+MODES = max((k.modes for k in KINDS.values()), key=len)  # network evaluation forms of the controllers (models.kinds)
 
 
 # ----------------------------------------------------------------------------- controllers
@@ -113,11 +114,10 @@ class Controller:
     @staticmethod
     def from_model(model: torch.nn.Module, meta: dict[str, Any], mode: str = "outputs") -> Controller:
         kind = meta.get("kind")
-        if kind in ("pfnn", "phase-mlp"):
-            return PFNNController(model, meta, mode)
-        if kind == "mann":
-            return MANNController(model, meta, mode)
-        raise CheckpointError(f"checkpoint kind {kind!r} is not a path controller (expected pfnn, phase-mlp or mann)")
+        if not controller(kind):
+            raise CheckpointError(f"checkpoint kind {kind!r} is not a path controller (expected "
+                                  f"{', '.join(kinds_for('controller')[:-1])} or {kinds_for('controller')[-1]})")
+        return (MANNController if KINDS[kind].gated else PFNNController)(model, meta, mode)
 
     def _layout(self) -> Layout:
         raise NotImplementedError
@@ -134,7 +134,7 @@ class Controller:
         return j, sk.offsets[c].reshape(-1, 3), c
 
     def _check_mode(self, mode: str) -> str:
-        allowed = {"pfnn": MODES, "phase-mlp": ("outputs",), "mann": ("outputs", "weights")}[self.kind]
+        allowed = KINDS[self.kind].modes or ("outputs",)
         if mode not in allowed:
             raise MotioncoreError(f"mode: {self.kind} checkpoints run in {list(allowed)}, got {mode!r}")
         return mode
@@ -270,7 +270,7 @@ class Controller:
                 if hasattr(out, "contacts"):
                     contacts[:, t] = out.contacts
                 st = self._advance(st, traj, out, s0)
-        pfnn = self.kind != "mann"
+        pfnn = not KINDS[self.kind].gated
         return Rollout(self.skeleton, self.fps, rot, pos, root, yaw, prog, phase if pfnn else None,
                        contacts if pfnn else None)
 
@@ -360,7 +360,7 @@ class PFNNController(Controller):
         if self.runtime is not None:
             return self.runtime(x, torch.as_tensor(cycles, dtype=torch.float64))
         phase = torch.as_tensor(cycles, dtype=x.dtype, device=x.device)
-        if self.kind == "phase-mlp":
+        if KINDS[self.kind].plain_mlp:
             return self.model(x, phase)
         return self.model(x, phase, mode=self.mode)
 

@@ -25,12 +25,14 @@ import numpy as np
 
 from motioncore.core.gaps import context_frames, runs
 from motioncore.core.rotations import quat_continuity, quat_normalize, quat_slerp, quat_to_rot6d, rot6d_to_quat
+from motioncore.core.skeleton import Skeleton
+from motioncore.tasks.infill import Filled, _checked_window, at_model_rate, resample_frames
 
 from .fill import ONE_PASS, POS_SCALE, BodyLayout, confidence, finish, prepare
-from .gate import Gate as _Gate
+from .gate import MAX_PSEUDO, Gate, bucket, fit_gate
 from .model import FRAMES_PER_TERM, MAX_TERMS
 
-__all__ = ["fill_body_at_rate", "gap_curves", "fit_at"]
+__all__ = ["fill_clip_body_at_rate", "fill_body_at_rate", "gap_curves", "fit_at", "ClipGate"]
 
 
 def gap_curves(s: np.ndarray, kind: str, K: int) -> np.ndarray:
@@ -85,7 +87,7 @@ def _correction(target: np.ndarray, x: np.ndarray, known: np.ndarray, R: int) ->
     return out
 
 
-class ClipGate(_Gate):
+class ClipGate(Gate):
     """The gate of a clip at its own rate: fitted at the model's, its summary also gives each bucket's gap length in
     the clip's frames (``frames``) and the clip's rate (``fps``), which the messages count in."""
 
@@ -100,18 +102,33 @@ class ClipGate(_Gate):
         return out
 
 
+def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
+                           fill: np.ndarray | None = None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
+                           gate_limit: int | None = None, check: Callable[[], None] | None = None, **_: Any) -> Filled:
+    """``tasks.infill.fill_clip_at`` for ``infill-body`` at another rate than the checkpoint's (its ``fill_at`` hook
+    in ``models.kinds``): the gate fitted on the clip at the model's rate (``gate`` True; a ``Gate``: those weights;
+    False: none), then ``fill_body_at_rate``. One answer, repeated for every sample asked (temperature, order and
+    seed do not apply); elements not filled come back bit-identical."""
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
+    if gate is True:   # pseudo-gaps of the real gaps' lengths, at the model's rate
+        mq, mr, mk = at_model_rate(meta, q, r, keys, fps)
+        i0, i1, _ = resample_frames(len(q), fps, float(meta["fps"]))
+        gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO)
+    fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, residual, gate, check)
+    keep = ~todo
+    fq, bq = (np.where(keep[:, :J, None], rotations, a) for a in (fq, bq))
+    fr, br = (np.where(keep[:, J:], root, a) for a in (fr, br))
+    fq, fr, bq, br = (np.repeat(a[None], n_samples, 0) for a in (fq, fr, bq, br))
+    return Filled(fq, fr, keys, todo, bq, br, g)
+
+
 def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-                      fps: float, resample: Callable, residual: float = 1.0, gate: Any = None,
-                      check: Callable[[], None] | None = None):
+                      fps: float, residual: float = 1.0, gate: Any = None, check: Callable[[], None] | None = None):
     """``q`` (T, J, 4), ``r`` (T, 3) the root joint's translation, ``keys`` and ``todo`` (T, J + 1) on the
-    checkpoint's skeleton at ``fps`` (checked by the caller); ``resample(n, fps_from, fps_to)`` -> (i0, i1, w)
-    (``tasks.infill.resample_frames``); ``gate`` the gate fitted on the clip at the model's rate, or None ->
-    (rotations, root, base rotations, base root, gate): each (T, ...) with every element outside ``todo`` as sent."""
+    checkpoint's skeleton at ``fps`` (checked by the caller); ``gate`` fitted on the clip at the model's rate, or
+    None -> (rotations, root, base rotations, base root, gate): each (T, ...), elements outside ``todo`` as sent."""
     import torch
-
-    from motioncore.core.skeleton import Skeleton
-
-    from .gate import Gate, bucket
 
     sk = Skeleton.from_dict(meta["skeleton"])
     layout = BodyLayout.of(sk)
@@ -141,7 +158,7 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
         qw = quat_continuity(quat_normalize(q[a:b]), axis=0)
         pos = np.broadcast_to(sk.offsets, (b - a, J, 3)).copy()
         pos[:, rj] = r[a:b]
-        i0, i1, w = resample(b - a, fps, mfps)   # the window at the model's rate
+        i0, i1, w = resample_frames(b - a, fps, mfps)   # the window at the model's rate
         gap_m = int(round((e - s) * mfps / fps))
         wts = residual * np.asarray(gate.weights(max(1, gap_m)) if gate is not None else (1.0, 1.0), np.float64)
         wins.setdefault(b - a, []).append({
