@@ -282,7 +282,7 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
     out = []
     for f in fits:
         if f.get("method") == "none":
-            out.append(f"gaps of {f.get('frames', f['length'])}: no keyed stretch to check the model on, as trained")
+            out.append(f"gaps of {f.get('frames', f['length'])}: no keyed stretch to check the model on, used as trained")
         elif f["rot"] < 1.0 or f["root"] < 1.0:
             err = f.get("error") or {}
             why = (f" (on {f['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, Blender's "
@@ -332,8 +332,7 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
             return "this action is learnt already (same keys): In-fill uses it"
         before = sum(ad.get("before_cm", {}).values())
         after = sum(ad.get("after_cm", {}).values())
-        judged = (f": test-gap error {before:.2f} -> {after:.2f} cm on {ad.get('held', 0)} held-out gap(s) per length"
-                  if ad.get("before_cm") else "")
+        judged = f": test-gap error {before:.2f} -> {after:.2f} cm ({ad.get('held', 0)} held out)" if before else ""
         if not ad.get("used", True) and "steps in the budget" in ad.get("why", ""):   # too short for this machine
             return f"learnt for {ad['seconds']:.0f} s ({ad['steps']} steps){judged}: {ad['why']}; shipped model kept"
         if not ad.get("used", True) and not ad.get("before_cm"):

@@ -303,7 +303,8 @@ def add_subcommands(sub: Any) -> None:
     ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
     e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)",
                       description="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS). On the Bandai test split the "
-                      f"defaults take ~12 s and --model infill-body ~18 s ({MEASURED_ON}).")
+                      f"defaults take ~12 s and --model infill-body ~18 s ({MEASURED_ON}); on the same machine shared "
+                      "with five other jobs (load average 9-10, 2026-11-27) 35 s and 57 s.")
     e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
                                                     "(repeatable; default: zerovel and interp)")
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
