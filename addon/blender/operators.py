@@ -10,6 +10,7 @@ import bpy
 import numpy as np
 
 from ..core import connect, keys, requests, rigmap
+from ..core.feet_report import report_feet
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
@@ -234,6 +235,7 @@ class _InfillBase(_ServerOperator):
         pick = min(max(int(self.variation), 1), S) - 1
         unmapped = set(content["segments"][0].get("unmapped", [])) if content.get("segments") else set()
         arm = bpy.data.objects[self._state["armature"]]
+        feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
@@ -260,7 +262,7 @@ class _InfillBase(_ServerOperator):
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped))
+                f"{learnt}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped))
 
 
 def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:

@@ -3,7 +3,7 @@
 ``motioncore batch infill SRC --out DIR`` reads every BVH under SRC (folder or glob), finds the frames to
 fill, fills them with ``motioncore.tasks.infill.fill_clip`` and writes ``DIR/<base name>.bvh`` (temporary file
 + rename, so a killed run leaves no half file; a re-run skips finished outputs) plus ``DIR/report.json``
-(per file: status, frames filled, gaps, seconds, error and stage). Inputs are never modified; a bad file
+(per file: status, frames filled, gaps, foot skate (`batch.skate`), seconds, error and stage). Inputs are never modified; a bad file
 is recorded and the batch goes on; the exit code is 1 when any file failed.
 
 Frames to fill, per clip (both may be used together):
@@ -164,6 +164,10 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         filled = fill_motion(m, model, meta, todo, jm, temperature, seed, adapt, info, adapt_steps) if todo.any() \
             else m
         res.update(info)  # the gate's weights per gap length (and Learn This Action's result): what was scaled
+        if todo.any():   # the feet over the filled frames against Bezier's and the input's (batch.skate)
+            from .skate import skate_report
+
+            res["skate"] = skate_report(m, filled, todo, msk, jm)
         stage = "write"
         _write_spliced(path, out, filled, todo)
         res.update(status="ok", stage=None)
