@@ -337,12 +337,10 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
         judged = f": test-gap error {before:.2f} -> {after:.2f} cm ({ad.get('held', 0)} held out)" if before else ""
         if not ad.get("used", True) and "steps in the budget" in ad.get("why", ""):   # too short for this machine
             return f"learnt for {ad['seconds']:.0f} s ({ad['steps']} steps){judged}: {ad['why']}; shipped model kept"
-        if not ad.get("used", True) and not ad.get("before_cm"):
-            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps), but the action is too "
-                    "short to hold some keys back and check it: In-fill keeps the shipped model (key more frames)")
         if not ad.get("used", True):
-            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, which did not "
-                    "help: In-fill keeps the shipped model")
+            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, " + (
+                "which did not help" if ad.get("before_cm") else "but the action is too short to hold some keys "
+                "back and check it") + ": In-fill keeps the shipped model" + ("" if before else " (key more frames)"))
         return (f"learnt this action in {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}; "
                 "In-fill uses it until the keys change")
 
