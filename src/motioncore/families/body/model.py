@@ -107,9 +107,6 @@ def gap_basis(n: int, closed: bool, terms: int | None = None) -> np.ndarray:
     k = np.arange(1, K + 1)[None]
     if closed:
         s = np.arange(1, n + 1)[:, None] / (n + 1.0)
-        import os
-        if os.environ.get("MC_BASIS") == "sin3":
-            return np.sin(np.pi * s) ** 2 * np.sin(np.pi * k * s)
         return np.sin(np.pi * s) * np.sin(np.pi * k * s)
     s = np.arange(1, n + 1)[:, None] / float(n)
     return 1.0 - np.cos(np.pi * k * s / 2.0)
