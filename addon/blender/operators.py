@@ -286,14 +286,14 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
     out = []
     for f in fits:
         if f.get("method") == "none":
-            out.append(f"gaps of {f['length']}: no keyed stretch to check the model on, used as trained")
+            out.append(f"gaps of {f.get('frames', f['length'])}: no keyed stretch to check the model on, used as trained")
         elif f["rot"] < 1.0 or f["root"] < 1.0:
             err = f.get("error") or {}
             why = (f" (on {f['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, Blender's "
                    f"curve {err['bezier'][0]:.1f} cm)") if err.get("model") else ""
             kept = "kept Blender's curve" if f["rot"] == 0.0 and f["root"] == 0.0 else \
                 f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
-            out.append(f"gaps of {f['length']}: {kept}{why}")
+            out.append(f"gaps of {f.get('frames', f['length'])}: {kept}{why}")   # the scene's own frames
     return ("; " + "; ".join(out)) if out else ""
 
 
@@ -336,13 +336,13 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
             return "this action is learnt already (same keys): In-fill uses it"
         before = sum(ad.get("before_cm", {}).values())
         after = sum(ad.get("after_cm", {}).values())
-        judged = f": test-gap error {before:.2f} -> {after:.2f} cm" if ad.get("before_cm") else ""
-        if not ad.get("used", True) and not ad.get("before_cm"):
-            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps), but the action is too "
-                    "short to hold some keys back and check it: In-fill keeps the shipped model (key more frames)")
+        judged = f": test-gap error {before:.2f} -> {after:.2f} cm ({ad.get('held', 0)} held out)" if before else ""
+        if not ad.get("used", True) and "steps in the budget" in ad.get("why", ""):   # too short for this machine
+            return f"learnt for {ad['seconds']:.0f} s ({ad['steps']} steps){judged}: {ad['why']}; shipped model kept"
         if not ad.get("used", True):
-            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, which did not "
-                    "help: In-fill keeps the shipped model")
+            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, " + (
+                "which did not help" if ad.get("before_cm") else "but the action is too short to hold some keys "
+                "back and check it") + ": In-fill keeps the shipped model" + ("" if before else " (key more frames)"))
         return (f"learnt this action in {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}; "
                 "In-fill uses it until the keys change")
 

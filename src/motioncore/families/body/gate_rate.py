@@ -1,7 +1,8 @@
 """Is the scene playing the action at the rate it was captured at? A check on the animator's own keys.
 
-The in-fill runs at the model's rate (30 fps): a clip at the scene's rate is resampled to it and back
-(``tasks.infill.fill_clip_at``), so the model sees the motion as the scene plays it. Blender's BVH importer,
+The in-fill runs at the model's rate (30 fps): the network reads each gap's window resampled to it and its answer
+is put back on the clip's own frames (``tasks.infill.fill_clip_at``, ``families.body.fill_rate``), so the model sees
+the motion as the scene plays it. Blender's BVH importer,
 at its defaults, keys one BVH frame per scene frame and leaves the scene at 24 fps: a 30 fps capture then plays
 1.25 times too slow, and the model fills a slow-motion walk. Nothing in the action records the capture's rate,
 so the check asks the keys: pseudo-gaps cut from fully keyed stretches (``families.body.gate.pseudo_windows``, the real
