@@ -238,6 +238,11 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             reply["gate"] = out.gate.summary()
         if adapted is not None:  # the body in-fill: what planting the feet did (None: off, or the gate kept it off)
             reply["plant"] = out.plant
+        if adapted is not None and content.get("fps"):   # the body in-fill: another rate fills the keys closer?
+            from motioncore.families.body.gate_rate import rate_check
+            rc = rate_check(net, meta, q, inputs["root"], km, ~km if fm is None else fm, float(content["fps"]))
+            if rc is not None:
+                reply["rate"] = rc.summary()
         return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],

@@ -148,10 +148,10 @@ def test_fill_clip_plants_the_feet_by_default_and_the_gate_keeps_them_off_a_glid
     b = _scores(sk, off.rotations[0], pos(off.rotations[0], off.root[0]), q, p, known, m.fps)
     assert a["skate"] < 0.5 * b["skate"]
     assert 0.5 * (a["cm"] / b["cm"] + a["deg"] / b["deg"]) <= 1.02
-    # a glide: the capture's whole body, feet included, slides sideways at 80 cm/s; planting would pin feet
+    # a glide: the capture's whole body, feet included, slides sideways at 150 cm/s; planting would pin feet
     # that truly slide, so the gate's test gaps cut from the keys turn it off, and say why
     r2 = r.copy()
-    r2[:, 0] += np.arange(len(r)) * 80.0 / m.fps
+    r2[:, 0] += np.arange(len(r)) * 150.0 / m.fps
     glide = fill_clip(model, meta, q, r2, known)
     (fit,) = glide.gate.summary()
     assert glide.plant is None and not fit["plant"]
