@@ -156,3 +156,27 @@ def test_fill_clip_plants_the_feet_by_default_and_the_gate_keeps_them_off_a_glid
     (fit,) = glide.gate.summary()
     assert glide.plant is None and not fit["plant"]
     assert fit["plant_error"]["planted"][0] > fit["plant_error"]["unplanted"][0]
+
+
+@needs_data
+def test_the_feet_are_planted_at_the_clips_own_rate(walk, one_thread):
+    """A 60 fps clip is filled at its own rate (families.body.fill_rate); the gate judges planting at the model's
+    rate and the feet are planted at the clip's: keys bit-identical, the filled feet skate less."""
+    from motioncore.core.kinematics import resample
+    from motioncore.models.registry import load_model
+    from motioncore.tasks.infill import fill_clip_at
+
+    m = resample(walk[0], 60.0)
+    sk = m.skeleton
+    q, p = quat_continuity(np.asarray(m.rotations, np.float64), axis=0), np.asarray(m.positions, np.float64)
+    known = cut_gaps(len(q), 12, 30, spacing=90)
+    model, meta = load_model("infill-body")
+    on = fill_clip_at(model, meta, q, p[:, 1], known, 60.0)
+    off = fill_clip_at(model, meta, q, p[:, 1], known, 60.0, plant_feet=False)
+    (fit,) = on.gate.summary()
+    assert fit["plant"] and on.plant is not None and off.plant is None
+    np.testing.assert_array_equal(on.rotations[0][known], q[known])
+    pos = lambda root: np.concatenate([p[:, :1], root[:, None], p[:, 2:]], 1)  # noqa: E731
+    a = _scores(sk, on.rotations[0], pos(on.root[0]), q, p, known, m.fps)
+    b = _scores(sk, off.rotations[0], pos(off.root[0]), q, p, known, m.fps)
+    assert a["skate"] < b["skate"]

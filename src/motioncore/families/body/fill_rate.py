@@ -105,7 +105,7 @@ class ClipGate(Gate):
 def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
                            fill: np.ndarray | None = None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
                            gate_limit: int | None = None, check: Callable[[], None] | None = None,
-                           plant_feet: bool | str = False, **_: Any) -> Filled:
+                           plant_feet: bool | str = True, **_: Any) -> Filled:
     """``tasks.infill.fill_clip_at`` for ``infill-body`` at another rate than the checkpoint's (its ``fill_at`` hook
     in ``models.kinds``): the gate fitted on the clip at the model's rate (``gate`` True; a ``Gate``: those weights;
     False: none), then ``fill_body_at_rate``. One answer, repeated for every sample asked (temperature, order and
