@@ -115,7 +115,7 @@ def main() -> None:
                     spec.append({"name": f"{n}-{L}-{mode}", "path": str(path), "rotate_mode": None, "fps": mo.fps,
                                  "gaps": gaps, "full_range": True, "jerk": True, "adapt": secs or None,
                                  "unit_cm": 2.54 / 0.45, "subject": subj, "length": L, "mode": mode,
-                                 **({"plant_feet": False} if mode == "unplanted" else {})})
+                                 "plant_feet": mode != "unplanted"})   # the add-on's default: planted
     if a.table_from:
         work = Path(a.table_from)
         spec = json.loads((work / "spec.json").read_text())["clips"]

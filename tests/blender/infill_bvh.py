@@ -8,7 +8,7 @@ null: as the importer leaves it),
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
 "adapt": seconds (Learn This Action over the whole action before the in-fill), "plant_feet": bool (In-fill's Plant Feet;
-default on), "jerk": bool (also evaluate the
+default off), "jerk": bool (also evaluate the
 gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon), "all_frames": bool (NAME/all: every frame
 before the keys are deleted)}],
 "checks": bool}.
@@ -205,7 +205,9 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
             info["adapt_report"] = "ERROR " + str(e)
         info["adapt_s"] = time.perf_counter() - t
     prof: dict | None = {} if clip.get("profile") else None
-    plant = bool(clip.get("plant_feet", True))   # named every time: the operator remembers its last setting
+    # named every time (the operator remembers its last setting); off unless asked: the parity checks compare the
+    # correction with fill_clip unplanted (the rig's planting has its own parity test, tests/addon/test_addon_rigplant.py)
+    plant = bool(clip.get("plant_feet", False))
     for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
         ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
         lo, hi = (lo_all, hi_all) if full else (a - ctx, b + ctx)
