@@ -32,13 +32,16 @@ from torch import Tensor, nn
 
 from ..data import Clip, get_spec, load
 from ..errors import DataError, MotioncoreError
+from ..eval.controllers import rotation_step_limits
 from ..features.normaliser import layout_normalisers
 from ..features.pfnn import GAITS, ROTATION_ENCODINGS, locomotion_clips, pfnn_dataset, pfnn_layout
 from ..models.learnet_pfnn import LearnetPFNN
 from ..models.pfnn import PFNN
+from ..models.registry import resolve
 from .learnet import ExemplarSampler, _pfnn_of, _write, central_span, encode_spans, model_configs, train_stage
 from .learnet_data import Prepared
 from .style_fit import CodePrior, foot_floor
+from .style_smooth import TurnMeter, batch_seed, mixed_codes, previous_rows
 
 HELD_OUT = ("elderly", "not-confident", "proud")  # chosen from the walk statistics before any training (docs/models.md)
 
@@ -71,13 +74,22 @@ class StyleConfig:
     resume: bool = True  # reuse finished stages, resume interrupted ones
     progress: bool = True
     rotations: str = "axes"  # Y's joint rotation encoding (features.pfnn; "logmap": checkpoints from before issue 27)
+    # continuity (train.style_smooth; all 0: off, as the checkpoints from before issue 40)
+    turn_weight: float = 0.0  # cost of a joint's local turn between frames i-1 and i over turn_margin x the data's p99.9
+    turn_margin: float = 0.9  # the turn cost starts at this fraction of each joint's p99.9 turn in the training data
+    vel_weight: float = 0.0  # MSE of the rotation outputs' change i-1 -> i against the data's change
+    turn_mix: float = 0.0  # > 0: the continuity costs also on mixed codes, blend weight in [-turn_mix, 1 + turn_mix]
+    turn_mix_noise: float = 0.5  # noise on the mixed codes, times the batch codes' sd
+    turn_rows: int = 64  # rows of each batch the continuity costs are computed on (the first ones: batches are shuffled)
+    init_learnet: str = ""  # start the learnet from this learnet-pfnn checkpoint (same architecture)
+    base_from: str = ""  # take the base from this pfnn checkpoint instead of training it (same data and holdouts)
 
     def __post_init__(self) -> None:
         if isinstance(self.holdouts, str):
             object.__setattr__(self, "holdouts", tuple(s for s in self.holdouts.split(",") if s))
         if self.rotations not in ROTATION_ENCODINGS:
             raise ValueError(f"StyleConfig.rotations: expected one of {ROTATION_ENCODINGS}, got {self.rotations!r}")
-        for name in ("hidden_dim", "style_rank", "z_dim", "encoder_channels", "epochs", "batch_size", "threads"):
+        for name in ("hidden_dim", "style_rank", "z_dim", "encoder_channels", "epochs", "batch_size", "threads", "turn_rows"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"StyleConfig.{name}: expected an int >= 1, got {getattr(self, name)!r}")
         if not 0 < self.window_min_s <= self.window_max_s:
@@ -86,6 +98,11 @@ class StyleConfig:
             raise ValueError("holdouts: name at least one style to hold out")
         if self.z_noise < 0 or self.z_l2 < 0 or self.balance < 0 or not 0 <= self.code_dropout < 1:
             raise ValueError("z_noise, z_l2 and balance must be >= 0, code_dropout in [0, 1)")
+        for name in ("turn_weight", "vel_weight", "turn_mix", "turn_mix_noise"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"StyleConfig.{name}: expected a number >= 0, got {getattr(self, name)!r}")
+        if not self.turn_margin > 0:
+            raise ValueError(f"StyleConfig.turn_margin: expected a number > 0, got {self.turn_margin!r}")
 
 
 @dataclass(eq=False)
@@ -150,13 +167,19 @@ def prepare(cfg: StyleConfig, clips: list[Clip]) -> StylePrepared:
         tuple(cfg.holdouts), held_by, repeats)
 
 
-def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None):
+def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None, smooth: Smoothness | None = None):
     """z-scored output MSE + L1 on the PFNN weight sets; with a sampler, the learnet's z comes from an
     exemplar (training: another clip of the row's style, plus the L2 cost and noise on z; evaluation:
-    the style's fixed exemplar)."""
+    the style's fixed exemplar); with ``smooth`` (training only), the continuity costs of `style_smooth`
+    on the row's code and on mixed codes, every random draw seeded by the batch's rows (exact resume)."""
 
     def loss_fn(m: nn.Module, b: dict[str, Tensor]) -> Tensor:
         z, extra = None, 0.0
+        if smooth is not None and m.training:
+            seed = batch_seed(b["row"], cfg.seed)
+            torch.manual_seed(seed)  # dropout, z noise, code dropout
+            if sampler is not None:
+                sampler.gen.manual_seed(seed + 1)  # exemplar windows
         if sampler is not None:
             assert isinstance(m, LearnetPFNN)
             if m.training:
@@ -175,9 +198,53 @@ def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None):
             loss = nn.functional.mse_loss(m(b["x"], b["phase"], z), b["y"]) + extra
         if cfg.l1 and m.training:
             loss = loss + cfg.l1 * torch.stack([layer.weight.abs().mean() for layer in _pfnn_of(m).net.layer_list()]).mean()
+        if smooth is not None and m.training:
+            loss = loss + smooth.cost(m, b, z)
         return loss
 
     return loss_fn
+
+
+class Smoothness:
+    """The continuity costs (`style_smooth`) of a training batch: rows i with a row i-1 in the same clip,
+    predicted at i-1 and i with the row's code (and with a mixed code when ``turn_mix`` > 0)."""
+
+    def __init__(self, cfg: StyleConfig, prep: StylePrepared, limits_deg: np.ndarray):
+        self.cfg, self.prep = cfg, prep
+        self.meter = TurnMeter(prep.layout, prep.y_norm, prep.clips[0].motion.skeleton.parents)
+        lim = np.radians(np.asarray(limits_deg, np.float64)) * cfg.turn_margin  # (J,)
+        self.limit = torch.as_tensor(lim[self.meter.child.numpy()], dtype=torch.float32)  # (J',)
+        self.starts = torch.as_tensor(np.asarray(prep.starts, np.int64))
+        self.gen = torch.Generator()
+
+    def cost(self, m: nn.Module, b: dict[str, Tensor], z: Tensor | None) -> Tensor:
+        cfg = self.cfg
+        keep, _ = previous_rows(b["row"], self.starts, b["clip"])
+        keep[cfg.turn_rows:] = False  # a shuffled batch: its first rows are a random subset
+        prev = b["row"][keep] - 1
+        codes = [None if z is None else z[keep]]
+        if cfg.turn_mix > 0 and z is not None:
+            self.gen.manual_seed(batch_seed(b["row"], cfg.seed) + 2)
+            codes.append(mixed_codes(z[keep], cfg.turn_mix, cfg.turn_mix_noise, self.gen))
+        was = m.training
+        m.eval()  # the same network at i-1 and i (no dropout masks apart): the one that runs at request time
+        try:
+            return self._costs(m, b, keep, prev, codes)
+        finally:
+            m.train(was)
+
+    def _costs(self, m: nn.Module, b: dict[str, Tensor], keep: Tensor, prev: Tensor, codes: list) -> Tensor:
+        cfg, prep, cols = self.cfg, self.prep, self.meter.cols
+        x0, ph0, x1, ph1 = prep.x[prev], prep.phase[prev], b["x"][keep], b["phase"][keep]
+        total = b["x"].new_zeros(())
+        for k, zk in enumerate(codes):
+            p0, p1 = m(x0, ph0, zk), m(x1, ph1, zk)  # (B', D_out) at i-1 and i, the same code
+            if cfg.turn_weight:
+                total = total + cfg.turn_weight * self.meter.excess(p0, p1, self.limit)
+            if cfg.vel_weight and k == 0:  # the data's change is the target only for the row's own code
+                dy = b["y"][keep][:, cols] - prep.y[prev][:, cols]
+                total = total + cfg.vel_weight * nn.functional.mse_loss(p1[:, cols] - p0[:, cols], dy)
+        return total
 
 
 def split_record(cfg: StyleConfig, prep: StylePrepared) -> dict:
@@ -218,6 +285,20 @@ def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, 
     return extra
 
 
+def given_base(cfg: StyleConfig, prep: StylePrepared) -> tuple[nn.Module, dict]:
+    """The base from ``cfg.base_from`` (a pfnn checkpoint of the same experiment: the same held-out styles and
+    normalisers), not trained again."""
+    from ..models.registry import load_model
+
+    base, bmeta = load_model(resolve(cfg.base_from))
+    if bmeta.get("held_out_styles") != list(cfg.holdouts):
+        raise MotioncoreError(f"base_from {cfg.base_from}: held out {bmeta.get('held_out_styles')}, not {list(cfg.holdouts)}")
+    if not np.allclose(bmeta["x_norm"]["mean"], prep.x_norm.to_dict()["mean"], rtol=1e-4, atol=1e-4):
+        raise MotioncoreError(f"base_from {cfg.base_from}: its normaliser differs from these rows (other data?)")
+    print(f"[base] taken from {cfg.base_from} (trained in {bmeta.get('train_wall_s', 0):.0f} s)", flush=True)
+    return base.float().eval(), {"wall_s": float(bmeta.get("train_wall_s", 0.0)), "loaded": True, "history": []}
+
+
 def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
     """Train base and learnet; write out/base, out/learnet, out/split.json; returns a summary."""
     torch.set_num_threads(cfg.threads)
@@ -241,15 +322,31 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
             "skeleton": prep.clips[0].motion.skeleton.to_dict(), "experiment": asdict(cfg), "stage_key": key}
     torch.manual_seed(cfg.seed)
     bc = replace(cfg, epochs=cfg.base_epochs or cfg.epochs)
-    base, info_b = train_stage("base", PFNN(bcfg), make_loss(cfg), prep, bc, "pfnn", asdict(bcfg), meta)  # type: ignore[arg-type]
+    if cfg.base_from:
+        base, info_b = given_base(cfg, prep)
+    else:
+        base, info_b = train_stage("base", PFNN(bcfg), make_loss(cfg), prep, bc, "pfnn", asdict(bcfg), meta)  # type: ignore[arg-type]
     lkey = {**key, "epochs": cfg.epochs, "learnet": [cfg.style_rank, cfg.z_dim, cfg.encoder_channels, cfg.window_min_s,
                                                      cfg.window_max_s, cfg.z_noise, cfg.z_l2, cfg.init_base, cfg.code_dropout]}
+    smooth = None
+    if cfg.turn_weight or cfg.vel_weight:
+        lkey["continuity"] = [cfg.turn_weight, cfg.turn_margin, cfg.vel_weight, cfg.turn_mix, cfg.turn_mix_noise, cfg.turn_rows,
+                              cfg.init_learnet, cfg.base_from]
+        limits = rotation_step_limits([prep.clips[c].motion for c in sorted({c for p in prep.bank.values() for c in p})])
+        smooth = Smoothness(cfg, prep, limits)
+        meta["turn_limits_deg"] = [round(float(v), 3) for v in limits]
     torch.manual_seed(cfg.seed)
     learnet = LearnetPFNN(lcfg, ecfg)
-    if cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
+    if cfg.init_learnet:  # every weight from a trained learnet of the same architecture
+        from .learnet import load_learnet
+
+        start, _ = load_learnet(resolve(cfg.init_learnet))
+        learnet.load_state_dict({k: v.float() for k, v in start.state_dict().items()})
+        meta["init_learnet"] = cfg.init_learnet
+    elif cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
         missing, unexpected = learnet.pfnn.load_state_dict(base.state_dict(), strict=False)
         assert not unexpected and all(".adapters" in k or "adapter" in k for k in missing), (missing, unexpected)
-    trained, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg)),  # type: ignore[arg-type]
+    trained, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg), smooth),  # type: ignore[arg-type]
                                   prep, cfg, "learnet-pfnn", {"pfnn": asdict(lcfg), "encoder": asdict(ecfg)},  # type: ignore[arg-type]
                                   {**meta, "stage_key": lkey})
     add_fit_metadata(out / "learnet", trained, prep, cfg.window_max_s)  # type: ignore[arg-type]
