@@ -271,9 +271,24 @@ def fit_metadata(model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
     codes = torch.cat([encode_spans(model.eval(), prep.x, spans[i:i + 64]) for i in range(0, len(spans), 64)])
     prior = CodePrior.from_codes(codes.double().numpy())
     floor = float(np.median([foot_floor(prep.clips[c].motion) for c in clips]))
+    errs = np.array([clip_error_cm(model, prep, c, codes[i]) for i, c in enumerate(clips)])
     return {"stance_floor_cm": round(floor, 3),
+            "exemplar_error_cm": {"p50": round(float(np.median(errs)), 3), "p99": round(float(np.percentile(errs, 99)), 3),
+                                  "max": round(float(errs.max()), 3), "clips": len(errs),
+                                  "what": "next-frame joint error (cm, body joints) on each training clip's last quarter "
+                                          "with its encoder code: what a usable exemplar's held-out error looks like"},
             "code_prior": {**prior.to_dict(), "from": f"the encoder's codes of {len(clips)} training clips of "
                            f"{len(prep.bank)} training styles (central {max_s:g} s); held out: {', '.join(prep.holdouts)}"}}
+
+
+@torch.no_grad()
+def clip_error_cm(model: LearnetPFNN, prep: StylePrepared, c: int, z: Tensor) -> float:
+    """Mean body-joint next-frame error (cm) of clip ``c``'s last quarter of rows with code z (Z,)."""
+    from ..eval.style_heldout import prediction_errors
+
+    n, s = int(prep.counts[c]), int(prep.starts[c])
+    rows = np.arange(s + n - max(1, n // 4), s + n)
+    return prediction_errors(model.pfnn, prep, rows, z.reshape(1, -1))["joint_cm"]
 
 
 def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
