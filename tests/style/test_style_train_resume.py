@@ -18,7 +18,7 @@ pytestmark = [needs_data, pytest.mark.data]
 
 TINY = StyleConfig(holdouts=("proud",), hidden_dim=8, style_rank=2, z_dim=3, encoder_channels=4, epochs=2, base_epochs=1,
                    batch_size=256, window_min_s=0.5, window_max_s=1.0, z_noise=0.3, code_dropout=0.3, turn_weight=5.0,
-                   vel_weight=0.5, turn_mix=0.5, turn_rows=32, threads=1, progress=False)
+                   vel_weight=0.5, turn_mix=0.5, turn_rows=32, input_noise=0.1, threads=1, progress=False)
 
 
 @pytest.fixture(scope="module")

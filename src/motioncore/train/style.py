@@ -81,6 +81,8 @@ class StyleConfig:
     turn_mix: float = 0.0  # > 0: the continuity costs also on mixed codes, blend weight in [-turn_mix, 1 + turn_mix]
     turn_mix_noise: float = 0.5  # noise on the mixed codes, times the batch codes' sd
     turn_rows: int = 64  # rows of each batch the continuity costs are computed on (the first ones: batches are shuffled)
+    input_noise: float = 0.0  # sd (z-scored units) of noise on the previous-pose inputs of training rows: the rollout
+    # feeds the network its own poses, so it learns to walk back to the data from near it (0: off)
     init_learnet: str = ""  # start the learnet from this learnet-pfnn checkpoint (same architecture)
     base_from: str = ""  # take the base from this pfnn checkpoint instead of training it (same data and holdouts)
 
@@ -98,7 +100,7 @@ class StyleConfig:
             raise ValueError("holdouts: name at least one style to hold out")
         if self.z_noise < 0 or self.z_l2 < 0 or self.balance < 0 or not 0 <= self.code_dropout < 1:
             raise ValueError("z_noise, z_l2 and balance must be >= 0, code_dropout in [0, 1)")
-        for name in ("turn_weight", "vel_weight", "turn_mix", "turn_mix_noise"):
+        for name in ("turn_weight", "vel_weight", "turn_mix", "turn_mix_noise", "input_noise"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"StyleConfig.{name}: expected a number >= 0, got {getattr(self, name)!r}")
         if not self.turn_margin > 0:
@@ -180,6 +182,9 @@ def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None, smooth: 
             torch.manual_seed(seed)  # dropout, z noise, code dropout
             if sampler is not None:
                 sampler.gen.manual_seed(seed + 1)  # exemplar windows
+        if smooth is not None and m.training and cfg.input_noise > 0:
+            b = {**b, "noise": smooth.pose_noise(len(b["x"]))}
+            b["x"] = b["x"] + b["noise"]
         if sampler is not None:
             assert isinstance(m, LearnetPFNN)
             if m.training:
@@ -216,6 +221,15 @@ class Smoothness:
         self.limit = torch.as_tensor(lim[self.meter.child.numpy()], dtype=torch.float32)  # (J',)
         self.starts = torch.as_tensor(np.asarray(prep.starts, np.int64))
         self.gen = torch.Generator()
+        lay = prep.layout
+        self.pose_cols = torch.as_tensor(np.r_[lay.input_block("joint_pos").start:lay.input_block("joint_pos").stop,
+                                               lay.input_block("joint_vel").start:lay.input_block("joint_vel").stop])
+
+    def pose_noise(self, n: int) -> Tensor:
+        """(n, D_in) Gaussian noise of sd ``input_noise`` on the previous-pose columns, zero elsewhere."""
+        noise = torch.zeros(n, self.prep.x.shape[1])
+        noise[:, self.pose_cols] = self.cfg.input_noise * torch.randn(n, len(self.pose_cols))
+        return noise
 
     def cost(self, m: nn.Module, b: dict[str, Tensor], z: Tensor | None) -> Tensor:
         cfg = self.cfg
@@ -236,6 +250,8 @@ class Smoothness:
     def _costs(self, m: nn.Module, b: dict[str, Tensor], keep: Tensor, prev: Tensor, codes: list) -> Tensor:
         cfg, prep, cols = self.cfg, self.prep, self.meter.cols
         x0, ph0, x1, ph1 = prep.x[prev], prep.phase[prev], b["x"][keep], b["phase"][keep]
+        if "noise" in b:  # the same shift at i-1 as at i (x1 has it already): smooth near the data, not only on it
+            x0 = x0 + b["noise"][keep]
         total = b["x"].new_zeros(())
         for k, zk in enumerate(codes):
             p0, p1 = m(x0, ph0, zk), m(x1, ph1, zk)  # (B', D_out) at i-1 and i, the same code
@@ -344,8 +360,9 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
     lkey = {**key, "epochs": cfg.epochs, "learnet": [cfg.style_rank, cfg.z_dim, cfg.encoder_channels, cfg.window_min_s,
                                                      cfg.window_max_s, cfg.z_noise, cfg.z_l2, cfg.init_base, cfg.code_dropout]}
     smooth = None
-    if cfg.turn_weight or cfg.vel_weight:
+    if cfg.turn_weight or cfg.vel_weight or cfg.input_noise:
         lkey["continuity"] = [cfg.turn_weight, cfg.turn_margin, cfg.vel_weight, cfg.turn_mix, cfg.turn_mix_noise, cfg.turn_rows,
+                              cfg.input_noise,
                               cfg.init_learnet, cfg.base_from]
         limits = rotation_step_limits([prep.clips[c].motion for c in sorted({c for p in prep.bank.values() for c in p})])
         smooth = Smoothness(cfg, prep, limits)
