@@ -76,7 +76,8 @@ def test_a_warm_start_begins_at_the_given_learnet(uninterrupted, clips, tmp_path
     from motioncore.train.learnet import load_learnet
 
     cfg = replace(TINY, out=str(tmp_path / "style_c"), init_learnet=f"{uninterrupted.out}/learnet",
-                  base_from=f"{uninterrupted.out}/base", lr=1e-12, epochs=1)
+                  base_from=f"{uninterrupted.out}/base", lr=1e-12, epochs=1, roll_weight=1.0, roll_clips=3, roll_mix=1,
+                  roll_paths=2, roll_frames=20)
     train(cfg, clips)
     start, _ = load_learnet(f"{uninterrupted.out}/learnet")
     got, meta = load_learnet(f"{cfg.out}/learnet")

@@ -81,6 +81,11 @@ class StyleConfig:
     turn_mix: float = 0.0  # > 0: the continuity costs also on mixed codes, blend weight in [-turn_mix, 1 + turn_mix]
     turn_mix_noise: float = 0.5  # noise on the mixed codes, times the batch codes' sd
     turn_rows: int = 64  # rows of each batch the continuity costs are computed on (the first ones: batches are shuffled)
+    roll_weight: float = 0.0  # the turn cost on consecutive frames of the starting network's own walks (style_rollouts)
+    roll_clips: int = 24  # training clips whose codes walk (plus roll_mix blends of them)
+    roll_mix: int = 8
+    roll_paths: int = 4  # random paths per code
+    roll_frames: int = 240  # frames per walk
     input_noise: float = 0.0  # sd (z-scored units) of noise on the previous-pose inputs of training rows: the rollout
     # feeds the network its own poses, so it learns to walk back to the data from near it (0: off)
     init_learnet: str = ""  # start the learnet from this learnet-pfnn checkpoint (same architecture)
@@ -100,7 +105,7 @@ class StyleConfig:
             raise ValueError("holdouts: name at least one style to hold out")
         if self.z_noise < 0 or self.z_l2 < 0 or self.balance < 0 or not 0 <= self.code_dropout < 1:
             raise ValueError("z_noise, z_l2 and balance must be >= 0, code_dropout in [0, 1)")
-        for name in ("turn_weight", "vel_weight", "turn_mix", "turn_mix_noise", "input_noise"):
+        for name in ("turn_weight", "vel_weight", "turn_mix", "turn_mix_noise", "input_noise", "roll_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"StyleConfig.{name}: expected a number >= 0, got {getattr(self, name)!r}")
         if not self.turn_margin > 0:
@@ -221,9 +226,20 @@ class Smoothness:
         self.limit = torch.as_tensor(lim[self.meter.child.numpy()], dtype=torch.float32)  # (J',)
         self.starts = torch.as_tensor(np.asarray(prep.starts, np.int64))
         self.gen = torch.Generator()
+        self.states: dict[str, Tensor] | None = None  # walks of the starting network (roll_weight > 0)
         lay = prep.layout
         self.pose_cols = torch.as_tensor(np.r_[lay.input_block("joint_pos").start:lay.input_block("joint_pos").stop,
                                                lay.input_block("joint_vel").start:lay.input_block("joint_vel").stop])
+
+    def rollout_cost(self, m: nn.Module, gen: torch.Generator) -> Tensor:
+        """The turn cost on ``turn_rows`` random consecutive frame pairs of the stored walks (`style_rollouts`)."""
+        st = self.states
+        R, T = st["phase"].shape
+        r = torch.randint(0, R, (self.cfg.turn_rows,), generator=gen)
+        t = torch.randint(1, T, (self.cfg.turn_rows,), generator=gen)
+        z = st["z"][st["code"][r]]
+        p0, p1 = m(st["x"][r, t - 1], st["phase"][r, t - 1], z), m(st["x"][r, t], st["phase"][r, t], z)
+        return self.meter.excess(p0, p1, self.limit)
 
     def pose_noise(self, n: int) -> Tensor:
         """(n, D_in) Gaussian noise of sd ``input_noise`` on the previous-pose columns, zero elsewhere."""
@@ -237,8 +253,8 @@ class Smoothness:
         keep[cfg.turn_rows:] = False  # a shuffled batch: its first rows are a random subset
         prev = b["row"][keep] - 1
         codes = [None if z is None else z[keep]]
+        self.gen.manual_seed(batch_seed(b["row"], cfg.seed) + 2)
         if cfg.turn_mix > 0 and z is not None:
-            self.gen.manual_seed(batch_seed(b["row"], cfg.seed) + 2)
             codes.append(mixed_codes(z[keep], cfg.turn_mix, cfg.turn_mix_noise, self.gen))
         was = m.training
         m.eval()  # the same network at i-1 and i (no dropout masks apart): the one that runs at request time
@@ -253,6 +269,8 @@ class Smoothness:
         if "noise" in b:  # the same shift at i-1 as at i (x1 has it already): smooth near the data, not only on it
             x0 = x0 + b["noise"][keep]
         total = b["x"].new_zeros(())
+        if self.states is not None and cfg.roll_weight:
+            total = total + cfg.roll_weight * self.rollout_cost(m, self.gen)
         for k, zk in enumerate(codes):
             p0, p1 = m(x0, ph0, zk), m(x1, ph1, zk)  # (B', D_out) at i-1 and i, the same code
             if cfg.turn_weight:
@@ -316,6 +334,23 @@ def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, 
     return extra
 
 
+def walk_states(cfg: StyleConfig, prep: StylePrepared, model: LearnetPFNN, meta: dict) -> dict[str, Tensor]:
+    """`style_rollouts.rollout_states` of ``model`` in ``roll_clips`` training clips' codes and ``roll_mix``
+    blends, on ``roll_paths`` random paths (seeded; never the evaluation's paths). Held-out styles are never read."""
+    from ..tasks.style import StyleAdapter
+    from .style_rollouts import random_paths, rollout_states, training_codes
+
+    t0 = time.perf_counter()
+    pool = sorted({c for p in prep.bank.values() for c in p})
+    pick = np.random.default_rng(cfg.seed + 5).choice(pool, min(cfg.roll_clips, len(pool)), replace=False)
+    ad = StyleAdapter(model.eval(), meta)
+    codes = training_codes(ad, [prep.clips[c].motion for c in pick], cfg.roll_mix, cfg.seed + 6)
+    states = rollout_states(ad, codes, random_paths(cfg.roll_paths, cfg.seed + 7), cfg.roll_frames)
+    print(f"[walks] {states['x'].shape[0]} walks of {cfg.roll_frames} frames in {len(codes)} codes "
+          f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    return states
+
+
 def given_base(cfg: StyleConfig, prep: StylePrepared) -> tuple[nn.Module, dict]:
     """The base from ``cfg.base_from`` (a pfnn checkpoint of the same experiment: the same held-out styles and
     normalisers), not trained again."""
@@ -360,7 +395,7 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
     lkey = {**key, "epochs": cfg.epochs, "learnet": [cfg.style_rank, cfg.z_dim, cfg.encoder_channels, cfg.window_min_s,
                                                      cfg.window_max_s, cfg.z_noise, cfg.z_l2, cfg.init_base, cfg.code_dropout]}
     smooth = None
-    if cfg.turn_weight or cfg.vel_weight or cfg.input_noise:
+    if cfg.turn_weight or cfg.vel_weight or cfg.input_noise or cfg.roll_weight:
         lkey["continuity"] = [cfg.turn_weight, cfg.turn_margin, cfg.vel_weight, cfg.turn_mix, cfg.turn_mix_noise, cfg.turn_rows,
                               cfg.input_noise,
                               cfg.init_learnet, cfg.base_from]
@@ -372,9 +407,12 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
     if cfg.init_learnet:  # every weight from a trained learnet of the same architecture
         from .learnet import load_learnet
 
-        start, _ = load_learnet(resolve(cfg.init_learnet))
+        start, smeta = load_learnet(resolve(cfg.init_learnet))
         learnet.load_state_dict({k: v.float() for k, v in start.state_dict().items()})
         meta["init_learnet"] = cfg.init_learnet
+        if smooth is not None and cfg.roll_weight:
+            smooth.states = walk_states(cfg, prep, start, smeta)
+            lkey["continuity"].append([cfg.roll_weight, cfg.roll_clips, cfg.roll_mix, cfg.roll_paths, cfg.roll_frames])
     elif cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
         missing, unexpected = learnet.pfnn.load_state_dict(base.state_dict(), strict=False)
         assert not unexpected and all(".adapters" in k or "adapter" in k for k in missing), (missing, unexpected)
