@@ -122,3 +122,31 @@ def test_batch_seed_depends_on_the_rows_only():
 def test_bad_continuity_settings_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         StyleConfig(**{field: value})
+
+
+def test_dropped_adapters_add_nothing_and_never_move():
+    from motioncore.models.learnet import StyleEncoderConfig
+    from motioncore.models.learnet_pfnn import LearnetPFNN
+    from motioncore.models.pfnn import PFNNConfig
+    from motioncore.train.style import drop_adapters
+
+    torch.manual_seed(0)
+    m = LearnetPFNN(PFNNConfig(12, 9, hidden_dim=16, dropout=0.0, style_rank=3, style_dim=4), StyleEncoderConfig(12, 4, 8))
+    for ad in m.pfnn.net.adapter_list():  # trained adapters: f no longer zero
+        torch.nn.init.normal_(ad.f[-1].weight)
+    x, ph, z = torch.randn(32, 12), torch.rand(32), torch.randn(32, 4)
+    last = m.pfnn.net.adapter_list()[2]
+    assert float(last(torch.randn(32, 16), z).detach().abs().max()) > 0
+    drop_adapters(m, {0, 1})
+    assert float(last(torch.randn(32, 16), z).detach().abs().max()) == 0.0
+    frozen = {k: v.clone() for k, v in last.state_dict().items()}
+    before0 = m.pfnn.net.adapter_list()[0].m1.clone()
+    opt = torch.optim.AdamW([p for p in m.parameters()], lr=1e-2)
+    for _ in range(3):
+        opt.zero_grad()
+        m(x, ph, z).pow(2).mean().backward()
+        opt.step()
+    assert all(torch.equal(frozen[k], v) for k, v in last.state_dict().items())
+    assert not torch.equal(before0, m.pfnn.net.adapter_list()[0].m1)  # the kept adapters still learn
+    with pytest.raises(Exception, match="adapter_layers"):
+        drop_adapters(m, {5})

@@ -81,6 +81,8 @@ class StyleConfig:
     turn_mix: float = 0.0  # > 0: the continuity costs also on mixed codes, blend weight in [-turn_mix, 1 + turn_mix]
     turn_mix_noise: float = 0.5  # noise on the mixed codes, times the batch codes' sd
     turn_rows: int = 64  # rows of each batch the continuity costs are computed on (the first ones: batches are shuffled)
+    adapter_layers: str = ""  # comma-separated PFNN layers that keep a style adapter ("": every layer); the others are
+    # zeroed and frozen (f's last layer at zero: the adapter adds exactly nothing)
     roll_weight: float = 0.0  # the turn cost on consecutive frames of the starting network's own walks (style_rollouts)
     roll_clips: int = 24  # training clips whose codes walk (plus roll_mix blends of them)
     roll_mix: int = 8
@@ -108,6 +110,8 @@ class StyleConfig:
         for name in ("turn_weight", "vel_weight", "turn_mix", "turn_mix_noise", "input_noise", "roll_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"StyleConfig.{name}: expected a number >= 0, got {getattr(self, name)!r}")
+        if self.adapter_layers and not all(p.strip().isdigit() for p in self.adapter_layers.split(",")):
+            raise ValueError(f"StyleConfig.adapter_layers: expected layer numbers like '0,1', got {self.adapter_layers!r}")
         if not self.turn_margin > 0:
             raise ValueError(f"StyleConfig.turn_margin: expected a number > 0, got {self.turn_margin!r}")
 
@@ -334,6 +338,22 @@ def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, 
     return extra
 
 
+def drop_adapters(model: LearnetPFNN, keep: set[int]) -> None:
+    """Zero and freeze the style adapter of every PFNN layer not in ``keep``: its f's last layer is zero, so
+    ``M1 diag(f(z)) M2 x`` is exactly 0 for every z, and no optimiser step moves it."""
+    adapters = model.pfnn.net.adapter_list()
+    if not keep <= set(range(len(adapters))):
+        raise MotioncoreError(f"adapter_layers {sorted(keep)}: the PFNN has layers 0..{len(adapters) - 1}")
+    for k, ad in enumerate(adapters):
+        if k not in keep:
+            last = ad.f[-1]
+            with torch.no_grad():
+                last.weight.zero_()
+                last.bias.zero_()
+            for p in ad.parameters():
+                p.requires_grad_(False)
+
+
 def walk_states(cfg: StyleConfig, prep: StylePrepared, model: LearnetPFNN, meta: dict) -> dict[str, Tensor]:
     """`style_rollouts.rollout_states` of ``model`` in ``roll_clips`` training clips' codes and ``roll_mix``
     blends, on ``roll_paths`` random paths (seeded; never the evaluation's paths). Held-out styles are never read."""
@@ -410,12 +430,16 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
         start, smeta = load_learnet(resolve(cfg.init_learnet))
         learnet.load_state_dict({k: v.float() for k, v in start.state_dict().items()})
         meta["init_learnet"] = cfg.init_learnet
-        if smooth is not None and cfg.roll_weight:
-            smooth.states = walk_states(cfg, prep, start, smeta)
-            lkey["continuity"].append([cfg.roll_weight, cfg.roll_clips, cfg.roll_mix, cfg.roll_paths, cfg.roll_frames])
     elif cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
         missing, unexpected = learnet.pfnn.load_state_dict(base.state_dict(), strict=False)
         assert not unexpected and all(".adapters" in k or "adapter" in k for k in missing), (missing, unexpected)
+    if cfg.adapter_layers:
+        keep = {int(p) for p in cfg.adapter_layers.split(",")}
+        lkey["adapter_layers"] = sorted(keep)
+        drop_adapters(learnet, keep)
+    if cfg.init_learnet and smooth is not None and cfg.roll_weight:  # the walks of the network training starts from
+        smooth.states = walk_states(cfg, prep, learnet, smeta)
+        lkey["continuity"].append([cfg.roll_weight, cfg.roll_clips, cfg.roll_mix, cfg.roll_paths, cfg.roll_frames])
     trained, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg), smooth),  # type: ignore[arg-type]
                                   prep, cfg, "learnet-pfnn", {"pfnn": asdict(lcfg), "encoder": asdict(ecfg)},  # type: ignore[arg-type]
                                   {**meta, "stage_key": lkey})
