@@ -2,8 +2,9 @@
 (dance) and 07 (walks), imported with Blender's own BVH importer at its defaults (Euler bones, the scene at the
 clip's rate), keys deleted inside up to 12 gaps of 5, 15 and 30 frames (at 30 fps; scaled to the clip's rate),
 then the add-on's In-fill over the whole action at its defaults, with and without Learn This Action first.
-Against the deleted truth and Blender's Bezier of the same keys: cm, degrees (ratios to Bezier) and jerk (the
-gaps and 3 frames either side, over the truth's).
+Against the deleted truth and Blender's Bezier of the same keys: cm, degrees (ratios to Bezier), jerk (the
+gaps and 3 frames either side, over the truth's) and foot skate (``core.feet``: cm/s over the gaps and the key
+either side, on each foot and toe joint's ground from the whole capture, over the capture's skate there).
 
     PYTHONPATH=src:server python bench/blender_clips.py [--adapt 20] [--blender 5.0.1] [--out DIR] [--quick]
 
@@ -46,6 +47,39 @@ def jerk(x: np.ndarray, frames: np.ndarray) -> float:
                      for p in np.split(pos, cut) if len(p) > 3))
 
 
+def skate_sums(x: np.ndarray, frames: np.ndarray, gaps: list[list[int]], obj: np.ndarray, feet: list[int],
+               ground: np.ndarray, fps: float, unit_cm: float) -> tuple[float, float]:
+    """(sum w v, sum w) of ``core.feet`` over each gap and the key either side, from pose matrices (F, B, 4, 4) on
+    ``frames`` (Blender frames, runs of consecutive ones), in world axes (Z up); ``ground`` (len(feet),) in the
+    same units."""
+    from motioncore.core import feet as foots
+
+    world = x[..., :3, 3] @ obj[:3, :3].T + obj[:3, 3]
+    span = np.zeros(len(frames), bool)
+    for a, b in gaps:
+        span |= (frames >= a - 1) & (frames <= b + 1)
+    pairs = np.flatnonzero(span[:-1] & span[1:] & (np.diff(frames) == 1))
+    v, w = foots.skate_pairs(world, fps, feet, ground, unit=unit_cm, up=2)
+    m = np.zeros(len(frames) - 1, bool)
+    m[pairs] = True
+    return float((w * v)[m].sum()), float(w[m].sum())
+
+
+def capture_ground(path: str, bones: list[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(the feet's bone indices, their ground, the BVH's heights of them (T, F)) from the BVH itself: the
+    importer's world height is the BVH's Y (scale 1, its frame 1 the BVH's first), so the ground is taken over the
+    whole capture, as ``core.feet`` defines it (`main` checks the heights against Blender's)."""
+    from motioncore.core import feet as foots
+    from motioncore.io.bvh import read_bvh
+    from motioncore.retarget.contacts import feet_of
+
+    mo = read_bvh(path)
+    _, gp = mo.global_transforms()
+    legs = feet_of(mo.skeleton, gp[::20])
+    joints = [j for leg in legs for j in leg]
+    return [bones.index(mo.skeleton.names[j]) for j in joints], foots.ground(gp, joints), gp[:, joints, 1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--adapt", type=float, default=20.0, help="Learn This Action seconds (0: skip that pass)")
@@ -54,6 +88,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="two clips per subject")
     ap.add_argument("--subject", action="append", choices=sorted(CLIPS), help="only this subject (repeatable)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--table-from", metavar="DIR", help="re-read DIR/spec.json and DIR/out.npz of an earlier run "
+                    "(same --subject, --lengths, --adapt): the figures again, no Blender")
     a = ap.parse_args()
     from motioncore.io.bvh import read_bvh
 
@@ -77,9 +113,14 @@ def main() -> None:
                     spec.append({"name": f"{n}-{L}-{mode}", "path": str(path), "rotate_mode": None, "fps": mo.fps,
                                  "gaps": gaps, "full_range": True, "jerk": True, "adapt": secs or None,
                                  "unit_cm": 2.54 / 0.45, "subject": subj, "length": L, "mode": mode})
-    work = Path(a.out or tempfile.mkdtemp(prefix="blender-clips-"))
-    work.mkdir(parents=True, exist_ok=True)
-    d, res = bi.run_driver({"clips": spec}, a.blender, work)
+    if a.table_from:
+        work = Path(a.table_from)
+        spec = json.loads((work / "spec.json").read_text())["clips"]
+        d, res = dict(np.load(work / "out.npz")), json.loads((work / "out.npz.json").read_text())
+    else:
+        work = Path(a.out or tempfile.mkdtemp(prefix="blender-clips-"))
+        work.mkdir(parents=True, exist_ok=True)
+        d, res = bi.run_driver({"clips": spec}, a.blender, work)
     rows = []
     for c in spec:
         info = {**res[c["name"]], "unit_cm": c["unit_cm"]}
@@ -89,11 +130,20 @@ def main() -> None:
         add, bez = bi.errors(d, info, c["name"], "addon"), bi.errors(d, info, c["name"], "bezier")
         jf = d[f"{c['name']}/jframes"]
         jt = jerk(d[f"{c['name']}/j_truth"], jf)
+        feet, ground, heights = capture_ground(c["path"], info["bones"])
+        obj = d[f"{c['name']}/object"]
+        z = (d[f"{c['name']}/j_truth"][:, feet][..., :3, 3] @ obj[:3, :3].T + obj[:3, 3])[..., 2]
+        ground_check = float(np.abs(z - heights[jf - 1]).max() * c["unit_cm"])   # Blender's heights against the BVH's
+        sk8 = {k: skate_sums(d[f"{c['name']}/j_{k}"], jf, c["gaps"], obj, feet, ground, c["fps"], c["unit_cm"])
+               for k in ("truth", "addon", "bezier")}
         rows.append({**c, "addon_cm": add[0], "addon_deg": add[1], "bezier_cm": bez[0], "bezier_deg": bez[1],
                      "jerk_addon": jerk(d[f"{c['name']}/j_addon"], jf) / jt,
                      "jerk_bezier": jerk(d[f"{c['name']}/j_bezier"], jf) / jt, "reports": info["reports"][:1],
-                     "adapt_report": info.get("adapt_report"), "gaps_n": len(c["gaps"])})
-    (work / "results.json").write_text(json.dumps(rows, indent=1))
+                     "adapt_report": info.get("adapt_report"), "gaps_n": len(c["gaps"]), "ground_check_cm": ground_check,
+                     **{f"skate_{k}": v[0] / v[1] if v[1] > 0 else None for k, v in sk8.items()},
+                     **{f"_skate_{k}": v for k, v in sk8.items()}})
+    (work / "results.json").write_text(json.dumps([{k: v for k, v in r.items() if not k.startswith("_")}
+                                                    for r in rows], indent=1))
     print(f"real Blender {a.blender}, CMU test subjects, In-fill over the whole action (results: {work})")
     for subj in CLIPS:
         for L in a.lengths:
@@ -105,9 +155,16 @@ def main() -> None:
                 w = np.array([r["gaps_n"] for r in rs], float)
                 f = {k: float(np.average([r[k] for r in rs], weights=w)) for k in
                      ("addon_cm", "bezier_cm", "addon_deg", "bezier_deg", "jerk_addon", "jerk_bezier")}
+                sk8 = {k: sum(r[f"_skate_{k}"][0] for r in rs) / max(sum(r[f"_skate_{k}"][1] for r in rs), 1e-12)
+                       for k in ("truth", "addon", "bezier")}   # pooled over the clips' gaps
                 print(f"  subject {subj}, {L:>2} frames, {mode:<7} ({int(w.sum())} gaps in {len(rs)} clips): "
                       f"cm {f['addon_cm'] / f['bezier_cm']:.2f}x Bezier, deg {f['addon_deg'] / f['bezier_deg']:.2f}x, "
-                      f"jerk {f['jerk_addon']:.2f}x truth (Bezier {f['jerk_bezier']:.2f}x)")
+                      f"jerk {f['jerk_addon']:.2f}x truth (Bezier {f['jerk_bezier']:.2f}x), "
+                      f"skate {sk8['addon'] / sk8['truth']:.2f}x truth (Bezier {sk8['bezier'] / sk8['truth']:.2f}x; "
+                      f"cm/s: truth {sk8['truth']:.1f}, In-fill {sk8['addon']:.1f}, Bezier {sk8['bezier']:.1f})")
+    ok = [r["ground_check_cm"] for r in rows if "error" not in r]
+    if ok:
+        print(f"  the capture's feet heights from the BVH against Blender's: at most {max(ok):.3f} cm apart")
     errs = [r for r in rows if "error" in r]
     if errs:
         print(f"  {len(errs)} clip(s) failed, first: {errs[0]['name']}: {errs[0]['error'][-200:]}")

@@ -2,7 +2,7 @@
 against Interp and Blender's Bezier (quaternion channels) of the same keys, measured in the same run.
 
 Each call is what the server does per gap: the Bezier base through the keys, the canonical frame, the network's
-pass, the answer put back (``tasks.body_fill.run_model`` on one LaFAN1 window of 10 context frames, the gap and
+pass, the answer put back (``families.body.fill.run_model`` on one LaFAN1 window of 10 context frames, the gap and
 the target frame, from the Bandai test split). Prints median and p90 over ``--calls`` calls and the ratios.
 
 Usage: .venv/bin/python bench/infill_body_speed.py [--model infill-body] [--gap 30] [--calls 50] [--json F]
@@ -23,8 +23,8 @@ from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run 
 
 from motioncore.eval.keyed import bezier_quat_keys, interp_keys
 from motioncore.eval.run import load_eval_sets
+from motioncore.families.body.fill import BodyLayout, run_model
 from motioncore.models.registry import load_model
-from motioncore.tasks.body_fill import BodyLayout, run_model
 
 
 def _time(fn, calls: int) -> tuple[float, float]:

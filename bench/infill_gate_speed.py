@@ -2,7 +2,7 @@
 
 A 4,000-frame clip (Bandai test clips end to end, on the model's skeleton) keyed at every frame but one 30-frame
 gap, one torch thread. Timed in the same run: the fill without the gate (the baseline: one network pass for the
-gap), the gate alone (``tasks.body_gate.fit_gate``: pseudo-gaps cut from the keys, one network pass, the weights
+gap), the gate alone (``families.body.gate.fit_gate``: pseudo-gaps cut from the keys, one network pass, the weights
 re-assembled), and the whole default fill (gate + gap). Then Learn This Action at its default budget, timed
 from the call to its return (before/after judging included). Prints medians and ratios to the baseline.
 
@@ -23,9 +23,9 @@ import torch
 from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 
 from motioncore.data import load
+from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
+from motioncore.families.body.gate import fit_gate
 from motioncore.models.registry import load_model
-from motioncore.tasks.body_adapt import DEFAULT_SECONDS, adapt_infill
-from motioncore.tasks.body_gate import fit_gate
 from motioncore.tasks.infill import fill_clip
 
 

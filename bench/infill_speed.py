@@ -33,12 +33,12 @@ import numpy as np
 import torch
 from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 
-from motioncore.eval.anyorder_fill import AnyOrderFill
 from motioncore.eval.baselines import BASELINES
 from motioncore.eval.infill import evaluate_infill
 from motioncore.eval.run import load_eval_sets
+from motioncore.families.anyorder.evaluate import AnyOrderFill
+from motioncore.families.anyorder.model_sampling import _tokens, grid_prior, sample_values, static_order
 from motioncore.models.registry import load_model
-from motioncore.models.sampling import _tokens, grid_prior, sample_values, static_order
 
 
 def uncached_fill(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: int, n_trans: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def uncached_fill(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: 
 
 def cached_flat(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: int, n_trans: int) -> torch.Tensor:
     """The same decoding through the cached loop (``sampling._decode``)."""
-    from motioncore.models.sampling import _decode
+    from motioncore.families.anyorder.model_sampling import _decode
 
     model, cfg = fill.model, fill.model.cfg
     C = cfg.grid_channels
@@ -85,7 +85,7 @@ def cached_flat(fill: AnyOrderFill, rot: np.ndarray, pos: np.ndarray, n_past: in
 
 
 def _grid(fill: AnyOrderFill, rot, pos, n_past, n_trans):
-    from motioncore.models.anyorder_elements import group_channels, motion_to_elements
+    from motioncore.families.anyorder.model_elements import group_channels, motion_to_elements
 
     cfg = fill.model.cfg
     T = n_past + n_trans + 1

@@ -44,7 +44,8 @@ import torch
 from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
 from torch import nn
 
-from motioncore.models import MANN, PFNN, MANNConfig, PFNNConfig, PFNNRuntime, runtime_error
+from motioncore.families.mann.model import MANN, MANNConfig
+from motioncore.families.pfnn.model import PFNN, PFNNConfig, PFNNRuntime, runtime_error
 
 BATCH = 256
 

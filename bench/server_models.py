@@ -127,8 +127,8 @@ def _style_rows(c: Client, args, pts: np.ndarray) -> list:
         print("the mocap is missing: no style row")
         return []
     from motioncore.data import load
+    from motioncore.families.style.generate import StyleAdapter
     from motioncore.tasks.paths import Path as RootPath
-    from motioncore.tasks.style import StyleAdapter
 
     ad = StyleAdapter.load("learnet-biped")
     ex = next(x for x in load("bandai2", progress=False) if x.labels.get("style") == "elderly"

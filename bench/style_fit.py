@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from motioncore.data import load
-from motioncore.tasks.style import StyleAdapter
+from motioncore.families.style.generate import StyleAdapter
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,9 +21,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer
+from motioncore.families.anyorder.model import AnyOrderConfig, AnyOrderTransformer
+from motioncore.families.anyorder.model_sampling import (
+    ORDERS,
+    conditioned_order,
+    log_likelihood,
+    make_loss_fn,
+    sample,
+    static_order,
+)
 from motioncore.models.checkpoint import save_model
-from motioncore.models.sampling import ORDERS, conditioned_order, log_likelihood, make_loss_fn, sample, static_order
 from motioncore.train.loop import TrainConfig, fit
 
 LEVELS = 17  # pixel intensities 0..16

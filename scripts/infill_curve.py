@@ -27,10 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     import torch
 
-    from motioncore.eval.anyorder_fill import AnyOrderFill
     from motioncore.eval.baselines import BASELINES
     from motioncore.eval.infill import evaluate_infill
     from motioncore.eval.run import load_eval_sets
+    from motioncore.families.anyorder.evaluate import AnyOrderFill
     from motioncore.models.checkpoint import load_state_into, load_tensors, read_meta
     from motioncore.models.registry import build
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from learnet_style import main  # scripts/learnet_style.py, beside this file
 
 from motioncore.configs import parse_config
-from motioncore.train.learnet_data import LearnetStyleConfig
+from motioncore.families.style.train_data import LearnetStyleConfig
 
 
 def parse(argv: list[str] | None = None) -> LearnetStyleConfig:

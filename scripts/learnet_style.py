@@ -48,11 +48,10 @@ import torch
 from torch import Tensor
 
 from motioncore.data import Clip, get_spec, load
-from motioncore.eval.style_heldout import body_joints, prediction_errors
-from motioncore.models.checkpoint import load_state_into, load_tensors, read_meta, save_model
-from motioncore.models.learnet_pfnn import LearnetPFNN
-from motioncore.models.pfnn import PFNN
-from motioncore.train.learnet import (
+from motioncore.families.pfnn.model import PFNN
+from motioncore.families.style.evaluate import body_joints, prediction_errors
+from motioncore.families.style.model import LearnetPFNN
+from motioncore.families.style.train import (
     ExemplarSampler,
     _write,
     central_span,
@@ -62,7 +61,8 @@ from motioncore.train.learnet import (
     model_configs,
     train_stage,
 )
-from motioncore.train.learnet_data import LearnetStyleConfig, Prepared, eval_rows, prepare
+from motioncore.families.style.train_data import LearnetStyleConfig, Prepared, eval_rows, prepare
+from motioncore.models.checkpoint import load_state_into, load_tensors, read_meta, save_model
 
 CONDITIONS = ("base", "learnet", "learnet_wrong_style", "finetuned")
 

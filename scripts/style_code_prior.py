@@ -1,4 +1,4 @@
-"""Write a trained style model's request-time fitting data into its checkpoint JSON (`train.style.fit_metadata`:
+"""Write a trained style model's request-time fitting data into its checkpoint JSON (`families.style.train_heldout.fit_metadata`:
 ``stance_floor_cm`` and ``code_prior`` from the training styles' clips, never the held-out ones). Training
 (`scripts/style_train.py`) writes them itself; this is for a checkpoint trained before they existed.
 
@@ -12,9 +12,9 @@ import time
 import torch
 
 from motioncore.data import load
-from motioncore.features.pfnn import rotation_encoding
+from motioncore.families.pfnn.features import rotation_encoding
+from motioncore.families.style.train_heldout import StyleConfig, add_fit_metadata, prepare
 from motioncore.models.registry import load_model
-from motioncore.train.style import StyleConfig, add_fit_metadata, prepare
 
 
 def main(argv: list[str] | None = None) -> int:

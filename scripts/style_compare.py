@@ -18,15 +18,15 @@ import numpy as np
 import torch
 
 from motioncore.data import load
-from motioncore.eval.style import SETTLE_S, WALK_SPEED_MPS, Judge, walks
-from motioncore.eval.style_heldout import pick_exemplars, prediction_errors
-from motioncore.features.pfnn import rotation_encoding
+from motioncore.families.pfnn.features import rotation_encoding
+from motioncore.families.style.evaluate import pick_exemplars, prediction_errors
+from motioncore.families.style.evaluate_judge import SETTLE_S, WALK_SPEED_MPS, Judge, walks
+from motioncore.families.style.generate import StyleAdapter
+from motioncore.families.style.train import finetune
+from motioncore.families.style.train_data import LearnetStyleConfig
+from motioncore.families.style.train_heldout import StyleConfig, prepare
 from motioncore.models.registry import load_model
 from motioncore.tasks.locomotion import Controller
-from motioncore.tasks.style import StyleAdapter
-from motioncore.train.learnet import finetune
-from motioncore.train.learnet_data import LearnetStyleConfig
-from motioncore.train.style import StyleConfig, prepare
 
 METHODS = ("base", "encoder", "fitted", "finetuned", "nearest_style")
 

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from motioncore.eval.style_heldout import evaluate_style
+from motioncore.families.style.evaluate import evaluate_style
 from motioncore.io.atomic import atomic_write, atomic_write_text
 from motioncore.models.checkpoint import load_tensors, read_meta, save_tensors
 
@@ -22,11 +22,11 @@ def snapshot(run: Path, state: Path, out: Path) -> dict:
     model = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
     base = read_meta(run / "base")
     exp = base["experiment"]
-    from motioncore.train.style import StyleConfig
+    from motioncore.families.style.train_heldout import StyleConfig
 
     cfg = StyleConfig(**{k: (tuple(v) if k == "holdouts" else v) for k, v in exp.items()})
-    from motioncore.models.learnet import StyleEncoderConfig
-    from motioncore.models.pfnn import PFNNConfig
+    from motioncore.families.pfnn.model import PFNNConfig
+    from motioncore.families.style.model_layers import StyleEncoderConfig
 
     p = base["config"]
     lcfg = PFNNConfig(**{**p, "style_rank": cfg.style_rank, "style_dim": cfg.z_dim})

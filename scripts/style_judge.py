@@ -11,7 +11,7 @@ from dataclasses import asdict
 import torch
 
 from motioncore.data import get_spec, load
-from motioncore.eval.style import JudgeConfig, train_judge
+from motioncore.families.style.evaluate_judge import JudgeConfig, train_judge
 from motioncore.models.checkpoint import save_model
 
 

@@ -1,4 +1,4 @@
-"""Fitting more than the code at request time (an experiment, `motioncore.train.style_scales`): on the held-out
+"""Fitting more than the code at request time (an experiment, `motioncore.families.style.adapt_offsets`): on the held-out
 exemplars `motioncore eval style` uses, the product's fitted z alone against z plus per-layer offsets on the
 adapters' diagonal (f(z) + delta), each scored on the style's OTHER clips (next-frame cm) and by the judge on
 its three paths, with the request's seconds (one torch thread).
@@ -16,14 +16,14 @@ import numpy as np
 import torch
 
 from motioncore.data import load
-from motioncore.eval.style import SETTLE_S, WALK_SPEED_MPS, Judge, walks
-from motioncore.eval.style_heldout import pick_exemplars, prediction_errors
-from motioncore.models.learnet_pfnn import StyledPFNN
+from motioncore.families.style.adapt_offsets import fit_offsets
+from motioncore.families.style.evaluate import pick_exemplars, prediction_errors
+from motioncore.families.style.evaluate_judge import SETTLE_S, WALK_SPEED_MPS, Judge, walks
+from motioncore.families.style.generate import StyleAdapter
+from motioncore.families.style.model import StyledPFNN
+from motioncore.families.style.train_heldout import StyleConfig, prepare
 from motioncore.models.registry import load_model
 from motioncore.tasks.locomotion import Controller
-from motioncore.tasks.style import StyleAdapter
-from motioncore.train.style import StyleConfig, prepare
-from motioncore.train.style_scales import fit_offsets
 
 
 def main(argv: list[str] | None = None) -> int:

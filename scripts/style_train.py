@@ -1,5 +1,5 @@
 """One-shot style on held-out styles: train the base PFNN and the learnet on every Bandai locomotion style
-but the held-out ones (resumable; see motioncore.train.style), then judge with
+but the held-out ones (resumable; see motioncore.families.style.train_heldout), then judge with
 `motioncore eval style`.
 
     nohup nice -n 5 .venv/bin/python scripts/style_train.py --out /work/runs/style > style.log 2>&1 &
@@ -7,7 +7,7 @@ but the held-out ones (resumable; see motioncore.train.style), then judge with
 from __future__ import annotations
 
 from motioncore.configs import parse_config
-from motioncore.train.style import StyleConfig, train
+from motioncore.families.style.train_heldout import StyleConfig, train
 
 
 def parse(argv: list[str] | None = None) -> StyleConfig:

@@ -1,6 +1,6 @@
 """Every joint's fastest frame-to-frame turn of a style model, walking in held-out and training styles'
 fitted codes on the demo path, a sharp turn and the judge's paths, against the data's p99.9 + a margin
-(`motioncore.eval.style_turns`).
+(`motioncore.families.style.evaluate_turns`).
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/style_turns.py --model learnet-biped --json runs/style_turns.json
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from motioncore.eval.style_turns import format_turns, measure_turns
+from motioncore.families.style.evaluate_turns import format_turns, measure_turns
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

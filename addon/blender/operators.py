@@ -10,6 +10,7 @@ import bpy
 import numpy as np
 
 from ..core import connect, keys, requests, rigmap
+from ..core.feet_report import report_feet
 from ..core.jobs import Worker, run_sync
 from ..core.quality import quality_note
 from ..vendor.gaps import runs as gap_runs
@@ -149,7 +150,7 @@ class _InfillBase(_ServerOperator):
     (one undo step each; the samples are cached, so switching asks the server nothing)."""
 
     label = "In-fill"
-    model = "anyorder-body"
+    model = "use:infill.variations"
     whole_range = False   # the body in-fill sends the whole range: its gate learns from every keyed frame
     variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
                                       description="Samples to draw (temperature > 0 makes them differ)")
@@ -235,6 +236,7 @@ class _InfillBase(_ServerOperator):
         pick = min(max(int(self.variation), 1), S) - 1
         unmapped = set(content["segments"][0].get("unmapped", [])) if content.get("segments") else set()
         arm = bpy.data.objects[self._state["armature"]]
+        feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
@@ -261,7 +263,7 @@ class _InfillBase(_ServerOperator):
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}" + _not_filled(rig["bones"], bones_written, unmapped))
+                f"{learnt}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped))
 
 
 def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
@@ -300,12 +302,12 @@ class MOTIONCORE_OT_infill(_InfillBase):
     bl_idname = "motioncore.infill"
     bl_label = "In-fill Between Keys"
     label = "In-fill"
-    model = "infill-body"
+    model = "use:infill"   # the server's default for the use (its `models` listing: default_for)
     whole_range = True
 
     def model_name(self, context: bpy.types.Context) -> str | None:
-        """The deterministic infill-body for the single best answer; anyorder-body to draw variations."""
-        return "anyorder-body" if float(self.temperature) > 0.0 else "infill-body"
+        """The deterministic body in-fill for the single best answer; the sampling model to draw variations."""
+        return "use:infill.variations" if float(self.temperature) > 0.0 else "use:infill"
 
 
 class MOTIONCORE_OT_adapt_action(_InfillBase):
@@ -320,7 +322,7 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
                                      description="How long to learn (one CPU thread on the server)")
 
     def model_name(self, context: bpy.types.Context) -> str | None:
-        return "infill-body"
+        return "use:infill"
 
     def job_options(self) -> dict[str, Any]:
         return {"adapt": float(self.seconds)}
@@ -350,7 +352,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     bl_idname = "motioncore.hands_infill"
     bl_label = "In-fill Hands"
     label = "Hands in-fill"
-    model = "infill-hands"
+    model = "use:infill.hands"
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         """The panel's Hands Model; empty: the deterministic infill-hands (it reads the object when given one) for
@@ -360,7 +362,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
         if str(s.hands_model):
             return str(s.hands_model)
         if float(self.temperature) > 0.0:
-            return None if s.hands_object is not None else "anyorder-hands"
+            return None if s.hands_object is not None else "use:infill.hands.variations"
         return self.model
 
     def side(self, context: bpy.types.Context, arm: Any, bones: list[str]) -> str | None:
@@ -418,7 +420,7 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"
-MAP_FOR = {"infill": ("infill", "infill-body"), "infill.hands": ("infill", "infill-hands")}
+MAP_FOR = {"infill": ("infill", "use:infill"), "infill.hands": ("infill", "use:infill.hands")}
 
 
 class MOTIONCORE_OT_map_bones(_ServerOperator):

@@ -1,5 +1,5 @@
 """What the add-on says about a style example's quality: the server's ``exemplar_quality`` (a
-``style.adapt`` reply, `motioncore.tasks.style_quality`) as one line for Blender's status bar."""
+``style.adapt`` reply, `motioncore.families.style.generate_quality`) as one line for Blender's status bar."""
 from __future__ import annotations
 
 from collections.abc import Mapping

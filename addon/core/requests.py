@@ -45,9 +45,12 @@ def live() -> dict[str, Any]:
 
 
 def find_model(client: Any, task: str, name: str | None, object_cond: bool = False) -> dict[str, Any]:
-    """The ``models`` entry serving ``task`` (named ``name``, else the first; with ``object_cond`` and no
-    name, the first trained with the hand's object); raises ValueError."""
+    """The ``models`` entry serving ``task`` (named ``name``; ``use:USE``: the one the server lists as the default
+    for that use, e.g. ``use:infill``; else the first; with ``object_cond`` and no name, the first trained with the
+    hand's object); raises ValueError."""
     served = [m for m in client.models() if task in m.get("tasks", ()) and m.get("available", True)]
+    if name is not None and name.startswith("use:"):
+        name = next((m["name"] for m in served if name[4:] in m.get("default_for", ())), name[4:])
     pick = next((m for m in served if (name is None and (not object_cond or m.get("object_cond")))
                  or m["name"] == name), None)
     if pick is None and name is None and object_cond:

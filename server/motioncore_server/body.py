@@ -1,5 +1,5 @@
 """The body in-fill's request-time learning on the server: the ``adapt`` request (Learn This Action) and the
-cache of adapted copies, keyed by a hash of the keys (``motioncore.tasks.body_adapt.keys_hash``): an ``infill``
+cache of adapted copies, keyed by a hash of the keys (``motioncore.families.body.adapt.keys_hash``): an ``infill``
 with the same keys uses the adapted copy, and the gate is fitted on the pseudo-gaps adapting held out."""
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class AdaptCache:
                     content: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
         """(network, fill_clip arguments, reply fields) for an ``infill`` request: the adapted copy when these
         keys were learnt (its gate on the pseudo-gaps adapting held out), else the model."""
-        from motioncore.tasks.body_adapt import keys_hash
+        from motioncore.families.body.adapt import keys_hash
 
         gate = bool(content.get("gate", True))
         key = keys_hash(q, root, known)
@@ -61,7 +61,7 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
                content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
     """The ``adapt`` request: Learn This Action on the request's keys (at the model's rate), with progress and
     cancellation; the copy is cached for later ``infill`` requests with the same keys."""
-    from motioncore.tasks.body_adapt import DEFAULT_SECONDS, adapt_infill, keys_hash
+    from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill, keys_hash
     from motioncore.tasks.infill import at_model_rate
 
     key = keys_hash(q, root, known)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from motioncore.models.kinds import controller, default_model
 from motioncore.wire.protocol import (
     PROTOCOL_VERSION,
     Cancelled,
@@ -49,7 +50,7 @@ from .checks import (
     check_rotations,
     only_arrays,
 )
-from .registry import CONTROLLER_KINDS, Registry, ServedModel
+from .registry import Registry, ServedModel
 
 
 @dataclass
@@ -165,7 +166,7 @@ def _model(req: Message, ctx: Context, default: str | None = None) -> ServedMode
     name = check_field(req.content, "model", str, default=None) or default
     if name is None:   # feature vectors: path controllers cannot serve them, so pick among the others
         served = [m for m in ctx.server.registry.describe() if m["available"] and req.type in m["tasks"]]
-        name = next((m["name"] for m in served if m["kind"] not in CONTROLLER_KINDS), None)
+        name = next((m["name"] for m in served if not controller(m["kind"])), None)
         if name is None and served:
             raise ModelUnavailable(f"no model serving {req.type!r} for feature vectors is registered; the path "
                                    f"controllers {[m['name'] for m in served]} take the path form (buffer 'points')")
@@ -203,7 +204,7 @@ def path_rollout(req: Message, ctx: Context) -> Result:
     controller checkpoint; see docs/protocol.md)."""
     only_arrays(req.arrays, PATH_ARRAYS)
     check_path(req)
-    name = _default_model(req, ctx, lambda m: m["kind"] in CONTROLLER_KINDS)  # debug models take features
+    name = _default_model(req, ctx, lambda m: controller(m["kind"]))  # debug models take features
     model = ctx.server.registry.get(req.type, name)
     inputs = {k: np.asarray(v, np.float64) for k, v in req.arrays.items()}
     return _run(model, req, inputs, ctx)
@@ -290,13 +291,14 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
         inputs["fill"] = fill
     inputs.update(check_object(req.arrays, T))
     # no model named: the deterministic body model for the single best answer, the any-order one for variations
-    best = "infill-body" if "infill-body" in ctx.server.registry.names() else None
+    best = default_model("infill")
+    best = best if best in ctx.server.registry.names() else None
     model = _model(req, ctx, best if float(c.get("temperature") or 0.0) == 0.0 else None)
     return _run(model, req, inputs, ctx)
 
 
 def adapt(req: Message, ctx: Context) -> Result:
-    """Learn This Action (``infill-body``): the rotation form of ``infill`` (rotations, root, known; joints, fps)
+    """Learn This Action (the body in-fill's ``adapt``): the rotation form of ``infill`` (rotations, root, known; joints, fps)
     plus ``seconds`` (the budget, default 20) -> ``adapted`` (pseudo-gap error before and after, steps, whether
     the copy is used). Later ``infill`` requests with the same keys use the adapted copy."""
     c = req.content
@@ -310,7 +312,8 @@ def adapt(req: Message, ctx: Context) -> Result:
     if known.shape not in ((T,), (T, J + 1)):
         raise InvalidRequest(f"array 'known' must have shape ({T},) or ({T}, {J + 1}), got {tuple(known.shape)}")
     inputs = {"rotations": np.asarray(rot, np.float64), "root": np.asarray(root, np.float64), "known": known}
-    best = "infill-body" if "infill-body" in ctx.server.registry.names() else None
+    best = default_model("infill")
+    best = best if best in ctx.server.registry.names() else None
     return _run(_model(req, ctx, best), req, inputs, ctx)
 
 

@@ -12,7 +12,7 @@ the per-frame features and the pose decoding stay in numpy on the CPU.
 
 ``learnet-pfnn`` checkpoints (``learnet-biped``) serve ``style.adapt``: an exemplar clip (rotation form)
 or a style code ``z``, plus the same path form; the path is walked by the learnet's PFNN with the
-exemplar's code baked in: the encoder's code fitted to the exemplar at request time (`motioncore.tasks.style`).
+exemplar's code baked in: the encoder's code fitted to the exemplar at request time (`motioncore.families.style.generate`).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import torch
 
 from motioncore.errors import MotioncoreError, WholeFramesError
 from motioncore.models.checkpoint import load_state_into
+from motioncore.models.kinds import KINDS, spec
 from motioncore.models.registry import BUNDLED, build, bundled_names
 from motioncore.tasks.locomotion import UNITS_PER_METRE, Controller
 from motioncore.tasks.paths import Path as RootPath
@@ -33,12 +34,10 @@ from motioncore.wire.protocol import InvalidRequest, WholeFramesRequired
 
 from .body import AdaptCache, adapt_body
 from .checks import MAX_ROLLOUT_FRAMES
-from .registry import CONTROLLER_KINDS, ServedModel, has_object_cond, register_loader
+from .registry import ServedModel, has_object_cond, register_loader
 
 log = logging.getLogger("motioncore_server")
 
-CONTROLLER_TASKS = {"pfnn": ("pfnn.rollout",), "phase-mlp": ("pfnn.rollout",), "mann": ("mann.rollout",)}
-assert set(CONTROLLER_TASKS) == set(CONTROLLER_KINDS)
 
 
 def bundled_checkpoints() -> list[Path]:
@@ -99,7 +98,7 @@ def rollout_path(ctl: Controller, name: str, inputs: dict[str, np.ndarray], cont
 
 
 def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
-    """Registry loader for controller checkpoints (kinds pfnn, phase-mlp, mann)."""
+    """Registry loader for path-controller checkpoints (``models.kinds``: task ``controller``)."""
     kind = str(meta.get("kind"))
     model = build(kind, dict(meta.get("config") or {}))
     load_state_into(model, tensors, str(meta.get("name") or meta.get("bundled_name") or kind))
@@ -114,28 +113,24 @@ def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], devi
 
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
     info.update({"device": str(device), "labels": list(ctl.labels)})
-    return ServedModel(name, kind, CONTROLLER_TASKS[kind], info, step=None, run=run)
-
-
-for _kind, _tasks in CONTROLLER_TASKS.items():
-    register_loader(_kind, _tasks, load_controller)
+    return ServedModel(name, kind, spec(kind).serves, info, step=None, run=run)
 
 
 def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
-    """Registry loader for in-filling checkpoints (kinds ``anyorder`` and the deterministic ``infill-body`` and
-    ``infill-hands``): the
-    rotation form of ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the server's
-    device."""
+    """Registry loader for in-filling checkpoints (``models.kinds``: loader ``infill``; sampling or deterministic):
+    the rotation form of ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the
+    server's device; ``adapt`` (Learn This Action) for a kind that learns by that request."""
     from motioncore.tasks.infill import fill_clip_at
 
-    kind = str(meta.get("kind") or "anyorder")
+    kind = str(meta.get("kind"))
+    k = spec(kind)
     model = build(kind, dict(meta.get("config") or {}))
     name = str(meta.get("name") or meta.get("bundled_name") or kind)
     load_state_into(model, tensors, name)
     model = model.to(device).eval()
     J = len(meta["skeleton"]["names"])
     whole_frames = bool(getattr(model.cfg, "group_frames", False))
-    deterministic = kind in ("infill-body", "infill-hands")  # one answer: temperature and samples repeat it
+    deterministic = k.deterministic  # one answer: temperature and samples repeat it
 
     model_names = list(meta["skeleton"]["names"])
     object_cond = has_object_cond(meta)
@@ -181,7 +176,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         q[:, mapped] = rot[:, src[mapped]]
         return q, km, fm, mapped, src, rest, names
 
-    adapted = AdaptCache() if kind == "infill-body" else None  # Learn This Action: the body in-fill
+    adapted = AdaptCache() if k.learn == "adapt" else None  # Learn This Action: the body in-fill
 
     def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
         if task == "adapt" and adapted is not None:
@@ -209,8 +204,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
         if adapted is not None:
             net, body, reply = adapted.for_request(model, meta, q, inputs["root"], km, content)
         if content.get("learn") is not None:
-            if kind != "infill-hands":
-                raise InvalidRequest(f"field 'learn': only the hand in-fill (infill-hands) learns the take; model "
+            if k.learn != "learn":
+                raise InvalidRequest(f"field 'learn': only the hand in-fill learns the take by this field; model "
                                      f"{name!r} is {kind!r}: send an 'adapt' request for the body (Learn This "
                                      "Action), or leave 'learn' out")
             body["learn"] = float(content["learn"])
@@ -254,21 +249,17 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
     info.update({"device": str(device), "root_joint": meta.get("root_joint"), "deterministic": deterministic,
                  "group_frames": whole_frames, "object_cond": object_cond,
                  "convention": None if conv is None else np.asarray(conv, np.float64).round(9).tolist()})
-    return ServedModel(name, kind, ("infill", "adapt") if kind == "infill-body" else ("infill",), info, step=None,
-                       run=run)
-
-
-register_loader("anyorder", ("infill",), load_anyorder)
-register_loader("infill-body", ("infill", "adapt"), load_anyorder)  # the deterministic body in-fill: same request form
-register_loader("infill-hands", ("infill",), load_anyorder)  # the deterministic hand in-fill: same request form
+    return ServedModel(name, kind, k.serves, info, step=None, run=run)
 
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
-    """Registry loader for ``learnet-pfnn`` checkpoints: ``style.adapt`` (docs/protocol.md)."""
-    from motioncore.tasks.style import StyleAdapter
+    """Registry loader for the style learnet's checkpoints (``models.kinds``: loader ``style``): ``style.adapt``
+    (docs/protocol.md)."""
+    from motioncore.families.style.generate import StyleAdapter
 
-    model = build("learnet-pfnn", dict(meta.get("config") or {}))
-    name = str(meta.get("name") or meta.get("bundled_name") or "learnet-pfnn")
+    kind = str(meta.get("kind"))
+    model = build(kind, dict(meta.get("config") or {}))
+    name = str(meta.get("name") or meta.get("bundled_name") or kind)
     load_state_into(model, tensors, name)
     ad = StyleAdapter(model.to(device).eval(), meta)  # type: ignore[arg-type]
     Z = ad.model.pfnn.cfg.style_dim
@@ -285,7 +276,7 @@ def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: t
                                             content.get("fps"), content.get("root_space") == "ground")
                 if ad.prior is None:  # an older checkpoint: the encoder alone
                     z, fit, quality = ad.code(motion), None, None
-                else:  # the encoder's code fitted to the exemplar (train.style_fit)
+                else:  # the encoder's code fitted to the exemplar (families.style.adapt)
                     z, rep = ad.fit_report(motion)
                     fit = {"steps": rep["steps"], "best_step": rep["best_step"], "rows": rep["rows"],
                            "seconds": round(rep["fit_s"], 3)}
@@ -303,7 +294,10 @@ def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: t
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence", "metrics")}
     info.update({"device": str(device), "labels": list(ad.layout.labels), "z_dim": Z,
                  "exemplar_min_s": round((ad.min_rows + 2 * ad.fps) / ad.fps, 2)})
-    return ServedModel(name, "learnet-pfnn", ("style.adapt",), info, step=None, run=run)
+    return ServedModel(name, kind, spec(kind).serves, info, step=None, run=run)
 
 
-register_loader("learnet-pfnn", ("style.adapt",), load_style)
+LOADERS = {"infill": load_anyorder, "controller": load_controller, "style": load_style}   # models.kinds' loader names
+for _k in KINDS.values():   # every served kind, once, from its family's record
+    if _k.loader is not None:
+        register_loader(_k.kind, _k.serves, LOADERS[_k.loader])

@@ -6,7 +6,9 @@ function that builds a :class:`ServedModel` from the loaded tensors and metadata
 their kinds there, e.g.::
 
     from motioncore_server.registry import register_loader
-    register_loader("pfnn", ("pfnn.rollout",), load_pfnn)   # load_pfnn(tensors, meta, device) -> ServedModel
+    register_loader(kind, serves, load)   # load(tensors, meta, device) -> ServedModel
+
+motioncore_server.models registers every served kind of ``motioncore.models.kinds`` this way.
 
 Listing (``models``, ``hello``) reads only the JSON sidecars; tensors are read by the first request
 that needs the model. A model whose load fails is reported as ``model_unavailable`` (and not retried).
@@ -24,12 +26,10 @@ import numpy as np
 import torch
 
 from motioncore.models.checkpoint import CheckpointError, load_tensors, read_meta
+from motioncore.models.kinds import defaults, spec
 from motioncore.wire.protocol import ModelUnavailable
 
 log = logging.getLogger("motioncore_server")
-
-# Checkpoint kinds that are path controllers (motioncore.tasks.locomotion; served by motioncore_server.models).
-CONTROLLER_KINDS = ("pfnn", "phase-mlp", "mann")
 
 # The fields of a checkpoint's JSON that `models` reports (when present).
 INFO_FIELDS = ("skeleton", "fps", "inputs", "outputs", "training_data", "licence")
@@ -39,7 +39,7 @@ def has_object_cond(meta: dict[str, Any]) -> bool:
     """True for an any-order checkpoint trained with the hand's object (``--object-cond``: ``cond_dim`` in its
     config and the conditions' normalisation in ``cond``) on a skeleton whose root joint is joint 0 (the
     wrist): ``fill_clip`` then uses an ``object_track`` (`models` lists it as ``object_cond``)."""
-    if meta.get("kind") == "infill-hands":  # the deterministic hand in-fill reads the object when given one
+    if (k := spec(meta)) is not None and k.deterministic:  # the deterministic hand in-fill reads the object when given one
         return bool(meta.get("object_cond")) and int(meta.get("root_joint") or 0) == 0
     return (bool((meta.get("config") or {}).get("cond_dim")) and "cond" in meta
             and int(meta.get("root_joint") or 0) == 0)
@@ -161,6 +161,7 @@ class Registry:
                  "object_cond": bool(e.meta.get("object_cond")) or has_object_cond(e.meta),
                  "convention": listed_convention(e.meta),
                  **({"hand": e.meta["hand"]} if e.meta.get("hand") in ("l", "r") else {}),   # a hands model's hand
+                 "default_for": [use for use, model in defaults().items() if model == name],   # models.kinds
                  "loaded": e.model is not None,
                  "available": e.error is None and bool(self.tasks_of(e))}
             if e.error or not self.tasks_of(e):

@@ -140,7 +140,7 @@ def test_style_job_reads_a_rolled_mixamo_rig_like_the_model(server, built_addon)
 def test_the_style_code_barely_moves_with_the_stance_height(server, built_addon):
     """How much the stance height moves the style code (the clip's actor stands 2.5 cm off the model's rest),
     bounded at 60% of the code's largest value. The code the server sends back is the fitted one; the
-    exemplar's feet are put on the training data's floor first (train.style_fit.level_stance), so only the
+    exemplar's feet are put on the training data's floor first (families.style.adapt.level_stance), so only the
     hips' bob, which the ground form lacks, is left: 15% measured (the encoder's code unlevelled: 131%)."""
     q, js, bones, pose, offsets, clip = _mixamo_rig_clip("elderly", 150)
     hips = clip.motion.positions[:150, 1]

@@ -21,6 +21,7 @@ ASF_CM = 5.644
 @needs_data
 def test_batch_infill_fills_120fps_cmu_files_on_their_own_skeleton(mocap_data, tmp_path, capsys):
     from motioncore.cli.main import main
+    from motioncore.core import feet as F
     from motioncore.data.cache import unpack
     from motioncore.eval.keyed import bezier_quat_keys
     from motioncore.io.bvh import read_bvh
@@ -56,6 +57,17 @@ def test_batch_infill_fills_120fps_cmu_files_on_their_own_skeleton(mocap_data, t
         known[s:e] = False
         bq, bp = bezier_quat_keys(a.skeleton, a.rotations[None], a.positions[None], known[None])
         truth = a.global_transforms()[1][s:e]
+        sk8 = r["skate"]   # the feet on the gap and its keys, on the input's ground, in cm/s (batch.skate)
+        assert sk8["cm_per_unit"] == pytest.approx(ASF_CM, rel=0.15)   # from the legs: ASF units, roughly
+        feet = [a.skeleton.index(n) for n in ("LeftFoot", "LeftToeBase", "RightFoot", "RightToeBase")]
+        g = F.ground(a.global_transforms()[1], feet)
+        span = F.fill_span(known)
+        for key, clip in (("input", a), ("filled", b)):
+            want = F.skate(clip.global_transforms()[1], 120.0, feet, g, span, unit=sk8["cm_per_unit"])
+            assert sk8[key] == pytest.approx(want, abs=0.01) if np.isfinite(want) else sk8[key] is None, name
+        if sk8["input"]:   # some foot near the ground in the gap
+            assert sk8["filled_over_input"] == pytest.approx(sk8["filled"] / sk8["input"], abs=2e-3)
+        assert sk8["keyed"] > 0
         model_cm += ASF_CM * float(np.linalg.norm(b.global_transforms()[1][s:e] - truth, axis=-1).mean())
         bezier_cm += ASF_CM * float(np.linalg.norm(a.skeleton.forward_kinematics(bq[0], bp[0])[1][s:e] - truth,
                                                    axis=-1).mean())

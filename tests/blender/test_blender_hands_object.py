@@ -44,7 +44,7 @@ def smoke_model(tmp_path_factory):
     """A smoke hands model trained with the object (CI trains only smoke models)."""
     import torch
 
-    from motioncore.train.anyorder import AnyOrderRecipe, train_anyorder
+    from motioncore.families.anyorder.train import AnyOrderRecipe, train_anyorder
     from motioncore.train.loop import TrainConfig
 
     torch.set_num_threads(1)

@@ -60,8 +60,8 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.blender]
 
 def held_out_clip(raw) -> tuple[str, Path | None]:
     """(a held-out style, a Bandai walk BVH of it in the data cache, unpacked on demand by ``raw``, or None)."""
+    from motioncore.families.style.train_heldout import HELD_OUT
     from motioncore.models.registry import load_model
-    from motioncore.train.style import HELD_OUT
 
     _, meta = load_model(MODEL)
     styles = list((meta.get("experiment") or {}).get("holdouts") or HELD_OUT)
@@ -117,10 +117,10 @@ def test_style_from_example_in_blender_matches_the_library_and_its_verdict(versi
     from motioncore.core.kinematics import resample
     from motioncore.core.motion import Motion
     from motioncore.core.rotations import quat_to_matrix
-    from motioncore.eval.style import SETTLE_S, WALK_SPEED_MPS, Judge, judge_paths
+    from motioncore.families.style.evaluate_judge import SETTLE_S, WALK_SPEED_MPS, Judge, judge_paths
+    from motioncore.families.style.generate import StyleAdapter
     from motioncore.io.bvh import read_bvh
     from motioncore.tasks.paths import Path as RootPath
-    from motioncore.tasks.style import StyleAdapter
 
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
@@ -158,7 +158,7 @@ def test_style_from_example_in_blender_matches_the_library_and_its_verdict(versi
     torch.set_num_threads(1)
     ad = StyleAdapter.load(MODEL)
     sk, jd = ad.skeleton, Judge.load("style-judge")
-    T = int(round(8.0 * ad.fps))                                 # as eval.style.walks: at most 8 s judged
+    T = int(round(8.0 * ad.fps))                                 # as families.style.evaluate_judge.walks: at most 8 s judged
     head = lambda m: Motion(m.skeleton, m.rotations[:T], m.positions[:T], m.fps, m.name)  # noqa: E731
     hips = sk.names.index("Hips")
 

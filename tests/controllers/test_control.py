@@ -12,10 +12,12 @@ from conftest import needs_data
 from motioncore.cli.main import main
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
-from motioncore.features import Normaliser, mann_layout, pfnn_layout
+from motioncore.families.mann.features import mann_layout
+from motioncore.families.mann.model import MANN, MANNConfig
+from motioncore.families.pfnn.features import pfnn_layout
+from motioncore.families.pfnn.model import PFNN, PFNNConfig
+from motioncore.features import Normaliser
 from motioncore.io.bvh import read_bvh
-from motioncore.models.mann import MANN, MANNConfig
-from motioncore.models.pfnn import PFNN, PFNNConfig
 from motioncore.tasks.locomotion import Controller, MANNController, PFNNController
 from motioncore.tasks.path_follow import blend_scale
 from motioncore.tasks.paths import Path, PathError, PathTrack, load_path, parse_path

@@ -5,7 +5,7 @@ conversion included), on the demo's path and on a sharp 90 degree turn.
 
 Before the fix the demo biped's right limbs turned by up to 180 degrees in one frame (Foot_R 179.8,
 LowerLeg_R 177.9), against 25-27 degrees in the data: the PFNN's rotation targets were log maps, which jump
-by 2 pi where Bandai's right limbs cross 180 degrees from the root frame (features/pfnn.py). ``pfnn-biped``
+by 2 pi where Bandai's right limbs cross 180 degrees from the root frame (families/pfnn/features.py). ``pfnn-biped``
 and ``learnet-biped`` (the style adapter, with its base ``pfnn-style-base``) are retrained on ``joint_axes``.
 ``pfnn-biped`` passes. The retrained ``learnet-biped`` no longer flips its legs by 180 degrees (the log-map
 model did: Foot_R 179.8, LowerLeg_R 178.4), but walking with a held-out style's code (``proud``) its arms
@@ -39,7 +39,7 @@ CASES = ["pfnn-biped", pytest.param("learnet-biped", marks=HELD_OUT_CODE), "mann
 def limits() -> dict[str, np.ndarray]:
     """(J,) degrees per frame for each training set, at its own fps (the models run at it)."""
     from motioncore.data import load
-    from motioncore.features.pfnn import locomotion_clips
+    from motioncore.families.pfnn.features import locomotion_clips
 
     torch.set_num_threads(1)
     biped = locomotion_clips(load("bandai", "train", progress=False))  # the clips pfnn_dataset keeps
@@ -62,7 +62,7 @@ def controller(name: str):
     if name != "learnet-biped":
         return Controller.load(name)
     from motioncore.data import load
-    from motioncore.tasks.style import StyleAdapter
+    from motioncore.families.style.generate import StyleAdapter
 
     ad = StyleAdapter.load(name)
     clip = next(c for c in load("bandai", "test", progress=False)

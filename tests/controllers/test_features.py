@@ -14,37 +14,41 @@ from motioncore.core.motion import Motion
 from motioncore.core.rotations import axis_angle_to_quat, quat_angle
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import DataError, ShapeError
-from motioncore.features import (
+from motioncore.families.mann.features import (
     ACTIONS,
-    GAITS,
-    Normaliser,
-    Pose,
-    RootFrame,
-    Trajectory,
-    advance_phase,
-    clip_features,
     dog_actions,
     find_paws,
-    foot_phase,
-    gait_labels,
-    layout_normalisers,
-    local_pose,
     mann_clip,
     mann_dataset,
     mann_decode,
     mann_encode,
     mann_layout,
+)
+from motioncore.families.pfnn.features import (
+    GAITS,
+    advance_phase,
+    gait_labels,
     pfnn_clip,
     pfnn_dataset,
     pfnn_decode,
     pfnn_encode,
     pfnn_layout,
+    rotation_encoding,
+)
+from motioncore.features import (
+    Normaliser,
+    Pose,
+    RootFrame,
+    Trajectory,
+    clip_features,
+    foot_phase,
+    layout_normalisers,
+    local_pose,
     phase_from_onsets,
     root_frames,
     sample_range,
     trajectory_offsets,
 )
-from motioncore.features.pfnn import rotation_encoding
 from motioncore.features.root_frame import wrap_angle
 
 # Tolerances. Y is float32: a value v carries ~6e-8 * |v| of rounding, i.e. <= 2e-5 cm for the <= 300 cm
@@ -418,8 +422,8 @@ def test_mann_dataset_and_encode_decode(dog_train):
 
 
 def _dog_traj(cf, soft, i):
+    from motioncore.families.mann.features import TRAJ_VEL_SIGMA_S
     from motioncore.features import ground_velocity
-    from motioncore.features.mann import TRAJ_VEL_SIGMA_S
 
     v = ground_velocity(cf.frames, 60.0, TRAJ_VEL_SIGMA_S)
     ti = i[:, None] + trajectory_offsets(60.0)

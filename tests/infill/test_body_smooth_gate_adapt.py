@@ -10,8 +10,8 @@ from conftest import needs_data
 
 from motioncore.core.gaps import runs
 from motioncore.errors import MotioncoreError
-from motioncore.models.infill_body import gap_basis, smooth_residual
-from motioncore.tasks.body_gate import GRID, bucket, pseudo_windows
+from motioncore.families.body.gate import GRID, bucket, pseudo_windows
+from motioncore.families.body.model import gap_basis, smooth_residual
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -95,8 +95,8 @@ def walk():
 
 @needs_data
 def test_the_gate_sends_a_harmful_correction_to_blenders_curve(walk):
-    from motioncore.models.infill_body import InfillBody, InfillBodyConfig
-    from motioncore.tasks.body_fill import BodyLayout
+    from motioncore.families.body.fill import BodyLayout
+    from motioncore.families.body.model import InfillBody, InfillBodyConfig
     from motioncore.tasks.infill import fill_clip
 
     sk = walk.skeleton
@@ -124,8 +124,8 @@ def test_the_gate_sends_a_harmful_correction_to_blenders_curve(walk):
 
 @needs_data
 def test_learn_this_action_learns_only_from_keyed_frames_and_is_judged_on_held_out_ones(walk):
+    from motioncore.families.body.adapt import adapt_infill, keys_hash
     from motioncore.models.registry import load_model
-    from motioncore.tasks.body_adapt import adapt_infill, keys_hash
 
     model, meta = load_model("infill-body")
     T = len(walk.rotations)

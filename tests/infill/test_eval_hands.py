@@ -10,7 +10,7 @@ from conftest import needs_data
 
 from motioncore.core.rotations import quat_angle, quat_normalize, quat_slerp
 from motioncore.errors import MotioncoreError
-from motioncore.eval.hands import FINGERTIPS, HandsTask, hand_keys
+from motioncore.families.anyorder.evaluate_hands import FINGERTIPS, HandsTask, hand_keys
 from motioncore.tasks.infill import interp_channels
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -54,8 +54,8 @@ def test_interp_slerps_each_channel_between_its_own_keys():
 @needs_data
 def test_benchmark_on_a_tiny_model(tmp_path, capsys):
     from motioncore.cli.main import main
-    from motioncore.eval.hands import evaluate_hands
-    from motioncore.train.anyorder import AnyOrderRecipe, train_anyorder
+    from motioncore.families.anyorder.evaluate_hands import evaluate_hands
+    from motioncore.families.anyorder.train import AnyOrderRecipe, train_anyorder
     from motioncore.train.loop import TrainConfig
 
     torch.set_num_threads(1)
@@ -81,7 +81,7 @@ def test_benchmark_on_a_tiny_model(tmp_path, capsys):
 
 
 def test_the_three_tasks_keys():
-    from motioncore.eval.hands import TASKS
+    from motioncore.families.anyorder.evaluate_hands import TASKS
 
     a, b, c = (hand_keys(TASKS[t](), NAMES, 0) for t in ("wrist-every-10", "fingers-every-30", "wrist-only"))
     assert np.flatnonzero(a[:, 0]).tolist() == [0, 1, 2, 3, 4, 14, 24, 34, 39]
@@ -90,7 +90,7 @@ def test_the_three_tasks_keys():
 
 
 def test_bezier_channels_hit_the_keys_and_hold_outside():
-    from motioncore.eval.hands import bezier_channels
+    from motioncore.families.anyorder.evaluate_hands import bezier_channels
 
     rng = np.random.default_rng(0)
     q = quat_normalize(rng.normal(size=(2, 20, 2, 4)))
@@ -103,7 +103,7 @@ def test_bezier_channels_hit_the_keys_and_hold_outside():
 
 
 def test_grasp_closings_are_upward_crossings():
-    from motioncore.eval.hands import grasp_closings
+    from motioncore.families.anyorder.evaluate_hands import grasp_closings
 
     curl = np.array([0, 1, 5, 9, 4, 2, 8, 9.0])
     assert grasp_closings(curl, 5.0, 1) == [2, 6] and grasp_closings(curl, 5.0, 4) == [6]

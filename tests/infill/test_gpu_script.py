@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.timeout(600), needs_data]
 def test_the_gpu_script_dry_run_on_cpu_trains_exports_and_tests_the_server(tmp_path):
     from motioncore.data import load
     from motioncore.data.windows import TEST, lafan1_windows
-    from motioncore.recipes.infill_body_pack import load_pack, write_pack
+    from motioncore.families.body.train_pack import load_pack, write_pack
 
     clips = load("bandai", "test", fps=30, progress=False)[:6]
     ms = [c.motion for c in clips]

@@ -27,8 +27,8 @@ A = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])   # model Y-up -> Blender Z-u
 
 def _tiny(cond: bool):
     from motioncore.data.hand_object import COND_DIM
-    from motioncore.models.anyorder import AnyOrderTransformer
-    from motioncore.models.anyorder_elements import motion_config
+    from motioncore.families.anyorder.model import AnyOrderTransformer
+    from motioncore.families.anyorder.model_elements import motion_config
     from motioncore.models.registry import load_model
 
     _, meta = load_model("anyorder-hands")

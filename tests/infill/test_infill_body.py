@@ -12,8 +12,8 @@ from conftest import needs_data
 
 from motioncore.core.rotations import axis_angle_to_quat, quat_angle, quat_mul
 from motioncore.eval import baselines, keyed
-from motioncore.models.infill_body import InfillBody, InfillBodyConfig
-from motioncore.tasks.body_fill import BodyLayout, confidence, prepare, run_model, safety_limits
+from motioncore.families.body.fill import BodyLayout, confidence, prepare, run_model, safety_limits
+from motioncore.families.body.model import InfillBody, InfillBodyConfig
 
 
 @pytest.fixture(scope="module")
@@ -172,9 +172,9 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     """Two runs of 6 steps, one stopped after 3 and resumed: the same weights, bit for bit (the batches are drawn
     from the step number; the schedule is step-based here: a budget so long the cosine stays at its peak)."""
     from motioncore.data import load
-    from motioncore.recipes.infill_body import BodyRecipe
-    from motioncore.recipes.infill_body_export import export
-    from motioncore.recipes.infill_body_train import train_infill_body
+    from motioncore.families.body.train import BodyRecipe
+    from motioncore.families.body.train_export import export
+    from motioncore.families.body.train_loop import train_infill_body
     from motioncore.retarget.twist import mean_rotations
 
     clips = load("bandai2", "train", fps=30.0, progress=False)[:6]
@@ -202,7 +202,7 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
     # saved, KeyboardInterrupt follows; the same call resumes to the same weights
     import signal
 
-    import motioncore.recipes.infill_body_train as tr
+    import motioncore.families.body.train_loop as tr
 
     calls, draw = [], tr.sample_batch
 
@@ -236,7 +236,7 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
 
 
 def test_sample_task_covers_what_animators_key():
-    from motioncore.recipes.infill_body_batch import sample_task
+    from motioncore.families.body.train_batch import sample_task
 
     rng = np.random.default_rng(0)
     seen = {"dense": 0, "sparse": 0, "joints": 0, "path": 0, "noroot": 0}
@@ -257,8 +257,8 @@ def test_the_cmu_share_of_a_batch_follows_the_recipe(share):
     """``cmu_share``: the fraction of each batch's windows drawn from the CMU clips, whatever the sources' sizes."""
     from types import SimpleNamespace
 
-    from motioncore.recipes.infill_body import BodyRecipe
-    from motioncore.recipes.infill_body_batch import sample_batch
+    from motioncore.families.body.train import BodyRecipe
+    from motioncore.families.body.train_batch import sample_batch
 
     J, n = 3, 4000
     bounds = np.array([[0, 3000], [3000, 3500], [3500, n]])     # Bandai is 5x the CMU frames

@@ -2,7 +2,7 @@
 the same keys. Three kinds of input unlike anything trained on, each on held-out Bandai windows (LaFAN1 gaps
 of 15 and 30 frames): a rig with joints missing (both arms held at the rest pose, as the add-on holds unmapped
 joints), extreme poses (the spine bent 100 degrees forward throughout), and motion four times faster than
-captured. The mechanism: the network's correction is scaled by its confidence (tasks.body_fill.confidence,
+captured. The mechanism: the network's correction is scaled by its confidence (families.body.fill.confidence,
 measured limits in the checkpoint), so the answer slides to the Bezier off the training range. The figures are
 printed; the bound is 1.1x the Bezier's error."""
 from __future__ import annotations
@@ -46,8 +46,8 @@ def _cases(w, long):
 
 @needs_data
 def test_off_the_training_data_never_much_worse_than_bezier(windows):
-    from motioncore.eval.body_model import load_body_keyfill
     from motioncore.eval.keyed import lafan_fill
+    from motioncore.families.body.evaluate import load_body_keyfill
 
     w, mean, std, long = windows
     fill = lafan_fill(load_body_keyfill("infill-body")[0])

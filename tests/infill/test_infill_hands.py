@@ -1,4 +1,4 @@
-"""The deterministic hand in-fill (``infill-hands``, tasks.hands_fill / hands_gate): the smooth basis, Bezier
+"""The deterministic hand in-fill (``infill-hands``, families.hands.fill / hands_gate): the smooth basis, Bezier
 parity, keys kept, the left hand by mirroring, the gate and Learn This Action on real ManipNet takes."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from conftest import needs_data
 
 from motioncore.core.rotations import quat_angle, quat_conj, quat_mul, quat_to_axis_angle
-from motioncore.tasks import hands_fill as hf
-from motioncore.tasks import hands_gate as hg
+from motioncore.families.hands import fill as hf
+from motioncore.families.hands import gate as hg
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -32,7 +32,7 @@ def test_basis_is_zero_with_zero_velocity_at_the_keys():
 @needs_data
 def test_per_clip_bezier_matches_the_eval_batched_one():
     from motioncore.data import load
-    from motioncore.eval.hands import TASKS, bezier_channels, hand_keys
+    from motioncore.families.anyorder.evaluate_hands import TASKS, bezier_channels, hand_keys
 
     clip = load("manipnet-right", "test", fps=30.0, progress=False)[0]
     q = clip.motion.rotations[100:140]
@@ -44,7 +44,7 @@ def test_per_clip_bezier_matches_the_eval_batched_one():
 
 def _window(side: str = "right", start: int = 300, length: int = 40):
     from motioncore.data import load
-    from motioncore.eval.hands import TASKS, hand_keys
+    from motioncore.families.anyorder.evaluate_hands import TASKS, hand_keys
 
     clip = load(f"manipnet-{side}", "test", fps=30.0, progress=False)[0]
     m = clip.motion
@@ -102,7 +102,7 @@ def test_pseudo_gaps_come_only_from_keyed_frames_and_the_gate_weighs_a_bad_corre
     import torch
 
     from motioncore.data import load
-    from motioncore.eval.hands import TASKS, hand_keys
+    from motioncore.families.anyorder.evaluate_hands import TASKS, hand_keys
     from motioncore.models.registry import load_model
 
     clip = load("manipnet-right", "test", fps=30.0, progress=False)[1]
@@ -141,7 +141,7 @@ def test_pseudo_gaps_come_only_from_keyed_frames_and_the_gate_weighs_a_bad_corre
 
 @needs_data
 def test_adapt_folds_never_cut_pseudo_gaps_from_scored_windows():
-    from motioncore.eval.hands_infill import fold_windows
+    from motioncore.families.hands.evaluate import fold_windows
 
     starts = np.arange(0, 960, 20)
     folds = fold_windows(starts, 40, 1000)
@@ -158,9 +158,9 @@ def test_eval_hands_cli_per_take_json_and_baselines_match_the_window_reference(t
     from motioncore.cli.main import main
     from motioncore.core.rotations import quat_angle
     from motioncore.data import lafan1_windows, load
-    from motioncore.eval.hands import TASKS, bezier_channels, hand_keys
+    from motioncore.families.anyorder.evaluate_hands import TASKS, bezier_channels, hand_keys
+    from motioncore.families.anyorder.model_elements import body_joints
     from motioncore.tasks.infill import interp_channels
-    from motioncore.train.anyorder import body_joints
 
     out = tmp_path / "hands.json"
     assert main(["eval", "hands", "--task", "wrist-every-10", "--threads", "1", "--quiet", "--json", str(out)]) == 0
@@ -171,7 +171,7 @@ def test_eval_hands_cli_per_take_json_and_baselines_match_the_window_reference(t
     for v in (s, *r["takes"].values()):
         lo, hi = v["model_interval"]
         assert lo <= v["model"] <= hi
-    # the baselines, as eval.hands computes them on its re-framed windows
+    # the baselines, as families.anyorder.evaluate_hands computes them on its re-framed windows
     clips = load("manipnet-right", "test", fps=30.0, progress=False)
     task = TASKS["wrist-every-10"]()
     w = lafan1_windows(clips, task.window, task.stride, body=body_joints(clips[0].motion.skeleton))

@@ -11,16 +11,16 @@ import torch
 
 from motioncore.core.rotations import matrix_to_rot6d, quat_normalize, rot6d_to_matrix
 from motioncore.errors import ShapeError
-from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer, KVCache
-from motioncore.models.anyorder_elements import (
+from motioncore.families.anyorder.model import AnyOrderConfig, AnyOrderTransformer, KVCache
+from motioncore.families.anyorder.model_elements import (
     elements_to_motion,
     group_channels,
     motion_config,
     motion_to_elements,
     ungroup_channels,
 )
-from motioncore.models.anyorder_heads import entropy, mog_entropy, mog_nll, nll, sample_values
-from motioncore.models.sampling import teacher_forced
+from motioncore.families.anyorder.model_heads import entropy, mog_entropy, mog_nll, nll, sample_values
+from motioncore.families.anyorder.model_sampling import teacher_forced
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0)
 
@@ -47,7 +47,7 @@ def _values(model: AnyOrderTransformer, B: int, T: int, gen: torch.Generator) ->
 
 def _tokens(model, values, order):
     """own/target/value inputs of a teacher-forced order (start token first), as sampling builds them."""
-    from motioncore.models.sampling import _tokens as build
+    from motioncore.families.anyorder.model_sampling import _tokens as build
 
     B, T, C = values.shape[:3]
     src = torch.cat([order.new_full((B, 1), -1), order[:, :-1]], 1)

@@ -8,9 +8,9 @@ import torch
 
 from motioncore.core.rotations import quat_apply, quat_mul, quat_normalize
 from motioncore.data.hand_object import COND_DIM, cond_stats, normalise_cond, object_features
-from motioncore.models.anyorder import AnyOrderTransformer
-from motioncore.models.anyorder_elements import motion_config
-from motioncore.models.sampling import grid_prior, log_likelihood, make_loss_fn, sample
+from motioncore.families.anyorder.model import AnyOrderTransformer
+from motioncore.families.anyorder.model_elements import motion_config
+from motioncore.families.anyorder.model_sampling import grid_prior, log_likelihood, make_loss_fn, sample
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0, num_mixtures=3, prior=True, offset_scale=1.0)
 D = 5

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from motioncore.errors import ShapeError
-from motioncore.models.anyorder import AnyOrderTransformer
-from motioncore.models.anyorder_elements import group_channels, motion_config
-from motioncore.models.anyorder_prior import key_prior
-from motioncore.models.sampling import (
+from motioncore.families.anyorder.model import AnyOrderTransformer
+from motioncore.families.anyorder.model_elements import group_channels, motion_config
+from motioncore.families.anyorder.model_prior import key_prior
+from motioncore.families.anyorder.model_sampling import (
     grid_prior,
     log_likelihood,
     make_loss_fn,
@@ -153,7 +153,7 @@ def test_an_untrained_prior_model_returns_the_interpolation_at_temperature_zero(
     known[:2] = True
     known[8] = True
     out = sample(model, x, known, order="bisection", temperature=0.0)[0]
-    from motioncore.models.anyorder_heads import project
+    from motioncore.families.anyorder.model_heads import project
 
     want = project(model.cfg, key_prior(x[None], known[None])[0, ..., :6], torch.arange(3).expand(9, 3))
     torch.testing.assert_close(out[2:8], want[2:8], rtol=0, atol=1e-6)

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from motioncore.core.rotations import quat_conj, quat_mul, quat_normalize, quat_to_rot6d
-from motioncore.models.anyorder import AnyOrderTransformer
-from motioncore.models.anyorder_elements import (
+from motioncore.families.anyorder.model import AnyOrderTransformer
+from motioncore.families.anyorder.model_elements import (
     from_key_frame,
     group_channels,
     motion_config,
@@ -18,9 +18,9 @@ from motioncore.models.anyorder_elements import (
     reference_frames,
     to_key_frame,
 )
-from motioncore.models.anyorder_heads import split_mog
-from motioncore.models.anyorder_prior import key_envelope, key_prior
-from motioncore.models.sampling import key_frame_in, make_loss_fn, sample
+from motioncore.families.anyorder.model_heads import split_mog
+from motioncore.families.anyorder.model_prior import key_envelope, key_prior
+from motioncore.families.anyorder.model_sampling import key_frame_in, make_loss_fn, sample
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0, num_mixtures=3)
 
@@ -87,7 +87,7 @@ def test_relative_loss_sees_the_key_frame_view():
     ab.load_state_dict(rel.state_dict())
     q, r = _motion(4, 20, 2, seed=2)
     grid = group_channels(rel.cfg, motion_to_elements(q, r))
-    from motioncore.models.sampling import motion_conditions
+    from motioncore.families.anyorder.model_sampling import motion_conditions
 
     cond = motion_conditions(4, 20, 1, torch.Generator().manual_seed(1)).view(4, 20, 1)
     view, _ = key_frame_in(rel, grid, cond)
@@ -130,7 +130,7 @@ def test_envelope_scales_the_residual_against_a_plain_prior_model():
 
 def test_config_rejects_relative_without_motion_layout():
     with pytest.raises(ValueError, match="relative"):
-        from motioncore.models.anyorder import AnyOrderConfig
+        from motioncore.families.anyorder.model import AnyOrderConfig
 
         AnyOrderConfig(num_channels=4, relative=True)
     with pytest.raises(ValueError, match="key_envelope"):
@@ -139,7 +139,7 @@ def test_config_rejects_relative_without_motion_layout():
 
 @pytest.mark.data
 def test_mirrored_windows_double_the_training_set():
-    from motioncore.train.anyorder import AnyOrderRecipe, build_windows
+    from motioncore.families.anyorder.train import AnyOrderRecipe, build_windows
 
     plain = build_windows(AnyOrderRecipe(max_clips=3, window=30, offset=15), progress=False)
     mirrored = build_windows(AnyOrderRecipe(max_clips=3, window=30, offset=15, mirror=True), progress=False)

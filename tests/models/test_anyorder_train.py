@@ -10,7 +10,7 @@ from conftest import needs_data
 
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
-from motioncore.train.anyorder import AnyOrderRecipe, train_anyorder_from_args
+from motioncore.families.anyorder.train import AnyOrderRecipe, train_anyorder_from_args
 from motioncore.train.loop import TrainConfig
 
 TINY = dict(data="bandai", d_model=16, n_layers=1, n_heads=2, d_ff=32, num_mixtures=2, window=12, offset=20,
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from motioncore.train.anyorder import train_anyorder
+    from motioncore.families.anyorder.train import train_anyorder
 
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("anyorder")
@@ -32,7 +32,7 @@ def trained(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def test_windows():
+def bandai_windows():
     from motioncore.data import lafan1_windows, load
 
     w = lafan1_windows(load("bandai", "test", fps=30, progress=False)[:3], 20, 40)
@@ -52,7 +52,7 @@ def test_recipe_validates():
 @needs_data
 def test_training_writes_a_loadable_checkpoint(trained):
     from motioncore.data import get_spec
-    from motioncore.models.anyorder import AnyOrderTransformer
+    from motioncore.families.anyorder.model import AnyOrderTransformer
     from motioncore.models.registry import load_model
 
     path, _, meta = trained
@@ -77,11 +77,11 @@ def _masked(rot, pos, n_past, n_trans):
 
 
 @needs_data
-def test_fill_fills_only_the_transition(trained, test_windows):
-    from motioncore.eval.anyorder_fill import is_anyorder_checkpoint, load_fill
+def test_fill_fills_only_the_transition(trained, bandai_windows):
+    from motioncore.families.anyorder.evaluate import is_anyorder_checkpoint, load_fill
 
     path = trained[0]
-    sk, rot, pos = test_windows
+    sk, rot, pos = bandai_windows
     n_past, n_trans = 10, 5
     end = n_past + n_trans
     assert is_anyorder_checkpoint(path)
@@ -108,15 +108,14 @@ def test_fill_fills_only_the_transition(trained, test_windows):
 
 
 @needs_data
-def test_fill_matches_sampling_sample(trained, test_windows):
+def test_fill_matches_sampling_sample(trained, bandai_windows):
     """The batched fill equals ``sampling.sample`` on one window (temperature 0, bisection, one frame/step)."""
-    from motioncore.eval.anyorder_fill import load_fill
-    from motioncore.models.anyorder_elements import elements_to_motion
-    from motioncore.models.sampling import sample
-    from motioncore.train.anyorder import to_elements
+    from motioncore.families.anyorder.evaluate import load_fill
+    from motioncore.families.anyorder.model_elements import elements_to_motion, to_elements
+    from motioncore.families.anyorder.model_sampling import sample
 
     path, _, meta = trained
-    sk, rot, pos = test_windows
+    sk, rot, pos = bandai_windows
     n_past, n_trans = 10, 6
     end = n_past + n_trans
     fill = load_fill(path)
@@ -133,12 +132,12 @@ def test_fill_matches_sampling_sample(trained, test_windows):
 
 
 @needs_data
-def test_fill_runs_in_the_benchmark(trained, test_windows):
-    from motioncore.eval.anyorder_fill import load_fill
+def test_fill_runs_in_the_benchmark(trained, bandai_windows):
     from motioncore.eval.baselines import BASELINES
     from motioncore.eval.infill import evaluate_infill
+    from motioncore.families.anyorder.evaluate import load_fill
 
-    sk, rot, pos = test_windows
+    sk, rot, pos = bandai_windows
     J = sk.num_joints
     res = evaluate_infill({"anyorder": load_fill(trained[0]), **BASELINES}, sk, rot, pos, np.zeros(J * 3),
                           np.ones(J * 3), lengths=(3, 5), progress=False)
@@ -147,7 +146,7 @@ def test_fill_runs_in_the_benchmark(trained, test_windows):
 
 @needs_data
 def test_skeleton_mismatch_is_a_clear_error(trained):
-    from motioncore.eval.anyorder_fill import load_fill
+    from motioncore.families.anyorder.evaluate import load_fill
 
     sk = Skeleton(("a", "b", "c"), np.array([-1, 0, 1]), np.zeros((3, 3)))
     rot = np.tile(np.array([1.0, 0, 0, 0]), (2, 8, 3, 1))
@@ -156,7 +155,7 @@ def test_skeleton_mismatch_is_a_clear_error(trained):
 
 
 def test_load_fill_rejects_other_kinds(tmp_path):
-    from motioncore.eval.anyorder_fill import is_anyorder_checkpoint, load_fill
+    from motioncore.families.anyorder.evaluate import is_anyorder_checkpoint, load_fill
     from motioncore.models.checkpoint import save_model
     from motioncore.models.registry import build
 
@@ -180,7 +179,8 @@ def test_train_from_cli_args(tmp_path, capsys):
 @needs_data
 def test_manipnet_right_hand_windows():
     """ManipNet has 6 training takes (< 10): validation is the last tenth of each take's windows."""
-    from motioncore.train.anyorder import build_windows, root_stats
+    from motioncore.families.anyorder.model_elements import root_stats
+    from motioncore.families.anyorder.train import build_windows
 
     w, tr, va, clips = build_windows(AnyOrderRecipe(data="manipnet"), progress=False)
     assert w.skeleton.num_joints == 17 and w.skeleton.names[0] == "WRIST" and w.body.root == 0

@@ -41,7 +41,7 @@ def test_anyorder_body_fills_benchmark_windows():
 
 @needs_data
 def test_anyorder_hands_runs_the_hand_benchmark():
-    from motioncore.eval.hands import HandsTask, evaluate_hands
+    from motioncore.families.anyorder.evaluate_hands import HandsTask, evaluate_hands
 
     torch.manual_seed(0)
     res = evaluate_hands("anyorder-hands", HandsTask(every=10, window=20, context=5), n_samples=2, max_windows=2,

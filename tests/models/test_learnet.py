@@ -6,16 +6,9 @@ import pytest
 import torch
 
 from motioncore.errors import ShapeError
-from motioncore.models import (
-    MANN,
-    PFNN,
-    FactorizedLinear,
-    MANNConfig,
-    PFNNConfig,
-    PFNNRuntime,
-    StyleEncoder,
-    StyleEncoderConfig,
-)
+from motioncore.families.mann.model import MANN, MANNConfig
+from motioncore.families.pfnn.model import PFNN, PFNNConfig, PFNNRuntime
+from motioncore.families.style.model_layers import FactorizedLinear, StyleEncoder, StyleEncoderConfig
 
 D_IN, D_OUT, RANK, Z = 7, 5, 3, 4
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from motioncore.errors import ShapeError
-from motioncore.models import MANN, MANNConfig
+from motioncore.families.mann.model import MANN, MANNConfig
 
 D_IN, D_HID, D_OUT, D_G = 9, 6, 5, 4
 

@@ -8,7 +8,14 @@ import torch
 import torch.nn.functional as F
 
 from motioncore.errors import ShapeError
-from motioncore.models import PFNN, PFNNConfig, PFNNRuntime, catmull_rom_dense, catmull_rom_weights, runtime_error
+from motioncore.families.pfnn.model import (
+    PFNN,
+    PFNNConfig,
+    PFNNRuntime,
+    catmull_rom_dense,
+    catmull_rom_weights,
+    runtime_error,
+)
 
 D_IN, D_HID, D_OUT = 7, 6, 5
 

@@ -8,10 +8,10 @@ import torch
 
 from motioncore.core.rotations import matrix_to_rot6d, rot6d_to_matrix
 from motioncore.errors import ShapeError
-from motioncore.models.anyorder import AnyOrderConfig, AnyOrderTransformer
-from motioncore.models.anyorder_elements import motion_config
-from motioncore.models.anyorder_heads import entropy
-from motioncore.models.sampling import (
+from motioncore.families.anyorder.model import AnyOrderConfig, AnyOrderTransformer
+from motioncore.families.anyorder.model_elements import motion_config
+from motioncore.families.anyorder.model_heads import entropy
+from motioncore.families.anyorder.model_sampling import (
     ORDERS,
     bisection_frames,
     conditioned_order,

@@ -12,6 +12,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from helpers.layers import family_of, layer_of
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("_import_depth_under_test", ROOT / "scripts" / "import_depth.py")
 assert _spec and _spec.loader
@@ -29,20 +31,19 @@ RANK = {
     "data": 3,                   # datasets, cache, windows
     "features": 4,               # PFNN / MANN feature layouts
     "models": 5,                 # nets, registry, checkpoint, sampling
-    "train": 6,                  # training loop and recipes
+    "train": 6,                  # the shared training loop and the controllers' recipe
     "tasks": 7,                  # locomotion, paths, infill, style
     "retarget": 8,               # joint maps and retargeting (fills missing joints with tasks.infill)
     "eval": 9,                   # benchmarks
+    "training": 10,              # a family's own training (families/*/train*.py): may validate with the benchmarks
+    "families": 10,              # the families' package __init__ files (docstrings only)
     "batch": 10,
-    "recipes": 10,               # training recipes on retargeted data, validated with the benchmarks (infill-body)
     "cli": 11,                   # the `motioncore` command
 }
 WIRE_THIRD_PARTY = {"numpy", "zmq", "msgspec"}  # msgspec: the C JSON codec (optional, stdlib fallback)
 
 
-def _layer(mod: str) -> str:
-    parts = mod.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+_layer, _family = layer_of, family_of
 
 
 def test_no_module_level_import_cycle():
@@ -70,6 +71,8 @@ def test_each_folder_imports_only_layers_below_it():
             bad.append(f"{e.src}:{e.line} imports {e.dst}")  # motioncore never imports motioncore_server
             continue
         a, b = _layer(e.src), _layer(e.dst)
+        if _family(e.src) is not None and _family(e.src) == _family(e.dst):
+            continue   # one family, one unit
         if a != b and RANK[b] >= RANK[a]:
             bad.append(f"{e.src}:{e.line} ({a}, rank {RANK[a]}) imports {e.dst} ({b}, rank {RANK[b]})")
     assert not bad, "\n".join(bad)

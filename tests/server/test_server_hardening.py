@@ -34,7 +34,7 @@ def forged(codec: P.Codec, shape, type: str = "health") -> list[bytes]:
     return [P.DELIMITER, codec.sign(hb, [b""]), hb, b""]
 
 
-def test_1_crash_shapes_are_answered_and_the_server_lives(tmp_path):
+def test_crash_shapes_are_answered_and_the_server_lives(tmp_path):
     """The audit killed the server 100 times with one signed message each; now each is bad_buffer."""
     conn = tmp_path / "conn.json"
     p, _ = spawn(conn, tmp_path / "server.log")
@@ -55,7 +55,7 @@ def test_1_crash_shapes_are_answered_and_the_server_lives(tmp_path):
         assert stop(p) == 0
 
 
-def test_1_an_unexpected_exception_in_the_loop_is_an_internal_reply(tmp_path, monkeypatch):
+def test_an_unexpected_exception_in_the_loop_is_an_internal_reply(tmp_path, monkeypatch):
     with thread_server(tmp_path) as s:
         def boom(frames):
             raise RuntimeError("injected")
@@ -72,7 +72,7 @@ def test_1_an_unexpected_exception_in_the_loop_is_an_internal_reply(tmp_path, mo
             assert c.health(stats=True)["rejected"]["internal"] == 1
 
 
-def test_2_unauthenticated_peers_cost_nothing(tmp_path):
+def test_unauthenticated_peers_cost_nothing(tmp_path):
     """Defect 2: 3 unauthenticated messages of 37 frames of 32 MiB took RSS from 243 to 3,826 MiB. Now a
     connection without the key's token is refused by ZAP before any frame is read (here 3 x 37 x 8 MiB,
     zero-copy from one buffer on our side)."""
@@ -110,7 +110,7 @@ def test_2_unauthenticated_peers_cost_nothing(tmp_path):
         assert stop(p) == 0
 
 
-def test_3_a_restarted_server_has_a_fresh_key_so_a_capture_is_refused(tmp_path):
+def test_a_restarted_server_has_a_fresh_key_so_a_capture_is_refused(tmp_path):
     conn = tmp_path / "conn.json"
     p, _ = spawn(conn, tmp_path / "server.log")
     key1 = read_connection_file(conn)["key"]
@@ -132,7 +132,7 @@ def test_3_a_restarted_server_has_a_fresh_key_so_a_capture_is_refused(tmp_path):
         assert stop(p2) == 0
 
 
-def test_3_replayed_request_and_reflected_reply_over_the_wire(tmp_path):
+def test_replayed_request_and_reflected_reply_over_the_wire(tmp_path):
     with thread_server(tmp_path) as s:
         raw = Raw(s.connection_file)
         try:
@@ -152,7 +152,7 @@ def test_3_replayed_request_and_reflected_reply_over_the_wire(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["0644", "0660", "planted"])
-def test_4_an_untrusted_connection_file_is_refused_with_the_fix(tmp_path, case):
+def test_an_untrusted_connection_file_is_refused_with_the_fix(tmp_path, case):
     conn = tmp_path / "conn.json"
     conn.write_text(json.dumps({"transport": "tcp", "ip": "127.0.0.1", "port": 1, "key": "k" * 64,
                                 "signature_scheme": "hmac-sha256", "server_session": "x", "pid": 1}))
@@ -173,7 +173,7 @@ def test_4_an_untrusted_connection_file_is_refused_with_the_fix(tmp_path, case):
         Server(ServerConfig(port=0, connection_file=conn, bundled=False)).start()
 
 
-def test_5_four_hundred_pipelined_requests_to_a_slow_reader_all_answered(tmp_path):
+def test_four_hundred_pipelined_requests_to_a_slow_reader_all_answered(tmp_path):
     """Defect 5: 150 of 400 replies were dropped. Here the send limit is lowered to 20 so the queue is
     full most of the time; the client reads nothing until all 400 are sent, then slowly."""
     with thread_server(tmp_path, send_hwm=20, queue=1000) as s:
@@ -196,7 +196,7 @@ def test_5_four_hundred_pipelined_requests_to_a_slow_reader_all_answered(tmp_pat
         assert st["held_total"] > 0 and st["send_failures"]["dropped_overflow"] == 0 and st["held"] == 0, st
 
 
-def test_6_a_timed_out_request_is_cancelled_and_busy_is_told_from_down(tmp_path):
+def test_a_timed_out_request_is_cancelled_and_busy_is_told_from_down(tmp_path):
     copy = tmp_path / "copy.json"
     with thread_server(tmp_path, workers=1) as s:
         copy.write_bytes(s.connection_file.read_bytes())
@@ -216,7 +216,7 @@ def test_6_a_timed_out_request_is_cancelled_and_busy_is_told_from_down(tmp_path)
 
 
 @pytest.mark.parametrize("ip", ["::1", "localhost"])
-def test_7_ipv6_and_host_names(tmp_path, ip):
+def test_ipv6_and_host_names(tmp_path, ip):
     with thread_server(tmp_path, ip=ip) as s:
         info = read_connection_file(s.connection_file)
         assert info["ip"] in ("127.0.0.1", "::1")
@@ -224,7 +224,7 @@ def test_7_ipv6_and_host_names(tmp_path, ip):
             assert c.health()["status"] == "ok"
 
 
-def test_8_a_second_server_refuses_a_file_that_names_a_live_one(tmp_path):
+def test_a_second_server_refuses_a_file_that_names_a_live_one(tmp_path):
     conn = tmp_path / "conn.json"
     p, info = spawn(conn, tmp_path / "server.log")
     try:
@@ -239,7 +239,7 @@ def test_8_a_second_server_refuses_a_file_that_names_a_live_one(tmp_path):
         assert stop(p) == 0
 
 
-def test_9_huge_finite_inputs_are_invalid_and_no_nan_leaves(tmp_path):
+def test_huge_finite_inputs_are_invalid_and_no_nan_leaves(tmp_path):
     from motioncore_server.handlers import Result
     from motioncore_server.workers import check_finite
 
@@ -262,7 +262,7 @@ def test_9_huge_finite_inputs_are_invalid_and_no_nan_leaves(tmp_path):
         check_finite(Result({}, {"y": np.array([1.0, np.inf], np.float32)}))
 
 
-def test_11_remote_bind_warns(tmp_path, caplog):
+def test_remote_bind_warns(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="motioncore_server"):
         with thread_server(tmp_path, ip="0.0.0.0", allow_remote=True):
             pass

@@ -21,10 +21,9 @@ T = 25
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from motioncore.data import lafan1_windows, load
-    from motioncore.models.anyorder import AnyOrderTransformer
-    from motioncore.models.anyorder_elements import motion_config
+    from motioncore.families.anyorder.model import AnyOrderTransformer
+    from motioncore.families.anyorder.model_elements import body_joints, motion_config, root_stats
     from motioncore.models.checkpoint import save_model
-    from motioncore.train.anyorder import body_joints, root_stats
 
     clips = load("bandai", "test", fps=30, progress=False)[:2]
     sk = clips[0].motion.skeleton

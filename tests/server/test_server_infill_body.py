@@ -18,9 +18,9 @@ T = 40
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from motioncore.data import load
+    from motioncore.families.body.fill import BodyLayout
+    from motioncore.families.body.model import InfillBody, InfillBodyConfig
     from motioncore.models.checkpoint import save_model
-    from motioncore.models.infill_body import InfillBody, InfillBodyConfig
-    from motioncore.tasks.body_fill import BodyLayout
 
     clip = load("bandai", "test", fps=30, progress=False)[1].motion
     sk = clip.skeleton
@@ -40,7 +40,7 @@ def served(tmp_path_factory):
 
 
 def test_temperature_zero_gets_the_deterministic_model_with_its_base(served):
-    from motioncore.tasks.body_fill import BodyLayout, prepare, run_model
+    from motioncore.families.body.fill import BodyLayout, prepare, run_model
 
     c, q, root, model, sk = served
     known = np.zeros(T, bool)

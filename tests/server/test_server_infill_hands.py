@@ -25,7 +25,7 @@ def served(tmp_path_factory):
 
 def _window(side: str):
     from motioncore.data import load
-    from motioncore.eval.hands import TASKS, hand_keys
+    from motioncore.families.anyorder.evaluate_hands import TASKS, hand_keys
 
     clip = load(f"manipnet-{side}", "test", fps=30.0, progress=False)[1]
     m = clip.motion
@@ -37,8 +37,8 @@ def _window(side: str):
 
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_hands_request_gets_the_library_answer_and_bezier_as_base(served, side):
+    from motioncore.families.hands.fill import bezier_fingers
     from motioncore.models.registry import load_model
-    from motioncore.tasks.hands_fill import bezier_fingers
     from motioncore.tasks.infill import fill_clip_at
 
     c = served
@@ -70,8 +70,8 @@ def test_models_lists_it_with_the_object_and_its_hand(served):
 
 def test_learn_gates_on_the_takes_own_keyed_fingers_as_the_library_does(served):
     from motioncore.data import load
+    from motioncore.families.hands.gate import learn_and_fill
     from motioncore.models.registry import load_model
-    from motioncore.tasks.hands_gate import learn_and_fill
 
     clip = load("manipnet-right", "test", fps=30.0, progress=False)[0]
     m = clip.motion

@@ -146,7 +146,7 @@ def test_style_adapt_walks_the_path_in_the_exemplars_style(server):
     """learnet-biped: an exemplar clip in the rotation form -> z and a rollout equal to the in-process
     StyleAdapter's (the encoder's code fitted to the exemplar, `StyleAdapter.fit`); the returned z reproduces
     it; two styles give two codes and two walks."""
-    from motioncore.tasks.style import StyleAdapter
+    from motioncore.families.style.generate import StyleAdapter
 
     p, c = server
     frames = 60

@@ -12,11 +12,11 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.models import PFNN
+from motioncore.families.pfnn.model import PFNN
+from motioncore.families.style.model import LearnetPFNN
+from motioncore.families.style.train import ExemplarSampler, encode_spans, load_learnet, model_configs
+from motioncore.families.style.train_data import LearnetStyleConfig, clip_rows, eval_rows, prepare
 from motioncore.models.checkpoint import read_meta
-from motioncore.models.learnet_pfnn import LearnetPFNN
-from motioncore.train.learnet import ExemplarSampler, encode_spans, load_learnet, model_configs
-from motioncore.train.learnet_data import LearnetStyleConfig, clip_rows, eval_rows, prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the experiment lives in scripts/
 from learnet_style import CONDITIONS, exemplar_code, main  # noqa: E402

@@ -1,4 +1,4 @@
-"""Request-time style code fitting (`motioncore.train.style_fit`) on the bundled learnet-biped and real
+"""Request-time style code fitting (`motioncore.families.style.adapt`) on the bundled learnet-biped and real
 Bandai clips of its held-out styles: the fit starts at the encoder's code, moves only z, ignores the
 exemplar's stance height, and its code predicts the style's OTHER clips better than the encoder's."""
 from __future__ import annotations
@@ -11,14 +11,14 @@ from scipy.spatial.distance import mahalanobis
 
 from motioncore.core.motion import Motion
 from motioncore.errors import MotioncoreError
-from motioncore.train.style_fit import CodePrior, FitConfig, fit_code, foot_floor, level_stance
+from motioncore.families.style.adapt import CodePrior, FitConfig, fit_code, foot_floor, level_stance
 
 pytestmark = [needs_data, pytest.mark.data]
 
 
 @pytest.fixture(scope="module")
 def adapter():
-    from motioncore.tasks.style import StyleAdapter
+    from motioncore.families.style.generate import StyleAdapter
 
     torch.set_num_threads(1)
     return StyleAdapter.load("learnet-biped")
@@ -113,9 +113,9 @@ def test_the_fitted_code_predicts_the_styles_other_clips_better_than_the_encoder
     """As `motioncore eval style` scores it: fit on one exemplar clip, score next frames on every OTHER clip
     of the held-out style; mean over the three held-out styles' first two exemplars."""
     from motioncore.data import load
-    from motioncore.eval.style_heldout import pick_exemplars, prediction_errors
-    from motioncore.features.pfnn import rotation_encoding
-    from motioncore.train.style import StyleConfig, prepare
+    from motioncore.families.pfnn.features import rotation_encoding
+    from motioncore.families.style.evaluate import pick_exemplars, prediction_errors
+    from motioncore.families.style.train_heldout import StyleConfig, prepare
 
     exp = adapter.meta["experiment"]
     cfg = StyleConfig(**{k: (tuple(v) if k == "holdouts" else v) for k, v in exp.items()

@@ -1,4 +1,4 @@
-"""The exemplar's quality report (`motioncore.tasks.style_quality`, `StyleAdapter.fit_report`'s ``quality``):
+"""The exemplar's quality report (`motioncore.families.style.generate_quality`, `StyleAdapter.fit_report`'s ``quality``):
 a real training-style walk passes, the same walk cut short is "too short", real non-walking Bandai clips (a
 dance, a kick) are "unlike any training style", with the fit's held-out error measured on the exemplar's
 last quarter against the truth; the add-on's line says the same."""
@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.tasks.style_quality import assess
+from motioncore.families.style.generate_quality import assess
 
 TRAIN = {"p50": 1.2, "p99": 2.5, "max": 2.9, "clips": 426}
 
@@ -29,7 +29,7 @@ def test_assess_names_each_problem_once():
 
 @pytest.fixture(scope="module")
 def adapter():
-    from motioncore.tasks.style import StyleAdapter
+    from motioncore.families.style.generate import StyleAdapter
 
     torch.set_num_threads(1)
     return StyleAdapter.load("learnet-biped")
@@ -57,7 +57,7 @@ def _truth_cm(adapter, motion, rows: list[int], z) -> float:
 
 @needs_data
 def test_a_training_style_walk_passes_and_its_held_out_error_is_the_truths(adapter, bandai):
-    assert "exemplar_error_cm" in adapter.meta  # written by train.style.fit_metadata
+    assert "exemplar_error_cm" in adapter.meta  # written by families.style.train_heldout.fit_metadata
     walk = bandai["dataset-1_walk_happy_001"].motion
     z, rep = adapter.fit_report(walk)
     q = rep["quality"]

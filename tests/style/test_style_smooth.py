@@ -1,4 +1,4 @@
-"""The style model's continuity costs (`motioncore.train.style_smooth`, `train.style.Smoothness`): the
+"""The style model's continuity costs (`motioncore.families.style.train_smooth`, `families.style.train_heldout.Smoothness`): the
 differentiable turn equals `eval.controllers.rotation_steps` on a real clip's own rows, a flip costs and a
 data-speed turn does not, mixed codes reach between and beyond the batch's codes, and the training loss
 draws its randomness from the batch alone (so a resumed run repeats the uninterrupted one)."""
@@ -9,22 +9,22 @@ import pytest
 import torch
 from conftest import needs_data
 
-from motioncore.features.normaliser import Normaliser
-from motioncore.train.style import StyleConfig
-from motioncore.train.style_smooth import (
+from motioncore.families.style.train_heldout import StyleConfig
+from motioncore.families.style.train_smooth import (
     TurnMeter,
     axes_matrices,
     batch_seed,
     mixed_codes,
     previous_rows,
 )
+from motioncore.features.normaliser import Normaliser
 
 
 @pytest.fixture(scope="module")
 def walk_rows():
     """A real Bandai walk (train split) and its PFNN rows."""
     from motioncore.data import load
-    from motioncore.features.pfnn import GAITS, pfnn_dataset, pfnn_layout
+    from motioncore.families.pfnn.features import GAITS, pfnn_dataset, pfnn_layout
 
     clip = next(c for c in load("bandai", "train", progress=False)
                 if c.labels.get("style") == "happy" and c.labels.get("content") == "walk")
@@ -47,7 +47,7 @@ def test_the_turn_meter_is_rotation_steps_of_the_clip_on_its_own_rows(walk_rows)
     got = np.degrees(meter.turns(y[:-1], y[1:]).double().numpy())  # (N - 1, J')
     truth = rotation_steps(clip.motion.rotations)[frames[1:] - 1][:, meter.child.numpy()]  # frame i-1 -> i
     assert truth.max() > 5.0  # a real walk: the limbs do turn
-    # Bandai's static joint_Root stands for the root frame in the rows (features.pfnn), so the hips' turn
+    # Bandai's static joint_Root stands for the root frame in the rows (families.pfnn.features), so the hips' turn
     # relative to it is the hips' turn in the root frame: within 0.2 degrees of the BVH's
     hips = list(meter.child.numpy()).index(1)
     assert clip.motion.skeleton.parents[1] == 0
@@ -125,10 +125,10 @@ def test_bad_continuity_settings_are_refused(field, value):
 
 
 def test_dropped_adapters_add_nothing_and_never_move():
-    from motioncore.models.learnet import StyleEncoderConfig
-    from motioncore.models.learnet_pfnn import LearnetPFNN
-    from motioncore.models.pfnn import PFNNConfig
-    from motioncore.train.style import drop_adapters
+    from motioncore.families.pfnn.model import PFNNConfig
+    from motioncore.families.style.model import LearnetPFNN
+    from motioncore.families.style.model_layers import StyleEncoderConfig
+    from motioncore.families.style.train_heldout import drop_adapters
 
     torch.manual_seed(0)
     m = LearnetPFNN(PFNNConfig(12, 9, hidden_dim=16, dropout=0.0, style_rank=3, style_dim=4), StyleEncoderConfig(12, 4, 8))

@@ -1,4 +1,4 @@
-"""The style model's training with the continuity costs (`train.style.train`, tiny sizes, a few real Bandai
+"""The style model's training with the continuity costs (`families.style.train_heldout.train`, tiny sizes, a few real Bandai
 clips): it writes its checkpoints, the continuity settings reach the checkpoint, a run killed mid-epoch
 resumes to exactly the weights of the run that was never killed, and a warm start reproduces the weights
 it starts from."""
@@ -10,9 +10,9 @@ import pytest
 import torch
 from conftest import needs_data
 
+from motioncore.families.style import train_heldout as style_train
+from motioncore.families.style.train_heldout import StyleConfig, train
 from motioncore.models.checkpoint import load_tensors, read_meta
-from motioncore.train import style as style_train
-from motioncore.train.style import StyleConfig, train
 
 pytestmark = [needs_data, pytest.mark.data]
 
@@ -73,7 +73,7 @@ def test_a_run_killed_mid_epoch_resumes_to_the_same_weights(uninterrupted, clips
 
 
 def test_a_warm_start_begins_at_the_given_learnet(uninterrupted, clips, tmp_path):
-    from motioncore.train.learnet import load_learnet
+    from motioncore.families.style.train import load_learnet
 
     cfg = replace(TINY, out=str(tmp_path / "style_c"), init_learnet=f"{uninterrupted.out}/learnet",
                   base_from=f"{uninterrupted.out}/base", lr=1e-12, epochs=1, roll_weight=1.0, roll_clips=3, roll_mix=1,

@@ -3,7 +3,7 @@
 ``motioncore batch infill SRC --out DIR`` reads every BVH under SRC (folder or glob), finds the frames to
 fill, fills them with ``motioncore.tasks.infill.fill_clip`` and writes ``DIR/<base name>.bvh`` (temporary file
 + rename, so a killed run leaves no half file; a re-run skips finished outputs) plus ``DIR/report.json``
-(per file: status, frames filled, gaps, seconds, error and stage). Inputs are never modified; a bad file
+(per file: status, frames filled, gaps, foot skate (`batch.skate`), seconds, error and stage). Inputs are never modified; a bad file
 is recorded and the batch goes on; the exit code is 1 when any file failed.
 
 Frames to fill, per clip (both may be used together):
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..io.atomic import check_output_dir
+from ..models.kinds import default_model, spec
 from .errors import BatchError
 from .files import CLIP_SUFFIXES, discover, output_path, read_motion, write_motion
 from .runner import run_job
@@ -69,7 +70,7 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     on the model's skeleton directly, else through it and back (``joint_map``: model joint -> clip joint,
     default `retarget.auto_map` on the clip's frames). Frames outside ``todo`` come back bit-identical.
     ``infill-body``: the gate is fitted on the clip's own keys; ``adapt`` > 0 seconds: Learn This Action first
-    (``tasks.body_adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
+    (``families.body.adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
     length) and ``adapt`` (before / after, steps; or why it was skipped)."""
     from ..core.motion import Motion
     from ..core.skeleton import Skeleton
@@ -78,12 +79,13 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
 
     msk = Skeleton.from_dict(meta["skeleton"])
     rj = int(meta["root_joint"])
+    learns_by_adapt = (k := spec(meta)) is not None and k.learn == "adapt"
 
     def fill(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_q, out_p = q.copy(), p.copy()
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
             net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info) \
-                if adapt > 0 and meta.get("kind") == "infill-body" else (model, {})
+                if adapt > 0 and learns_by_adapt else (model, {})
             f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed, **kw)
             out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
             if info is not None and f.gate is not None:
@@ -104,8 +106,9 @@ def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.
              info: dict | None) -> tuple[Any, dict[str, Any]]:
     """Learn This Action on the clip's keys at the model's rate: (the network to fill with, fill_clip's gate
     arguments). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
+    from motioncore.families.body.adapt import adapt_infill
+
     from ..errors import MotioncoreError
-    from ..tasks.body_adapt import adapt_infill
     from ..tasks.infill import at_model_rate
 
     mq, mr, mk = at_model_rate(meta, q, root, known, fps)
@@ -159,6 +162,10 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         info: dict[str, Any] = {}
         filled = fill_motion(m, model, meta, todo, jm, temperature, seed, adapt, info) if todo.any() else m
         res.update(info)  # the gate's weights per gap length (and Learn This Action's result): what was scaled
+        if todo.any():   # the feet over the filled frames against Bezier's and the input's (batch.skate)
+            from .skate import skate_report
+
+            res["skate"] = skate_report(m, filled, todo, msk, jm)
         stage = "write"
         _write_spliced(path, out, filled, todo)
         res.update(status="ok", stage=None)
@@ -201,7 +208,7 @@ def _cached_model(name: str, load: Any) -> Any:
     return _MODELS[name]
 
 
-def run_batch_infill(src: str, out_dir: str, model: str = "infill-body", gaps_file: str | None = None,
+def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"), gaps_file: str | None = None,
                      frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
                      chunk: int | None = None, fmt: str = "bvh", adapt: float = 0.0) -> dict[str, Any]:

@@ -84,13 +84,15 @@ def _cached(key: str, build: Callable[[], Any]) -> Any:
 def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
                  scale: str | float | None = "legs", contacts: bool = False, missing: str = "rest",
                  infill_model: str | None = None, fmt: str = "bvh", convention: Any = None,
-                 target_poses: Any = None) -> dict[str, Any]:
+                 target_poses: Any = None, floor: float | None = None) -> dict[str, Any]:
     """Retarget one clip (.bvh, or .fbx / .blend with bpy) onto ``target`` (a ``Skeleton.to_dict()``) and
     write ``out_dir/<base name>.<fmt>`` atomically. Never raises for a bad file: returns
     ``{"file", "out", "status": "ok"|"skipped"|"failed", "stage", "error", "frames", "seconds", "unmapped",
     "below_ground"}`` (``unmapped``: the target joints held at rest; ``below_ground``: {mapped toe or foot:
-    cm below the floor at its lowest}, `below_ground`). The joint map is built once per distinct source
-    skeleton (cached in this process; ``target_poses``: some frames of the target clip, ``clip_poses``)."""
+    cm below the floor at its lowest}, `below_ground`; ``feet``: with ``floor`` (the target clip's contact height),
+    the clip moved up or down onto it, `retarget.contacts.stand_on`: {"target": floor, "before": the retargeted
+    clip's contact height, "moved_up": the move}, in the target's units). The joint map is built once per distinct
+    source skeleton (cached in this process; ``target_poses``: some frames of the target clip, ``clip_poses``)."""
     from ..core.skeleton import Skeleton
     from ..retarget import auto_map, check_map, clip_poses, retarget
 
@@ -115,6 +117,13 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
         stage = "retarget"
         moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model,
                          convention=None if convention is None else np.asarray(convention, np.float64))
+        if floor is not None:   # the feet on the target's own ground (its walks' contact height)
+            from ..retarget.contacts import contact_height_of, stand_on
+
+            before = contact_height_of(moved)
+            moved, dy = stand_on(moved, floor)
+            if before is not None:
+                res["feet"] = {"target": round(floor, 3), "before": round(before, 3), "moved_up": round(dy, 3)}
         res["below_ground"] = below_ground(moved, jm)
         stage = "write"
         write_motion(out, moved)
@@ -206,9 +215,10 @@ def _build_report(meta: dict[str, Any], results: Iterable[dict[str, Any]], total
     errors = [{"file": r["file"], "error": r["error"], "stage": r["stage"]} for r in results if r["status"] == "failed"]
     unmapped = {r["file"]: r["unmapped"] for r in results if r.get("unmapped")}   # held at rest, per file
     below = {r["file"]: r["below_ground"] for r in results if r.get("below_ground")}
+    feet = {r["file"]: r["feet"] for r in results if r.get("feet")}   # moved onto the target's contact height
     return {**{k: v for k, v in meta.items() if k != "ray_init_s"}, "finished": datetime.now(UTC).isoformat(),
             "interrupted": interrupted, "counts": counts, "timings": timings, "errors": errors,
-            "unmapped": unmapped, "below_ground": below}
+            "unmapped": unmapped, "below_ground": below, "feet": feet}
 
 
 def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
@@ -216,11 +226,13 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
               use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
               chunk: int | None = None, progress: bool = True, contacts: bool = False, missing: str = "rest",
               infill_model: str | None = None, fmt: str = "bvh", match_model: str | None = None,
+              keep_height: bool = False,
               on_result: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Retarget every BVH under ``src`` (folder or glob) onto the skeleton of the BVH ``target``, writing
-    ``out_dir/<base name>.bvh``; existing outputs are skipped (resumable). Returns the report, also
-    written to ``out_dir/report.json`` (atomically, also on KeyboardInterrupt, which is re-raised).
-    ``on_result`` is called after each file (progress hooks, tests)."""
+    ``out_dir/<base name>.bvh``; existing outputs are skipped (resumable). Each clip's feet are moved onto the
+    target clip's contact height (`process_file`'s ``floor``; ``keep_height``: the root as scaled, unmoved).
+    Returns the report, also written to ``out_dir/report.json`` (atomically, also on KeyboardInterrupt, which is
+    re-raised). ``on_result`` is called after each file (progress hooks, tests)."""
     from tqdm import tqdm
 
     from ..retarget import load_overrides
@@ -259,6 +271,9 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     except OSError as e:
         raise BatchError(f"--target {target}: cannot read: {e}") from e
     tgt_skel, tgt_poses = tgt_motion.skeleton, clip_poses(tgt_motion)
+    from ..retarget.contacts import contact_height_of
+
+    floor = None if keep_height else contact_height_of(tgt_motion)   # None: a target without two legs
     target_d = tgt_skel.to_dict()
     convention = None
     if match_model is not None:   # the twist convention of a checkpoint trained on the target skeleton
@@ -309,6 +324,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
                             "overrides": str(overrides) if overrides is not None else None,
                             "scale": scale, "contacts": contacts, "missing": missing, "infill_model": infill_model,
                             "format": fmt, "match_model": match_model,
+                            "floor": None if floor is None else round(floor, 3),
                             "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
@@ -331,7 +347,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
         run_files(process_file, todo, str(out), {"target": target_d, "overrides": ov, "scale": scale,
                                                   "contacts": contacts, "missing": missing,
                                                   "infill_model": infill_model, "fmt": fmt,
-                                                  "convention": convention, "target_poses": tgt_poses},
+                                                  "convention": convention, "target_poses": tgt_poses,
+                                                  "floor": floor},
                   record, meta,
                   use_ray=use_ray,
                   address=ray_address, workers=n_workers, chunk=chunk,

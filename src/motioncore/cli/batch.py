@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..models.kinds import default_model
 from .args import add_threads, nonneg_float, nonneg_int, positive_int, set_threads
 
 
@@ -17,7 +18,8 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
     report = run_batch(args.src, args.target, args.out, overrides=args.map, scale=args.scale,
                        use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
                        progress=not args.quiet, contacts=args.contacts, missing=args.missing,
-                       infill_model=args.infill_model, fmt=args.format, match_model=args.match_model)
+                       infill_model=args.infill_model, fmt=args.format, match_model=args.match_model,
+                       keep_height=args.keep_height)
     c, t = report["counts"], report["timings"]
     rate = f", {t['files_per_s']:.1f} files/s" if t["files_per_s"] else ""
     print(f"retarget: {c['ok']} written, {c['skipped']} skipped (already there), {c['failed']} failed "
@@ -27,14 +29,22 @@ def _cmd_retarget(args: argparse.Namespace) -> int:
 
 
 def _print_left_out(report: dict) -> None:
-    """What the written files lack, on stderr: the target joints held at rest (per distinct set) and the toes
-    or feet below the floor (per file); report.json lists both per file."""
+    """What the written files lack or what was done to them, on stderr: the target joints held at rest (per
+    distinct set), the clips whose feet were moved 1 or more onto the target's contact height and the toes or feet
+    below the floor (per file); report.json lists them per file."""
     sets: dict[tuple[str, ...], int] = {}
     for joints in report.get("unmapped", {}).values():
         sets[tuple(joints)] = sets.get(tuple(joints), 0) + 1
     for joints, n in sets.items():
         print(f"retarget: {n} file(s) left {len(joints)} target joint(s) unmapped, held at rest: {', '.join(joints)} "
               "(--map FILE to map them)", file=sys.stderr)
+    moved = {f: v for f, v in report.get("feet", {}).items() if abs(v["moved_up"]) >= 1.0}
+    for f, v in list(moved.items())[:10]:
+        print(f"retarget: {f}: feet moved {'up' if v['moved_up'] > 0 else 'down'} {abs(v['moved_up']):.1f} onto the "
+              f"target's contact height {v['target']:.2f} (the target's units; --keep-height to keep them)",
+              file=sys.stderr)
+    if len(moved) > 10:
+        print(f"retarget: ... and {len(moved) - 10} more files moved 1 or more (report.json: feet)", file=sys.stderr)
     for f, low in report.get("below_ground", {}).items():
         print(f"retarget: {f}: " + ", ".join(f"{j} {d:g} cm below the floor at its lowest" for j, d in low.items()),
               file=sys.stderr)
@@ -124,6 +134,9 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
     r.add_argument("--contacts", action="store_true",
                    help="pin the feet where the source's are planted (two-bone leg IK): no foot sliding")
+    r.add_argument("--keep-height", action="store_true",
+                   help="keep the root's height as scaled (default: each clip moved up or down so its feet stand at "
+                        "the target clip's contact height, the median lowest-toe height of its frames)")
     r.add_argument("--missing", choices=["rest", "infill"], default="rest",
                    help="target joints the source lacks: hold at rest (default) or fill with --infill-model")
     r.add_argument("--infill-model", help="per-element any-order checkpoint on the target skeleton (--missing infill)")
@@ -144,7 +157,7 @@ def add_subcommands(sub: Any) -> None:
                                  "refused, 1 when any other failed.")
     i.add_argument("src", help="folder (searched recursively for *.bvh) or glob")
     i.add_argument("--out", required=True, help="output folder")
-    i.add_argument("--model", default="infill-body", help="in-filling checkpoint (default infill-body, the deterministic "
+    i.add_argument("--model", default=default_model("infill"), help="in-filling checkpoint (default infill-body, the deterministic "
                    "body model; anyorder-body draws variations with --temperature)")
     i.add_argument("--gaps", help='JSON {"clip base name": [[start, end], ...]} (end exclusive)')
     i.add_argument("--frozen", type=nonneg_int, default=0,

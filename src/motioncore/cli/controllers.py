@@ -12,13 +12,14 @@ import time
 from pathlib import Path as FilePath
 from typing import Any
 
+from ..models.kinds import KINDS, default_model
 from .args import MEASURED_ON, nonneg_int, positive_int
 
 DEMO_MODELS = {"biped": "pfnn-biped", "dog": "mann-dog"}  # bundled checkpoints the demo animates
-DEMO_INFILL = "infill-body"  # bundled in-filling model: re-fills the biped's walk between sparse keys
+DEMO_INFILL = default_model("demo.infill")  # bundled in-filling model: re-fills the biped's walk between sparse keys
 DEMO_KEY_EVERY = 20  # the in-fill demo keeps the first 10 frames and then one key every N frames (0.67 s at 30 fps)
 RUN_CHECKPOINTS = ("runs/pfnn/pfnn", "runs/pfnn-base/phase-mlp", "runs/mann/mann", "runs/mann-base/mann-1")
-MODES = ("outputs", "weights", "constant", "linear", "cubic")  # as motioncore.tasks.locomotion.MODES (kept torch-free)
+MODES = max((k.modes for k in KINDS.values()), key=len)  # as motioncore.tasks.locomotion.MODES (kept torch-free)
 
 
 # ----------------------------------------------------------------------------- generate
@@ -162,24 +163,42 @@ def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
     bvh = out / "biped_infill.bvh"
     write_bvh(bvh, filled)
     keys = np.repeat(known[:, None], walk.skeleton.num_joints + 1, 1)
-    iq, _ = interp_channels(walk.rotations[None], walk.positions[None, :, rj], keys)
+    iq, iroot = interp_channels(walk.rotations[None], walk.positions[None, :, rj], keys)
     gap = ~known
     err = lambda q: float(np.degrees(quat_angle(q[gap], walk.rotations[gap])).mean())  # noqa: E731
-    png = plot_infill(walk, iq[0], f.rotations[0], known, name, out / "demo_infill.png")
     from ..eval.infill import jerk_sum
+    from ..retarget.contacts import feet_of
+    from .demo_feet import demo_skate
 
     _, gp_model = walk.skeleton.forward_kinematics(filled.rotations, filled.positions)
     _, gp_true = walk.skeleton.forward_kinematics(walk.rotations, walk.positions)
+    ipos = walk.positions.copy()
+    ipos[:, rj] = iroot[0]
+    _, gp_interp = walk.skeleton.forward_kinematics(iq[0], ipos)
+    legs = feet_of(walk.skeleton, gp_true[::10])
+    if legs is None:
+        raise MotioncoreError(f"{name}: no two legs with feet in the walk's skeleton")
+    positions = {"walk": gp_true, name: gp_model, "Interp": gp_interp}
+    png = plot_infill(walk, iq[0], f.rotations[0], known, name, out / "demo_infill.png", positions=positions,
+                      legs=legs)
+    sk8 = demo_skate(gp_true, {"model": gp_model, "interp": gp_interp}, known, walk.fps, legs)
     return {"model": name, "bvh": str(bvh), "frames": T, "keys": int(known.sum()), "filled": int(gap.sum()),
             "model_deg": err(f.rotations[0]), "interp_deg": err(iq[0]), "plot": str(png),
             # every joint's world position, hips included, over the whole clip: the jitter an animator sees
             "jerk_over_truth": jerk_sum(gp_model) / jerk_sum(gp_true),
+            # the feet over the filled frames and the keys either side, on the walk's ground (core.feet)
+            "skate_cm_s": sk8["model_cm_s"], "skate_over_walk": sk8["model_over_walk"],
+            "walk_skate_cm_s": sk8["walk_cm_s"], "interp_skate_over_walk": sk8["interp_over_walk"],
             "seconds": time.perf_counter() - t0}
 
 
-def plot_infill(walk: Any, interp_q: Any, model_q: Any, known: Any, name: str, path: FilePath, n_joints: int = 4) -> FilePath:
+def plot_infill(walk: Any, interp_q: Any, model_q: Any, known: Any, name: str, path: FilePath, n_joints: int = 4,
+                positions: dict[str, Any] | None = None, legs: Any = None) -> FilePath:
     """PNG: the local rotation angle (degrees from rest) of the ``n_joints`` joints that move most, over
-    time, for the truth, Interp and the model; the filled spans shaded, the keys as dots. Atomic write."""
+    time, for the truth, Interp and the model; the filled spans shaded, the keys as dots. With ``positions``
+    (world positions (T, J, 3): the walk first, then the model and Interp, by name) and ``legs`` (each leg's foot
+    and toe joints), two more rows: each foot's contact and the foot skate per frame (`cli.demo_feet`). Atomic
+    write."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -194,10 +213,11 @@ def plot_infill(walk: Any, interp_q: Any, model_q: Any, known: Any, name: str, p
     truth, interp, model = angle(walk.rotations), angle(interp_q), angle(model_q)
     joints = np.argsort(-truth.std(0))[:n_joints]
     t = np.arange(walk.num_frames) / walk.fps
-    fig = Figure(figsize=(11, 2.2 * n_joints))
+    rows = n_joints + (2 if positions else 0)
+    fig = Figure(figsize=(11, 2.2 * rows))
     FigureCanvasAgg(fig)
     for row, j in enumerate(joints):
-        ax = fig.add_subplot(n_joints, 1, row + 1)
+        ax = fig.add_subplot(rows, 1, row + 1)
         for s, e in mask_runs(~known):
             ax.axvspan(t[s], t[min(e, len(t) - 1)], color="0.92", lw=0)
         ax.plot(t, truth[:, j], "k-", lw=1.6, label="truth (deleted frames)")
@@ -209,6 +229,11 @@ def plot_infill(walk: Any, interp_q: Any, model_q: Any, known: Any, name: str, p
         if row == 0:
             ax.set_title("in-fill of the biped's walk: joint angles across the gaps (shaded)", fontsize=10)
             ax.legend(loc="upper right", fontsize=7, ncol=4)
+    if positions:
+        from .demo_feet import plot_feet
+
+        colours = dict(zip(positions, ["k", "C3", "C0"], strict=False))
+        plot_feet(fig, rows, n_joints + 1, t, known, positions, walk.fps, legs, colours)
     fig.axes[-1].set_xlabel("time (s)")
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=80))
@@ -269,7 +294,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"in-fill ({s['model']}): kept {s['keys']} of the walk's {s['frames']} frames as keys (10 + one every "
               f"{DEMO_KEY_EVERY}), filled {s['filled']}; mean error over the filled frames (angle between each "
               f"joint's filled and true rotation) {s['model_deg']:.2f} deg (Interp {s['interp_deg']:.2f} deg); "
-              f"jerk {s['jerk_over_truth']:.2f}x the walk's -> {s['bvh']}; curves {s['plot']}")
+              f"jerk {s['jerk_over_truth']:.2f}x the walk's; foot skate {s['skate_cm_s']:.1f} cm/s, "
+              f"{s['skate_over_walk']:.1f}x the walk's {s['walk_skate_cm_s']:.1f} (Interp "
+              f"{s['interp_skate_over_walk']:.1f}x) -> {s['bvh']}; curves and feet {s['plot']}")
     print(f"plot (paths, foot contacts): {summary['plot']}  ({time.perf_counter() - t0:.1f} s)")
     return 0
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..models.kinds import default_model
 from .args import MEASURED_ON, add_threads, nonneg_float, nonneg_int, positive_float, positive_int, set_threads
 
 
@@ -94,8 +95,9 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
 def _cmd_eval_clips(args: argparse.Namespace) -> int:
     import json
 
+    from motioncore.families.body.evaluate import load_body_clipfill
+
     from ..data.datasets import load
-    from ..eval.body_model import load_body_clipfill
     from ..eval.clips import evaluate_clips, format_clips, plot_clips
     from ..io.atomic import atomic_write_text
 
@@ -129,7 +131,8 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
 def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
     import json
 
-    from ..eval.hands import TASKS, evaluate_tasks, format_tasks, plot_hands, plot_timing
+    from motioncore.families.anyorder.evaluate_hands import TASKS, evaluate_tasks, format_tasks, plot_hands, plot_timing
+
     from ..io.atomic import atomic_write_text
     from ..models.registry import check_model
 
@@ -156,8 +159,9 @@ def _cmd_eval_hand_tasks(args: argparse.Namespace) -> int:
 def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
     import json
 
-    from ..eval.hands import TASKS, HandsTask
-    from ..eval.hands_infill import evaluate_infill_hands, format_infill_hands, plot_infill_hands
+    from motioncore.families.anyorder.evaluate_hands import TASKS, HandsTask
+    from motioncore.families.hands.evaluate import evaluate_infill_hands, format_infill_hands, plot_infill_hands
+
     from ..io.atomic import atomic_write_text
 
     plot = _plot_path(args, "eval_infill_hands")   # checked before any work
@@ -182,16 +186,19 @@ def _cmd_eval_infill_hands(args: argparse.Namespace) -> int:
 def _cmd_eval_hands(args: argparse.Namespace) -> int:
     import json
 
+    from motioncore.families.anyorder.evaluate_hands import HandsTask, evaluate_hands, format_hands, plot_hands
+
     from ..errors import UsageError
-    from ..eval.hands import HandsTask, evaluate_hands, format_hands, plot_hands
     from ..io.atomic import atomic_write_text
+    from ..models.kinds import default_model, family
     from ..models.registry import check_model
 
-    if check_model(args.model, "infill").get("kind") == "infill-hands":
+    if family(check_model(args.model, "infill")) == "hands":
         return _cmd_eval_infill_hands(args)
     if args.adapt is not None:
-        raise UsageError(f"--adapt: only for the deterministic infill-hands (the model {args.model} samples); "
-                         "drop --adapt or pick --model infill-hands")
+        hands = default_model("infill.hands")
+        raise UsageError(f"--adapt: only for the deterministic {hands} (the model {args.model} samples); "
+                         f"drop --adapt or pick --model {hands}")
     if args.max_windows is None:
         args.max_windows = 12
     if getattr(args, "task", None):
@@ -215,14 +222,17 @@ def _cmd_eval_hands(args: argparse.Namespace) -> int:
 def _cmd_eval_style(args: argparse.Namespace) -> int:
     import json
 
+    from motioncore.families.style.evaluate import evaluate_style
+    from motioncore.families.style.evaluate_judge import format_style, plot_style
+
     from ..errors import UsageError
-    from ..eval.style import format_style, plot_style
-    from ..eval.style_heldout import evaluate_style
     from ..io.atomic import atomic_write_text
     from ..models.checkpoint import CheckpointError, read_meta
+    from ..models.kinds import KINDS, kinds_for
     from ..models.registry import resolve
 
-    want = {"--model": "learnet-pfnn", "--base": "pfnn", "--judge": "style-judge"}
+    style = kinds_for("style")[0]
+    want = {"--model": style, "--base": KINDS[style].base, "--judge": kinds_for("judge")[0]}
     for arg, name in (("--model", args.model), ("--base", args.base), ("--judge", args.judge)):
         try:
             kind = read_meta(resolve(name)).get("kind")
@@ -284,7 +294,7 @@ def add_subcommands(sub: Any) -> None:
                       "the same keys. The defaults (CMU test subjects 05 and 07: 32 clips, 3 lengths) take ~80 s, plus --adapt "
                       "seconds per clip and length (measured on a 2-core AMD EPYC, 24 GB, no GPU, --threads 1, "
                       "2026-11-26).")
-    e.add_argument("--model", default="infill-body", help="an infill-body checkpoint (default the bundled one)")
+    e.add_argument("--model", default=default_model("infill"), help="an infill-body checkpoint (default the bundled one)")
     e.add_argument("--data", default="cmu", help="registered dataset (its test split; default cmu: subjects 05 "
                    "and 07, never trained on)")
     e.add_argument("--subject", action="append", help="only clips whose name starts with this subject (e.g. 07; "
@@ -303,7 +313,7 @@ def add_subcommands(sub: Any) -> None:
                       f"windows, with and without the object) take ~10 s ({MEASURED_ON}); --adapt S adds about "
                       "8 S per task. --model anyorder-hands: 12 windows and 5 samples each take ~70 s ("
                       f"{MEASURED_ON}); the time grows with --max-windows and --samples.")
-    e.add_argument("--model", default="infill-hands", help="hand in-fill checkpoint: infill-hands (default; per take "
+    e.add_argument("--model", default=default_model("infill.hands"), help="hand in-fill checkpoint: infill-hands (default; per take "
                    "and mean with bootstrap intervals) or the any-order anyorder-hands (samples, best of 5)")
     e.add_argument("--adapt", type=nonneg_float, metavar="SECONDS",
                    help="(infill-hands) also the adapt track: per take and half, the model fine-tuned SECONDS on "
@@ -328,9 +338,9 @@ def add_subcommands(sub: Any) -> None:
     e.set_defaults(func=_cmd_eval_hands)
     e = ev.add_parser("style", help="one-shot style on the held-out styles: next-frame error and a style judge's "
                                     "verdict on walks by the base, the learnet with the exemplar's code and a wrong code")
-    e.add_argument("--model", default="learnet-biped", help="style model (kind learnet-pfnn, default learnet-biped)")
-    e.add_argument("--base", default="pfnn-style-base", help="the unadapted base trained beside it (default pfnn-style-base)")
-    e.add_argument("--judge", default="style-judge", help="style classifier (default style-judge)")
+    e.add_argument("--model", default=default_model("style"), help="style model (kind learnet-pfnn, default learnet-biped)")
+    e.add_argument("--base", default=default_model("style.base"), help="the unadapted base trained beside it (default pfnn-style-base)")
+    e.add_argument("--judge", default=default_model("style.judge"), help="style classifier (default style-judge)")
     e.add_argument("--exemplars", type=positive_int, default=3, help="exemplar clips per held-out style (default 3)")
     _add_report_args(e, "figures", "eval_style.png", quiet="no progress lines")
     e.set_defaults(func=_cmd_eval_style)

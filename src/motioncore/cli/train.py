@@ -9,30 +9,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..models.kinds import hook, trainable
 from .args import nonneg_float, positive_float, positive_int
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    if args.model == "infill-hands":
-        from ..recipes.infill_hands import train_from_args
-
-        return train_from_args(args)
-    if args.model == "infill-body":
-        from ..recipes.infill_body_train import train_infill_body_from_args
-
-        return train_infill_body_from_args(args)
-    if args.model == "anyorder":
-        from ..train.anyorder import train_anyorder_from_args
-
+    fam = trainable()[args.model]   # its family's record (models.kinds)
+    if fam.train_checks:
         _check_train_args(args)
-        return train_anyorder_from_args(args)
-    from ..train.controllers import ControllerRecipe, train_controller
+    if fam.train is not None:
+        return hook(fam.train)(args)
+    from ..train.controllers import ControllerRecipe, train_controller  # the path controllers' shared recipe
     from ..train.loop import TrainConfig, config_from
 
-    _check_train_args(args)
-    model = {"pfnn": "pfnn", "mann": "mann"}[args.model]
-    if args.baseline:
-        model = {"pfnn": "phase-mlp", "mann": "mann-1"}[args.model]
+    model = fam.baseline if args.baseline else fam.kinds[0].kind
     recipe = config_from(ControllerRecipe, None, {"model": model, "data": args.data, "hidden_dim": args.hidden,
                                                   "max_clips": args.max_clips})
     cfg = config_from(TrainConfig, args.config, {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
@@ -68,7 +58,7 @@ def _check_train_args(args: argparse.Namespace) -> None:
 def add_subcommands(sub: Any) -> None:
     """Register ``train`` on the top-level subparsers."""
     t = sub.add_parser("train", help="train a model on the real mocap (CPU by default, GPU when present)")
-    t.add_argument("model", choices=["pfnn", "mann", "anyorder", "infill-body", "infill-hands"],
+    t.add_argument("model", choices=list(trainable()),
                    help="what to train (infill-hands: a ridge fit, about 3 minutes on one core)")
     t.add_argument("--baseline", action="store_true", help="train the comparison network instead (PFNN: an MLP "
                    "taking phase as an input; MANN: a single expert)")
@@ -85,10 +75,10 @@ def add_subcommands(sub: Any) -> None:
     t.add_argument("--out", help="run folder (default runs/<model>); holds the checkpoint, state, loss.png")
     t.add_argument("--restart", action="store_true", help="ignore a saved training state in --out")
     t.add_argument("--quiet", action="store_true", help="no progress bars")
-    from ..train.anyorder import add_anyorder_arguments
+    from motioncore.families.anyorder.train import add_anyorder_arguments
 
     add_anyorder_arguments(t)  # --d-model --n-layers --n-heads --d-ff --num-mixtures --window --max-windows
-    from ..recipes.infill_body_train import add_infill_body_arguments
+    from motioncore.families.body.train_loop import add_infill_body_arguments
 
     add_infill_body_arguments(t)  # --body-data --minutes --export
     t.add_argument("--cv", action="store_true", help="(infill-hands) choose the penalty and weight on each training "

@@ -7,12 +7,14 @@ Rows, per clip and gap length:
 - ``bezier``: Blender's Auto Clamped Bezier of the keys per channel (``eval.keyed.bezier_keys``);
 - ``shipped``: the network as trained, no gate;
 - ``gate``: the default in-fill: the correction's weights fitted on pseudo-gaps cut from the clip's own keys
-  (``tasks.body_gate``);
-- ``adapt``: Learn This Action first (``tasks.body_adapt``, ``adapt`` seconds), then the gate.
+  (``families.body.gate``);
+- ``adapt``: Learn This Action first (``families.body.adapt``, ``adapt`` seconds), then the gate.
 
 Measures over the gap frames: mean global joint position error (cm, the data's units) and mean global rotation
-error (degrees); jerk over the gaps and ``JERK_PAD`` keyed frames either side, over the truth's. Ratios are
-to Bezier on the same clip; the summary is the ratio of the sums over clips.
+error (degrees); jerk over the gaps and ``JERK_PAD`` keyed frames either side, over the truth's; foot skate
+(``core.feet``, cm/s) over the gaps and the keys either side, on the truth's ground, over the truth's skate there,
+and GMD's skating ratio. cm and degree ratios are to Bezier on the same clip; the summary is the ratio of the sums
+over clips (skate: of the pooled weighted speeds).
 """
 from __future__ import annotations
 
@@ -21,11 +23,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..core import feet as foots
 from ..core.gaps import runs as _runs
 from ..core.rotations import quat_angle, quat_continuity
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
-from .infill import JERK_PAD, jerk_sum
+from .infill import JERK_PAD, jerk_sum, skate_feet
 from .keyed import bezier_keys
 
 __all__ = ["cut_gaps", "evaluate_clips", "format_clips", "plot_clips"]
@@ -61,6 +64,17 @@ def _scores(sk: Skeleton, q, p, tq, tp, known) -> tuple[float, float, float, flo
     return float(cm), float(deg), float(gap.sum() * gq.shape[1]), float(jerk)
 
 
+def _skate(sk: Skeleton, q, p, truth_gp: np.ndarray, fps: float, feet: list[int], known: np.ndarray) -> dict:
+    """Foot skate of one filled clip on the truth's ground: {skate, _swv, _sw, skating_ratio}."""
+    _, gp = sk.forward_kinematics(q, p)
+    span = foots.fill_span(known)
+    wv, w = foots.skate_sums(gp, fps, feet, foots.ground(truth_gp, feet), span)
+    toes = feet[1::2] if len(feet) == 4 else feet
+    return {"skate": wv / w if w > 0 else float("nan"), "_swv": wv, "_sw": w,
+            "skating_ratio": foots.skating_ratio(gp, fps, toes, foots.ground(truth_gp, toes), span),
+            "_pairs": int(foots.pair_mask(len(span), span).sum())}
+
+
 def evaluate_clips(clips, fills: dict[str, Callable], n_gaps: int = 12, lengths=(5, 15, 30),
                    progress: Callable[[str], None] | None = None) -> dict:
     """``clips``: Motions; ``fills``: name -> fill(skeleton, q (T, J, 4), p (T, J, 3), known (T,)) -> (q, p).
@@ -77,6 +91,9 @@ def evaluate_clips(clips, fills: dict[str, Callable], n_gaps: int = 12, lengths=
             row: dict = {"clip": m.name, "length": int(L), "gaps": int(len(_runs(~known))), "frames": len(q)}
             _, tgp = m.skeleton.forward_kinematics(q, p)
             truth_jerk = _scores(m.skeleton, q, p, q, p, known)[3]
+            feet = skate_feet(m.skeleton, q[None], p[None])
+            if feet:
+                row["capture"] = _skate(m.skeleton, q, p, tgp, m.fps, feet, known)
             for name, fill in {"bezier": _bezier, **fills}.items():
                 t0 = time.perf_counter()
                 oq, op = fill(m.skeleton, q, p, known)
@@ -86,6 +103,11 @@ def evaluate_clips(clips, fills: dict[str, Callable], n_gaps: int = 12, lengths=
                 cm, deg, n, jerk = _scores(m.skeleton, oq, op, q, p, known)
                 row[name] = {"cm": cm / n, "deg": deg / n, "jerk": jerk / max(truth_jerk, 1e-12),
                              "seconds": round(dt, 3), "_n": n, "_jerk": jerk, "_tjerk": truth_jerk}
+                if feet:
+                    sk8 = _skate(m.skeleton, oq, op, tgp, m.fps, feet, known)
+                    sk8["skate_over_truth"] = sk8["skate"] / row["capture"]["skate"] if row["capture"]["_sw"] > 0 \
+                        and row["capture"]["skate"] > 0 else float("nan")
+                    row[name].update(sk8)
                 info = getattr(fill, "last_info", None)
                 if info:
                     row[name].update(info())
@@ -104,7 +126,9 @@ def _bezier(sk, q, p, known):
 def _public(row: dict) -> dict:
     out = {}
     for k, v in row.items():
-        if isinstance(v, dict):
+        if k == "capture":
+            out[k] = {kk: vv for kk, vv in v.items() if not kk.startswith("_")}
+        elif isinstance(v, dict):
             b = row["bezier"]
             v = {kk: vv for kk, vv in v.items() if not kk.startswith("_")}
             v.update(cm_ratio=v["cm"] / max(b["cm"], 1e-12), deg_ratio=v["deg"] / max(b["deg"], 1e-12))
@@ -124,7 +148,19 @@ def _summary(rows: list[dict], models: list[str], lengths) -> dict:
                            "deg": sum(r[m]["deg"] * r[m]["_n"] for r in rs) / b_deg,
                            "jerk": sum(r[m]["_jerk"] for r in rs) / sum(r[m]["_tjerk"] for r in rs),
                            "clips": len(rs)} for m in models}
+        sk = [r for r in rs if "capture" in r and r["capture"]["_sw"] > 0]
+        if sk:
+            truth = sum(r["capture"]["_swv"] for r in sk) / sum(r["capture"]["_sw"] for r in sk)
         for m in models:
+            if sk:   # pooled: a clip whose fill has no foot near the ground adds nothing to either sum
+                w_m = sum(r[m]["_sw"] for r in sk)
+                s_m = sum(r[m]["_swv"] for r in sk) / w_m if w_m > 0 else float("nan")
+                n = sum(r[m]["_pairs"] for r in sk)   # GMD's ratio, pooled over the clips' frame pairs
+                out[str(L)][m].update(skate=s_m, skate_truth=truth,
+                                      skate_over_truth=s_m / truth if truth > 0 else float("nan"),
+                                      skating_ratio=sum(r[m]["skating_ratio"] * r[m]["_pairs"] for r in sk) / n,
+                                      skating_ratio_truth=sum(r["capture"]["skating_ratio"] * r["capture"]["_pairs"]
+                                                              for r in sk) / n)
             w = [r[m]["weight"] for r in rs if "weight" in r[m]]
             if w:
                 out[str(L)][m]["weight"] = float(np.mean(w))
@@ -139,18 +175,23 @@ def format_clips(res: dict) -> str:
     gate's mean weight."""
     lines = []
     for L, per in res["summary"].items():
-        lines.append(f"gaps of {L} frames ({next(iter(per.values()))['clips']} clips): "
-                     "cm / Bezier, deg / Bezier, jerk / truth, mean weight")
+        first = next(iter(per.values()))
+        truth = f", skate / truth (truth {first['skate_truth']:.1f} cm/s)" if "skate_truth" in first else ""
+        lines.append(f"gaps of {L} frames ({first['clips']} clips): "
+                     f"cm / Bezier, deg / Bezier, jerk / truth, mean weight{truth}")
         for m, v in per.items():
             w = f"{v['weight']:.2f}" if "weight" in v else "-"
             skip = f"  (not adapted on {v['adapt_skipped']} clips: too little keyed to learn from)" \
                 if v.get("adapt_skipped") else ""
-            lines.append(f"  {m:<8} {v['cm']:6.3f} {v['deg']:6.3f} {v['jerk']:6.3f}  {w}{skip}")
+            sk8 = f"  {v['skate_over_truth']:5.2f}x ({v['skate']:.1f} cm/s; GMD {v['skating_ratio']:.3f}, truth " \
+                f"{v['skating_ratio_truth']:.3f})" if "skate" in v else ""
+            lines.append(f"  {m:<8} {v['cm']:6.3f} {v['deg']:6.3f} {v['jerk']:6.3f}  {w:>4}{sk8}{skip}")
     return "\n".join(lines)
 
 
 def plot_clips(res: dict, path) -> None:
-    """PNG: per gap length, each model's cm and degree ratio to Bezier and its jerk over the truth's (atomic)."""
+    """PNG: per gap length, each model's cm and degree ratio to Bezier, its jerk and foot skate over the truth's
+    (atomic)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -159,10 +200,12 @@ def plot_clips(res: dict, path) -> None:
     summ = res["summary"]
     Ls = list(summ)
     models = list(next(iter(summ.values()))) if summ else []
-    fig = Figure(figsize=(13, 4), layout="constrained")
+    panels = [("cm", "position error / Bezier"), ("deg", "rotation error / Bezier"), ("jerk", "jerk / truth")]
+    if models and all("skate_over_truth" in summ[L][m] for L in Ls for m in models):
+        panels.append(("skate_over_truth", "foot skate / truth"))
+    fig = Figure(figsize=(4.4 * len(panels), 4), layout="constrained")
     FigureCanvasAgg(fig)
-    for ax, key, label in zip(fig.subplots(1, 3), ("cm", "deg", "jerk"),
-                              ("position error / Bezier", "rotation error / Bezier", "jerk / truth"), strict=True):
+    for ax, (key, label) in zip(np.atleast_1d(fig.subplots(1, len(panels))), panels, strict=True):
         x = np.arange(len(Ls))
         for i, m in enumerate(models):
             ax.bar(x + (i - (len(models) - 1) / 2) * 0.8 / max(len(models), 1), [summ[L][m][key] for L in Ls],
@@ -172,5 +215,5 @@ def plot_clips(res: dict, path) -> None:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3, axis="y")
     fig.axes[0].legend(fontsize=8)
-    fig.suptitle("Whole clips keyed but N gaps (lower is better; 1 = Blender's Bezier, or the truth's jerk)")
+    fig.suptitle("Whole clips keyed but N gaps (lower is better; 1 = Blender's Bezier, or the truth's jerk and skate)")
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90))

@@ -30,13 +30,15 @@ from typing import Any
 
 import numpy as np
 
+from motioncore.families.mann.features import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
+from motioncore.families.pfnn.features import CONTACT_HEIGHT, CONTACT_SPEED
+
 from ..core.motion import Motion
 from ..errors import MotioncoreError
 from ..features.layout import one_hot
-from ..features.mann import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
-from ..features.pfnn import CONTACT_HEIGHT, CONTACT_SPEED
 from ..features.poses import ground_joints
 from ..features.root_frame import ground_velocity, root_frames
+from ..models.kinds import KINDS
 from ..tasks.paths import Path, distance_to_polyline
 
 PFNN_MODES = ("weights", "constant", "linear", "cubic")  # compared with the exact model ("outputs")
@@ -147,7 +149,7 @@ def _joint_columns(ctl: Any) -> np.ndarray:
     """(J', 3) Y columns of the joint positions compared in (a): skeleton joints except the ground ones."""
     J, lay = ctl.skeleton.num_joints, ctl.layout
     keep = [j for j in range(J) if j not in ground_joints(ctl.skeleton, ctl.body)]
-    if ctl.kind == "mann":
+    if KINDS[ctl.kind].gated:
         start = lay.output_block("joints").start
         return np.array([[start + 12 * j + a for a in range(3)] for j in keep])
     start = lay.output_block("joint_pos").start
@@ -157,8 +159,8 @@ def _joint_columns(ctl: Any) -> np.ndarray:
 def feet_positions(ctl: Any, motion: Motion) -> np.ndarray:
     """(T, F, 3) world positions of the contact points: the biped's feet and toes, the dog's paws."""
     gq, gp = motion.global_transforms()
-    if ctl.kind == "mann":
-        from ..features.mann import find_paws
+    if KINDS[ctl.kind].gated:
+        from motioncore.families.mann.features import find_paws
 
         return motion.skeleton.end_site_positions(gq, gp)[:, list(find_paws(motion.skeleton, ctl.body))]
     return gp[:, list(ctl.body.feet)]
@@ -166,7 +168,7 @@ def feet_positions(ctl: Any, motion: Motion) -> np.ndarray:
 
 def contact_rule(ctl: Any) -> tuple[float, float]:
     """(height cm, speed cm/s) of the contact rule: the thresholds the features label with."""
-    return (PAW_HEIGHT, PAW_SPEED) if ctl.kind == "mann" else (CONTACT_HEIGHT, CONTACT_SPEED)
+    return (PAW_HEIGHT, PAW_SPEED) if KINDS[ctl.kind].gated else (CONTACT_HEIGHT, CONTACT_SPEED)
 
 
 def _even(n: int, k: int) -> np.ndarray:
@@ -188,7 +190,7 @@ def next_frame_errors(ctl: Any, rows: Mapping[str, np.ndarray], cfg: ControllerE
     exact = run(ctl)
     pose = lambda yn: ctl.y_norm.inverse(yn)[:, cols]  # noqa: E731  (N, J', 3) cm
     out: dict[str, Any] = {"test_rows": int(len(x)), "next_frame_cm": joint_position_error(pose(exact), y[:, cols])}
-    if ctl.kind == "pfnn" and cfg.modes:
+    if len(KINDS[ctl.kind].modes) > 2 and cfg.modes:   # the PFNN: its spline evaluation modes too
         from ..tasks.locomotion import Controller
 
         out["modes"] = {}
@@ -203,9 +205,9 @@ def next_frame_errors(ctl: Any, rows: Mapping[str, np.ndarray], cfg: ControllerE
 def _locomotion(ctl: Any, clip: Any) -> bool:
     """Whether a test clip can drive the controller: the dog's always; the biped's unless its content is
     an action (kick, punch...), which has no gait label."""
-    if ctl.kind == "mann":
+    if KINDS[ctl.kind].gated:
         return True
-    from ..features.pfnn import gait_of_content
+    from motioncore.families.pfnn.features import gait_of_content
 
     content = clip.labels.get("content")
     return content is None or gait_of_content(content) is not None
@@ -213,11 +215,11 @@ def _locomotion(ctl: Any, clip: Any) -> bool:
 
 def _clip_labels(ctl: Any, clip: Any, frames: Any) -> np.ndarray:
     """(T, C) gait / action values of a test clip, as the features label them."""
-    if ctl.kind == "mann":
-        from ..features.mann import dog_actions
+    if KINDS[ctl.kind].gated:
+        from motioncore.families.mann.features import dog_actions
 
         return dog_actions(clip.motion, ctl.body)[1]
-    from ..features.pfnn import gait_labels
+    from motioncore.families.pfnn.features import gait_labels
 
     return one_hot(gait_labels(frames, clip.motion.fps, clip.labels.get("content"), ctl.labels), len(ctl.labels))
 
@@ -279,7 +281,7 @@ def evaluate_controller(name_or_path: str, cfg: ControllerEvalConfig = Controlle
     ctl = Controller.load(name_or_path)
     recipe = ControllerRecipe(**{**ctl.meta.get("recipe", {}), "max_clips": 0})
     cache = {} if cache is None else cache
-    key = (recipe.dataset, ctl.kind == "mann")  # PFNN and PhaseMLP share their rows, as do MANN and MANN-1
+    key = (recipe.dataset, KINDS[ctl.kind].gated)  # PFNN and PhaseMLP share their rows, as do MANN and MANN-1
     if key not in cache:
         cache[key] = build_rows(recipe, "test", progress)
     rows, _, clips = cache[key]

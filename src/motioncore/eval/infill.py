@@ -1,5 +1,6 @@
 """LaFAN1 in-betweening benchmark (Harvey et al. 2020): run fill models on test windows, report
-L2Q / L2P / NPSS per transition length, and write the results as a table, Markdown, PNG or JSON.
+L2Q / L2P / NPSS per transition length, jerk and foot skate over the truth's, and write the results as a table,
+Markdown, PNG or JSON.
 
 Legend: N windows, T frames, J joints. Windows are expected already centred on the mean root XZ and
 rotated to face a fixed direction at frame ``n_past - 1`` (the caller's job, as LaFAN1's extraction).
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from ..core import feet as foots
 from ..core.rotations import quat_continuity
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError, ShapeError
@@ -21,7 +23,8 @@ from ..io.atomic import atomic_write, atomic_write_text
 from .baselines import Fill
 from .metrics import l2p_frames, l2q_frames, npss_terms
 
-METRICS = ("L2Q", "L2P", "NPSS", "Jerk", "Weight")
+METRICS = ("L2Q", "L2P", "NPSS", "Jerk", "Skate", "Weight")
+SKATE_CM = ("Skate cm/s", "Skate truth cm/s", "GMD", "GMD truth")   # in the JSON beside the ratio, not the table
 JERK_PAD = 3  # keyed frames on each side of the gap in the jerk span
 Results = dict[str, dict[str, dict[str, float]]]
 
@@ -41,6 +44,26 @@ class _Sums:
     jerk_true: float = 0.0  # the same for the truth
     weight: float = 0.0  # sum over windows of the weight the model's correction got (a model that says)
     weighted: int = 0  # windows counted in ``weight``
+    skate: tuple[float, float] = (0.0, 0.0)  # the prediction's (sum w v, sum w) of ``core.feet.skate_sums``
+    skate_true: tuple[float, float] = (0.0, 0.0)  # the truth's, on the same frames and ground
+    gmd: tuple[float, float, float] = (0.0, 0.0, 0.0)  # GMD's skating pairs: the prediction's, the truth's, all pairs
+
+    def add_gmd(self, pred_gp: np.ndarray, true_gp: np.ndarray, frames: np.ndarray, ground: np.ndarray, fps: float,
+                toes: list[int]) -> None:
+        """GMD's skating ratio (``core.feet.skating_ratio``) on ``frames`` of (N, S, J, 3), its running mean over
+        all S frames; ``ground`` (N, len(toes)) from the truth."""
+        n = float(pred_gp.shape[0] * foots.pair_mask(pred_gp.shape[1], frames).sum())
+        p, t = (foots.skating_ratio(gp, fps, toes, ground, frames) for gp in (pred_gp, true_gp))
+        self.gmd = (self.gmd[0] + p * n, self.gmd[1] + t * n, self.gmd[2] + n)
+
+    def add_skate(self, pred_gp: np.ndarray, true_gp: np.ndarray, ground: np.ndarray, fps: float,
+                  feet: list[int]) -> None:
+        """Global positions (N, S, J, 3) over the span to score; ``ground`` (N, F): each window's own, from
+        the truth."""
+        for name, gp in (("skate", pred_gp), ("skate_true", true_gp)):
+            a, b = foots.skate_sums(gp, fps, feet, ground)
+            old = getattr(self, name)
+            setattr(self, name, (old[0] + a, old[1] + b))
 
     def add_jerk(self, pred_gp: np.ndarray, true_gp: np.ndarray) -> None:
         """Global positions (N, S, J, 3) over the gap plus its keyed frames on either side."""
@@ -64,6 +87,11 @@ class _Sums:
         npss = self.emd_w / self.w if self.w > 0 else self.emd / self.channels
         jerk = self.jerk / self.jerk_true if self.jerk_true > 0 else float("nan")
         out = {"L2Q": self.l2q / self.frames, "L2P": self.l2p / self.frames, "NPSS": npss, "Jerk": jerk}
+        if self.skate_true[1] > 0 and self.skate[1] > 0:
+            s, st = self.skate[0] / self.skate[1], self.skate_true[0] / self.skate_true[1]
+            out.update({"Skate": s / st if st > 0 else float("nan"), SKATE_CM[0]: s, SKATE_CM[1]: st})
+        if self.gmd[2] > 0:
+            out.update({SKATE_CM[2]: self.gmd[0] / self.gmd[2], SKATE_CM[3]: self.gmd[1] / self.gmd[2]})
         if self.weighted:
             out["Weight"] = self.weight / self.weighted
         return out
@@ -118,7 +146,7 @@ def _check_inputs(skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarr
 def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: np.ndarray,
                     positions: np.ndarray, x_mean: np.ndarray, x_std: np.ndarray,
                     lengths: Iterable[int] = (5, 15, 30, 45), n_past: int = 10, progress: bool = True,
-                    batch_size: int = 256) -> Results:
+                    batch_size: int = 256, fps: float = 30.0, feet: list[int] | None = None) -> Results:
     """Benchmark fill models on test windows: local rotations (N, T, J, 4) WXYZ and local
     translations (N, T, J, 3); ``x_mean``/``x_std`` (J*3,) from :func:`position_stats` on the
     training set. For each length n the first ``n_past + n + 1`` frames are used and the metrics are
@@ -127,7 +155,10 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
     the truth's (``jerk_sum`` of global positions over the gap and ``JERK_PAD`` keyed frames on either side,
     the keyed frames after the window's target taken from the data where the windows have them). "Weight" (models
     that report it: ``infill-body``) is the mean weight of the network's correction over the windows (1: as
-    trained; less where the keys lie past its training data's limits).
+    trained; less where the keys lie past its training data's limits). "Skate" is the prediction's foot skate
+    over the truth's (``core.feet``: cm/s at ``fps``, positions in cm) over the gap and its keys either side, each
+    window's ground from its truth; ``feet`` (default: `skate_feet`) the foot and toe joints (none: no Skate).
+    The JSON also has "GMD" and "GMD truth": GMD's skating ratio of the toes on the same frames.
     Returns ``{model: {"L2Q" | "L2P" | "NPSS": {str(n): float}}}`` (JSON-ready)."""
     rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
     lengths = tuple(int(n) for n in lengths)
@@ -135,6 +166,8 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
     N = rotations.shape[0]
     starts = range(0, N, max(1, int(batch_size)))
     sums = {(m, n): _Sums() for m in models for n in lengths}
+    feet = skate_feet(skeleton, rotations, positions) if feet is None else list(feet)
+    grounds: dict[int, np.ndarray] = {}
     with tqdm(total=len(lengths) * len(starts), desc="in-betweening", unit="batch",
               disable=not progress) as bar:
         for n in lengths:
@@ -162,13 +195,36 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
                     _, tgp = skeleton.forward_kinematics(np.concatenate([q[:, a:end + 1], tq], 1),
                                                          np.concatenate([p[:, a:end + 1], tail], 1))
                     sums[name, n].add_jerk(jgp, tgp)
+                    if feet:   # the gap and its keys either side, on each window's ground from its truth
+                        if s not in grounds:
+                            full = skeleton.forward_kinematics(rotations[s:s + batch_size],
+                                                               positions[s:s + batch_size])
+                            grounds[s] = foots.ground(full[1], feet)
+                        span = slice(n_past - 1 - a, end + 1 - a)
+                        sums[name, n].add_skate(jgp[:, span], tgp[:, span], grounds[s], fps, feet)
+                        toes = feet[1::2] if len(feet) == 4 else feet   # GMD: SMPL's foot joints, at the ball
+                        k = [feet.index(j) for j in toes]
+                        sums[name, n].add_gmd(jgp, tgp, np.arange(span.start, span.stop), grounds[s][:, k], fps,
+                                              toes)
                 bar.update(1)
     return results_of(models, sums)
 
 
+def skate_feet(skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray, frames: int = 64) -> list[int]:
+    """The foot and toe joints foot skate is measured on (``retarget.contacts.feet_of``, left and right read from
+    up to ``frames`` frames spread over the windows (N, T, J, ...)); [] for a body without two legs (a hand)."""
+    from ..retarget.contacts import feet_of
+
+    q = np.asarray(rotations).reshape(-1, *np.shape(rotations)[-2:])
+    p = np.asarray(positions).reshape(-1, *np.shape(positions)[-2:])
+    idx = np.unique(np.linspace(0, len(q) - 1, min(frames, len(q))).astype(np.int64))
+    legs = feet_of(skeleton, skeleton.forward_kinematics(q[idx], p[idx])[1])
+    return [] if legs is None else [j for leg in legs for j in leg]
+
+
 def results_of(models: Iterable[str], sums: Mapping[tuple[str, int], _Sums]) -> Results:
     """``{model: {metric: {str(n): value}}}`` from the running sums per (model, n)."""
-    out: Results = {m: {k: {} for k in METRICS} for m in models}
+    out: Results = {m: {k: {} for k in METRICS + SKATE_CM} for m in models}
     for (m, n), acc in sums.items():
         for k, v in acc.values().items():
             out[m][k][str(n)] = float(v)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 from tqdm import tqdm
 
+from ..core import feet as foots
 from ..core.rotations import (
     euler_to_quat,
     quat_apply,
@@ -37,7 +38,7 @@ from ..core.rotations import (
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from .baselines import Fill
-from .infill import Results, _Sums, results_of
+from .infill import Results, _Sums, results_of, skate_feet
 
 __all__ = ["KeyFill", "KEY_BASELINES", "keys_every", "evaluate_keys", "on_skeleton", "lafan_fill", "key_fill"]
 
@@ -81,7 +82,7 @@ def interp_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndar
 
 def _bezier_frames(values: np.ndarray, kf: np.ndarray) -> np.ndarray:
     """Blender's Bezier through values at the key frames, every frame: (N, T, ...) -> (N, T, ...)."""
-    from ..tasks.body_fill import bezier_fill
+    from motioncore.families.body.fill import bezier_fill
 
     N, T = values.shape[:2]
     flat = values.reshape(N, T, -1)
@@ -106,7 +107,7 @@ def bezier_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndar
 
 def bezier_quat_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
     """Bezier on W, X, Y, Z (sign-continuous over the keys), normalised (``eval.baselines.bezier_quat``)."""
-    from ..tasks.body_fill import bezier_quats
+    from motioncore.families.body.fill import bezier_quats
 
     _shared(known)
     J = q.shape[2]
@@ -221,9 +222,10 @@ def _transfer(fill: KeyFill, msk: Skeleton, conv, sk: Skeleton, q, p, known, joi
 
 def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray,
                   x_mean: np.ndarray, x_std: np.ndarray, every: Iterable[int] = (8, 16), progress: bool = True,
-                  batch_size: int = 128) -> Results:
+                  batch_size: int = 128, fps: float = 30.0, feet: list[int] | None = None) -> Results:
     """Sparse-keys benchmark: ``{model: {"L2Q" | "L2P" | "NPSS": {str(N): value}}}`` (the layout of
-    ``evaluate_infill``, keyed by N instead of the gap length)."""
+    ``evaluate_infill``, keyed by N instead of the gap length); jerk and foot skate ("Skate", over the truth's
+    on each window's own ground, ``feet`` as ``evaluate_infill``) over the whole window."""
     rotations = quat_continuity(np.asarray(rotations, np.float64), axis=1)
     positions = np.asarray(positions, np.float64)
     N, T = rotations.shape[:2]
@@ -232,6 +234,7 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
         raise MotioncoreError(f"--keys-every: expected 2 <= N < {T}, got {every}")
     sums = {(m, n): _Sums() for m in models for n in every}
     starts = range(0, N, batch_size)
+    feet = skate_feet(skeleton, rotations, positions) if feet is None else list(feet)
     with tqdm(total=len(every) * len(starts), desc="sparse keys", unit="batch", disable=not progress) as bar:
         for n in every:
             kf = keys_every(T, n)
@@ -253,5 +256,10 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                     h = ~kf   # L2Q and L2P between the keys, NPSS over the whole window
                     sums[name, n].add(pq[:, h], gq[:, h], pp[:, h], gp[:, h], x_mean, x_std, npss_on=(pq, gq))
                     sums[name, n].add_jerk(pp, gp)  # the whole window: every gap with its keys either side
+                    if feet:
+                        g = foots.ground(gp, feet)
+                        sums[name, n].add_skate(pp, gp, g, fps, feet)
+                        toes = feet[1::2] if len(feet) == 4 else feet
+                        sums[name, n].add_gmd(pp, gp, np.arange(T), g[:, [feet.index(j) for j in toes]], fps, toes)
                 bar.update(1)
     return results_of(models, sums)

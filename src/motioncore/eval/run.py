@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from motioncore.families.anyorder.evaluate import is_anyorder_checkpoint, load_fill
+
 from ..core.kinematics import resample
 from ..core.skeleton import Skeleton
 from ..data import load
@@ -23,7 +25,6 @@ from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
 from ..io.bvh import read_bvh
 from ..io.files import check_suffix, files_with_suffix
-from .anyorder_fill import is_anyorder_checkpoint, load_fill
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
 from .keyed import KEY_BASELINES, KeyFill, evaluate_keys, key_fill, lafan_fill, on_skeleton
@@ -47,9 +48,10 @@ def resolve_models(names: list[str], maps: dict | None = None) -> dict[str, Fill
 def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None = None) -> dict[str, KeyFill]:
     """Model names or checkpoint paths to key-mask fills (``eval.keyed``). Any-order checkpoints take LaFAN1
     masks only (``lafan``); for sparse keys they are refused."""
+    from motioncore.families.body.evaluate import is_body_checkpoint, load_body_keyfill
+
     from ..models.checkpoint import read_meta
     from ..models.registry import resolve
-    from .body_model import is_body_checkpoint, load_body_keyfill
 
     out: dict[str, KeyFill] = {}
     for name in names:
@@ -143,7 +145,7 @@ def load_eval_sets(data: str, progress: bool = True):
         train = load(data, "train", fps=FPS, progress=progress)
     else:
         test = train = _clips_from_files(data, progress)
-    from ..train.anyorder import body_joints
+    from motioncore.families.anyorder.model_elements import body_joints
 
     test_w = lafan1_windows(test, *TEST, body=body_joints(test[0].motion.skeleton))
     train_w = lafan1_windows(train, *TRAIN, body=test_w.body)

@@ -1,6 +1,6 @@
 """Build and load models by kind; bundled checkpoints by name.
 
-A checkpoint's JSON names its ``kind``; ``KINDS`` maps each kind to its (Config, Model) pair so loading
+A checkpoint's JSON names its ``kind``; ``models.kinds.KINDS`` gives each kind its (Config, Model) pair so loading
 is ``Model(Config(**meta["config"]))`` followed by a checked copy of the safetensors weights.
 Bundled checkpoints live in ``motioncore/checkpoints/<name>.{json,safetensors}``.
 """
@@ -12,28 +12,9 @@ from typing import Any
 import torch
 
 from .checkpoint import CheckpointError, load_state_into, load_tensors, read_meta
+from .kinds import KINDS, hook, kinds_for
 
 BUNDLED = Path(__file__).resolve().parents[1] / "checkpoints"
-
-
-def _kinds() -> dict[str, tuple[type, type]]:
-    from .anyorder import AnyOrderConfig, AnyOrderTransformer
-    from .baselines import PhaseMLP, PhaseMLPConfig
-    from .infill_body import InfillBody, InfillBodyConfig
-    from .infill_hands import InfillHands, InfillHandsConfig
-    from .learnet_pfnn import LearnetPFNN, LearnetPFNNConfig
-    from .mann import MANN, MANNConfig
-    from .pfnn import PFNN, PFNNConfig
-    from .style_judge import StyleJudge, StyleJudgeConfig
-
-    kinds: dict[str, tuple[type, type]] = {"pfnn": (PFNNConfig, PFNN), "mann": (MANNConfig, MANN),
-                                           "phase-mlp": (PhaseMLPConfig, PhaseMLP),
-                                           "anyorder": (AnyOrderConfig, AnyOrderTransformer),
-                                           "learnet-pfnn": (LearnetPFNNConfig, LearnetPFNN),
-                                           "style-judge": (StyleJudgeConfig, StyleJudge),
-                                           "infill-body": (InfillBodyConfig, InfillBody),
-                                           "infill-hands": (InfillHandsConfig, InfillHands)}
-    return kinds
 
 
 def bundled_names() -> list[str]:
@@ -54,7 +35,7 @@ def resolve(name_or_path: str | Path) -> Path:
     raise CheckpointError(f"no bundled model or checkpoint {str(name_or_path)!r}; bundled: {bundled_names()}")
 
 
-TASK_KINDS = {"infill": ("anyorder", "infill-body", "infill-hands"), "controller": ("pfnn", "phase-mlp", "mann")}  # what each command can run
+TASK_KINDS = {task: kinds_for(task) for task in ("infill", "controller")}  # what each command can run (models.kinds)
 
 
 def check_model(name_or_path: str | Path, task: str, arg: str = "--model") -> dict[str, Any]:
@@ -75,10 +56,9 @@ def check_model(name_or_path: str | Path, task: str, arg: str = "--model") -> di
 
 
 def build(kind: str, config: dict[str, Any]) -> torch.nn.Module:
-    kinds = _kinds()
-    if kind not in kinds:
-        raise CheckpointError(f"unknown model kind {kind!r}; known: {sorted(kinds)}")
-    cfg_cls, model_cls = kinds[kind]
+    if kind not in KINDS:
+        raise CheckpointError(f"unknown model kind {kind!r}; known: {sorted(KINDS)}")
+    cfg_cls, model_cls = hook(KINDS[kind].config), hook(KINDS[kind].model)
     try:
         cfg = cfg_cls(**config)
     except (TypeError, ValueError) as e:

@@ -10,8 +10,12 @@ about the leg's plane normal to make the hip-ankle distance reach the goal (leng
 clamped to what the leg can reach), then the hip swings the whole leg onto the goal (shortest arc).
 The ankle's world rotation is kept, so the foot keeps its orientation; nothing above the hips moves.
 
-Contacts: `kinematics.foot_contacts` on the source with thresholds relative to the source's leg length
-(height 10%, speed 60% of a leg per second: about 8 cm and 50 cm/s for a Bandai body).
+Contacts: ``core.feet.contacts`` of the source's ankles (the one foot-contact definition of the in-fill and its
+benchmarks: within 3 cm of the ankle's own ground and under 40 cm/s), in cm from the source's units
+(`source_cm_per_unit`: its legs against a human's, snapped to a power of ten when near one).
+
+Feet on the target's ground (`stand_on`): a retargeted clip is moved up or down, as a whole, so that its contact
+height (``core.feet.contact_height``: the median over frames of the lowest toe's height) is the target clip's.
 
 Legend: T frames, J joints. Quaternions WXYZ, numpy float64.
 """
@@ -19,16 +23,36 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import feet
 from ..core.gaps import runs as mask_runs
-from ..core.kinematics import BodyJoints, find_body_joints, foot_contacts
+from ..core.kinematics import BodyJoints, find_body_joints
 from ..core.motion import Motion
 from ..core.rotations import axis_angle_to_quat, quat_apply, quat_between, quat_inv, quat_mul, quat_normalize
 from ..core.skeleton import Skeleton
+from ..errors import MotioncoreError
 from .mapping import RetargetError
 
-__all__ = ["leg_chains", "source_contacts", "pin_feet", "contact_thresholds"]
+__all__ = ["leg_chains", "source_contacts", "pin_feet", "contact_thresholds", "feet_of", "source_cm_per_unit",
+           "contact_height_of", "stand_on"]
 
 HEIGHT_FRAC, SPEED_FRAC = 0.10, 0.60
+HUMAN_LEG_CM = 82.0   # thigh + shin of an adult: Bandai 80 cm, CMU 07 81 cm (14.3 ASF units), CMU in cm 83-84
+
+
+def feet_of(skeleton: Skeleton, poses: np.ndarray | None = None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(left, right) legs' foot and toe joints for ``core.feet``: by topology (`retarget.topology.foot_joints`;
+    ``poses`` (F, J, 3), some of the clip's world frames, tell left from right), else by name
+    (``find_body_joints``), else None (a hand, a rig without two legs)."""
+    from .topology import find_body, foot_joints
+
+    body = find_body(skeleton.parents, skeleton.offsets, skeleton.names, poses)
+    if body is not None and body.parts.get("l_leg_end") and body.parts.get("r_leg_end"):
+        return foot_joints(body)
+    try:
+        f = find_body_joints(skeleton).feet
+    except MotioncoreError:   # no legs by name either
+        return None
+    return (f[:2], f[2:]) if len(f) == 4 else None
 
 
 def leg_chains(skeleton: Skeleton, body: BodyJoints | None = None) -> list[tuple[int, int, int]]:
@@ -57,12 +81,38 @@ def contact_thresholds(skeleton: Skeleton) -> tuple[float, float]:
     return HEIGHT_FRAC * leg, SPEED_FRAC * leg
 
 
+def source_cm_per_unit(skeleton: Skeleton) -> float:
+    """cm per position unit of a human clip from its legs (thigh + shin) against ``HUMAN_LEG_CM``
+    (``core.feet.cm_per_unit``: 1 for a BVH in cm, 100 in metres, ~5.6 for CMU's ASF units)."""
+    leg = float(np.mean([_leg_length(skeleton, c) for c in leg_chains(skeleton)]))
+    return feet.cm_per_unit(HUMAN_LEG_CM / leg) if leg > 0 else 1.0
+
+
 def source_contacts(source: Motion) -> np.ndarray:
-    """(T, 2) bool: the source's left and right ankles in contact."""
+    """(T, 2) bool: the source's left and right ankles in contact (``core.feet.contacts``)."""
     chains = leg_chains(source.skeleton)
     _, gp = source.global_transforms()
-    h, v = contact_thresholds(source.skeleton)
-    return foot_contacts(gp, tuple(c[2] for c in chains), source.fps, h, v)
+    return feet.contacts(gp, source.fps, [c[2] for c in chains], unit=source_cm_per_unit(source.skeleton))
+
+
+def contact_height_of(motion: Motion) -> float | None:
+    """The clip's contact height (``core.feet.contact_height`` of each leg's toe, else foot; Y up, position units),
+    None for a body without two legs."""
+    _, gp = motion.global_transforms()
+    legs = feet_of(motion.skeleton, gp[:: max(1, motion.num_frames // 64)])
+    return None if legs is None else feet.contact_height(gp, [leg[-1] for leg in legs])
+
+
+def stand_on(motion: Motion, height: float) -> tuple[Motion, float]:
+    """(``motion`` moved up or down as a whole so that its contact height is ``height``, the move: up positive, in
+    position units). Only the roots' translations change; a body without legs is returned as is, moved 0."""
+    now = contact_height_of(motion)
+    if now is None:
+        return motion, 0.0
+    dy = float(height) - now
+    pos = motion.positions.copy()
+    pos[:, motion.skeleton.parents < 0, 1] += dy
+    return Motion(motion.skeleton, motion.rotations.copy(), pos, motion.fps, motion.name), dy
 
 
 def _goals(p: np.ndarray, contact: np.ndarray, blend: int) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Body", "find_body", "pair_bodies", "PARTS"]
+__all__ = ["Body", "find_body", "foot_joints", "pair_bodies", "PARTS"]
 
 _LIMB = ("top", "upper", "lower", "end", "tail")
 PARTS: tuple[str, ...] = ("root", "hips", "spine", "chest", "neck", "head", "head_end") + tuple(
@@ -241,6 +241,12 @@ def _read_body(tree: _Tree, parents: np.ndarray, offsets: np.ndarray, names: Seq
     for s, leg, arm in zip("lr", legs, arms, strict=True):
         parts |= {f"{s}_leg_{k}": leg[k] for k in _LIMB} | {f"{s}_arm_{k}": arm[k] for k in _LIMB}
     return Body(parts, how)
+
+
+def foot_joints(body: Body) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(left, right) legs' contact joints for ``core.feet``: each leg's foot (ankle) and its first toe joint, or
+    the foot alone on a rig without toes."""
+    return tuple(body.parts[f"{s}_leg_end"] + body.parts[f"{s}_leg_tail"][:1] for s in "lr")  # type: ignore[return-value]
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

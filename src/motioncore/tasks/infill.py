@@ -36,6 +36,7 @@ import numpy as np
 from ..core.gaps import gap_windows, is_whole_frames
 from ..core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from ..errors import MotioncoreError, ShapeError, WholeFramesError
+from ..models.kinds import hook, spec
 
 __all__ = ["fill_clip", "fill_clip_at", "at_model_rate", "fill_joints", "Filled", "interp_channels", "mirror_x", "resample_frames"]
 
@@ -76,7 +77,7 @@ class Filled:
     filled: np.ndarray  # (T, J + 1) the elements filled
     base_rotations: np.ndarray | None = None  # (S, T, J, 4) infill-body: the Bezier base it corrected
     base_root: np.ndarray | None = None  # (S, T, 3)
-    gate: Any = None  # infill-body: the request-time gate (``tasks.body_gate.Gate``) or None
+    gate: Any = None  # infill-body: the request-time gate (``families.body.gate.Gate``) or None
 
 
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
@@ -99,10 +100,10 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
     also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
     Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
-    correction's weights on pseudo-gaps cut from this clip's own keys (``tasks.body_gate``; on up to
+    correction's weights on pseudo-gaps cut from this clip's own keys (``families.body.gate``; on up to
     ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False uses the network as trained.
     ``learn`` (``infill-hands`` only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
-    the request-time gate alone; ``tasks.hands_gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
+    the request-time gate alone; ``families.hands.gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
     elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
     worth: 1 for a grouped-frame model, J + 1 otherwise); ``check`` is called between samples
@@ -111,11 +112,11 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     metres away from its training windows' (None: one window, whatever the length)."""
     q = np.asarray(rotations, np.float64)
     T = q.shape[0] if q.ndim == 3 else 0
-    if meta.get("kind") == "infill-hands":  # deterministic, gap by gap on the whole clip (tasks.hands_fill)
-        return _fill_hands_window(model, meta, rotations, root, known, n_samples, fill, object_track, residual, learn)
-    if meta.get("kind") == "infill-body" and q.ndim == 3:
-        return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, gate, check,
-                               gate_limit)
+    kind = spec(meta)
+    if kind is not None and kind.fill is not None:  # a deterministic family fills the whole clip its own way
+        return hook(kind.fill)(model, meta, rotations, root, known, n_samples=n_samples, fill=fill,
+                               residual=residual, gate=gate, gate_limit=gate_limit, check=check,
+                               object_track=object_track, learn=learn)
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track, residual)
@@ -139,40 +140,6 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     out_q = quat_continuity(np.where(~todo[None, :, :J, None], quat_normalize(q)[None], out_q), axis=1)
     out_q = np.where(~todo[None, :, :J, None], q[None], out_q)  # untouched elements bit-identical
     return Filled(out_q, out_r, keys, todo)
-
-
-def _fill_body_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int,
-                    fill: np.ndarray | None, residual: float, gate: Any, check: Callable[[], None] | None,
-                    gate_limit: int | None = None) -> Filled:
-    """``fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its own window
-    (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass."""
-    from ..core.skeleton import Skeleton
-    from .body_gate import MAX_PSEUDO, Gate, fit_gate
-
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    frames = todo.any(1)
-    if gate is True:
-        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO)
-    elif not isinstance(gate, Gate):
-        gate = None
-    out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
-    for s, e, a, b in gap_windows(frames):
-        if check is not None:
-            check()
-        sel = np.zeros((b - a, J + 1), bool)
-        sel[s - a:e - a] = todo[s:e]
-        w = residual * np.asarray(gate.weights(e - s) if gate is not None else (1.0, 1.0))
-        fq, fr, bq, br = _fill_body_window(model, meta, q[a:b], r[a:b], keys[a:b], sel, (float(w[0]), float(w[1])))
-        out_q[a:b] = np.where(sel[:, :J, None], fq, out_q[a:b])
-        out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
-        base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
-        base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
-    keep = ~todo[:, :J, None]
-    out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
-    base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
-    out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
-    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate)
 
 
 def resample_frames(n_frames: int, fps_from: float, fps_to: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -310,16 +277,20 @@ def _fill_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
                  temperature: float, n_samples: int, seed: int, k: int | None, check: Callable[[], None] | None,
                  fill: np.ndarray | None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
                  residual: float = 1.0) -> Filled:
-    """fill_clip on one window (the whole clip as given)."""
-    if meta.get("kind") == "infill-body":  # deterministic: one answer, repeated for every sample asked
-        return _fill_body_clip(model, meta, rotations, root, known, n_samples, fill, residual, False, check)
+    """fill_clip on one window (the whole clip as given), for a sampling model."""
     import torch
+
+    from motioncore.families.anyorder.model_elements import (
+        body_joints,
+        elements_to_motion,
+        group_channels,
+        to_elements,
+        ungroup_channels,
+    )
+    from motioncore.families.anyorder.model_sampling import sample
 
     from ..core.kinematics import facing_directions, yaw_quat
     from ..core.skeleton import Skeleton
-    from ..models.anyorder_elements import elements_to_motion, group_channels, ungroup_channels
-    from ..models.sampling import sample
-    from ..train.anyorder import body_joints, to_elements
 
     sk = Skeleton.from_dict(meta["skeleton"])
     J, rj = sk.num_joints, int(meta["root_joint"])
@@ -426,42 +397,3 @@ def _checked_window(rotations: np.ndarray, root: np.ndarray, known: np.ndarray, 
     if (todo & keys).any():
         raise MotioncoreError("fill: marks keyed elements; the elements to fill must be unknown")
     return q, r, keys, todo
-
-
-def _fill_hands_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-                       n_samples: int, fill: np.ndarray | None, object_track, residual=1.0,
-                       learn: float | None = None) -> Filled:
-    """``fill_clip`` for the deterministic ``infill-hands`` (``tasks.hands_fill``), with the same checks;
-    ``residual`` a weight or the gate's {gap length: weight}."""
-    from ..core.skeleton import Skeleton
-    from .hands_fill import fill_hands
-
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    if not todo.any():
-        raise MotioncoreError("fill: nothing to fill")
-    obj = None if object_track is None else (np.asarray(object_track[0], np.float64),
-                                             np.asarray(object_track[1], np.float64))
-    if learn is not None:
-        from .hands_gate import learn_and_fill
-
-        fq, fr, _ = learn_and_fill(model, meta, q, r, keys, todo, obj, float(learn))
-    else:
-        fq, fr = fill_hands(model, meta, q, r, keys, todo, obj, residual)
-    fq = np.where(~todo[:, :J, None], q, fq)
-    fr = np.where(~todo[:, J:], r, fr)
-    return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
-
-
-
-def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,
-                      todo: np.ndarray, residual: tuple[float, float]):
-    """One gap's window for the deterministic ``infill-body`` (``tasks.body_fill``): (filled rotations, root,
-    base rotations, base root). A channel with no key in the window (sparse, staggered curves) stays as sent."""
-    from .body_fill import fill_body
-
-    bare = ~keys.any(0)
-    keys, todo = keys | bare, todo & ~bare
-    if not todo.any():
-        return rotations, root, rotations, root
-    return fill_body(model, meta, rotations, root, keys, todo, residual, base=True)

@@ -13,7 +13,7 @@ Each frame:
    frame moves by the predicted root motion; the decoded pose is fed back unchanged;
 5. the written pose takes the predicted rotations with each limb bone turned towards its child's
    predicted position (`align_bones`; it was added for checkpoints trained on log-map rotations, which
-   jump near 180 degrees; see `features.pfnn`).
+   jump near 180 degrees; see `families.pfnn.features`).
 
 A rollout starts moving (`Controller.initial_state`: the mocap rarely starts from a stand) or from a
 clip's own state (`Controller.state_from_clip`).
@@ -37,14 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core.kinematics import find_body_joints
-from ..core.motion import Motion
-from ..core.skeleton import Skeleton
-from ..errors import MotioncoreError
-from ..features.layout import Layout, one_hot
-from ..features.mann import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
-from ..features.normaliser import Normaliser
-from ..features.pfnn import (
+from motioncore.families.mann.features import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
+from motioncore.families.pfnn.features import (
     CONTACT_HEIGHT,
     CONTACT_SPEED,
     advance_phase,
@@ -54,6 +48,14 @@ from ..features.pfnn import (
     pfnn_layout,
     rotation_encoding,
 )
+from motioncore.models.kinds import KINDS, controller, kinds_for
+
+from ..core.kinematics import find_body_joints
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
+from ..errors import MotioncoreError
+from ..features.layout import Layout, one_hot
+from ..features.normaliser import Normaliser
 from ..features.phase import foot_phase
 from ..features.poses import Pose, clip_features, ground_joints, local_pose
 from ..features.root_frame import TRAJ_FUTURE, TRAJ_PAST, RootFrame, Trajectory, ground_velocity, trajectory_step
@@ -65,7 +67,7 @@ from .rollout import Rollout, State, align_bones, map_trajectories
 UNITS_PER_METRE = 100.0  # all our mocap (and so every checkpoint) is in cm
 INPUT_CLIP = 20.0  # z-scored inputs are clipped to +-20 std: no effect on real motion, stops a stray model exploding
 MAX_DEFAULT_SECONDS = 60.0  # a path that takes longer to walk needs an explicit length (frames); never cut
-MODES = ("outputs", "weights", "constant", "linear", "cubic")  # network evaluation forms (the last 3: PFNN only)
+MODES = max((k.modes for k in KINDS.values()), key=len)  # network evaluation forms of the controllers (models.kinds)
 
 
 # ----------------------------------------------------------------------------- controllers
@@ -112,11 +114,10 @@ class Controller:
     @staticmethod
     def from_model(model: torch.nn.Module, meta: dict[str, Any], mode: str = "outputs") -> Controller:
         kind = meta.get("kind")
-        if kind in ("pfnn", "phase-mlp"):
-            return PFNNController(model, meta, mode)
-        if kind == "mann":
-            return MANNController(model, meta, mode)
-        raise CheckpointError(f"checkpoint kind {kind!r} is not a path controller (expected pfnn, phase-mlp or mann)")
+        if not controller(kind):
+            raise CheckpointError(f"checkpoint kind {kind!r} is not a path controller (expected "
+                                  f"{', '.join(kinds_for('controller')[:-1])} or {kinds_for('controller')[-1]})")
+        return (MANNController if KINDS[kind].gated else PFNNController)(model, meta, mode)
 
     def _layout(self) -> Layout:
         raise NotImplementedError
@@ -133,7 +134,7 @@ class Controller:
         return j, sk.offsets[c].reshape(-1, 3), c
 
     def _check_mode(self, mode: str) -> str:
-        allowed = {"pfnn": MODES, "phase-mlp": ("outputs",), "mann": ("outputs", "weights")}[self.kind]
+        allowed = KINDS[self.kind].modes or ("outputs",)
         if mode not in allowed:
             raise MotioncoreError(f"mode: {self.kind} checkpoints run in {list(allowed)}, got {mode!r}")
         return mode
@@ -269,7 +270,7 @@ class Controller:
                 if hasattr(out, "contacts"):
                     contacts[:, t] = out.contacts
                 st = self._advance(st, traj, out, s0)
-        pfnn = self.kind != "mann"
+        pfnn = not KINDS[self.kind].gated
         return Rollout(self.skeleton, self.fps, rot, pos, root, yaw, prog, phase if pfnn else None,
                        contacts if pfnn else None)
 
@@ -323,7 +324,7 @@ class PFNNController(Controller):
         super().__init__(model, meta, mode)
         self.runtime = None
         if self.mode in ("constant", "linear", "cubic"):
-            from ..models.pfnn import PFNNRuntime
+            from motioncore.families.pfnn.model import PFNNRuntime
 
             self.runtime = PFNNRuntime.from_model(model, self.mode)  # type: ignore[arg-type]
 
@@ -340,7 +341,7 @@ class PFNNController(Controller):
         return Pose(np.repeat(jp[None], batch, 0), np.zeros((batch, J, 3)), rot)
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from ..features.pfnn import gait_labels
+        from motioncore.families.pfnn.features import gait_labels
 
         return one_hot(gait_labels(cf.frames, self.fps, None, self.labels), len(self.labels))
 
@@ -359,7 +360,7 @@ class PFNNController(Controller):
         if self.runtime is not None:
             return self.runtime(x, torch.as_tensor(cycles, dtype=torch.float64))
         phase = torch.as_tensor(cycles, dtype=x.dtype, device=x.device)
-        if self.kind == "phase-mlp":
+        if KINDS[self.kind].plain_mlp:
             return self.model(x, phase)
         return self.model(x, phase, mode=self.mode)
 
@@ -400,7 +401,7 @@ class MANNController(Controller):
         return clip_features(motion, self.body, per_second=True, sites=find_paws(self.skeleton, self.body))
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from ..features.mann import dog_actions
+        from motioncore.families.mann.features import dog_actions
 
         return dog_actions(motion, self.body)[1]
 

@@ -1,1 +1,3 @@
-"""Layer train: the shared loop and the per-model recipes (the learnet style model: learnet, learnet_data, style). May import models, features, data, io, core, errors."""
+"""Layer train: the training loop every family shares (``loop``) and the path controllers' shared recipe (``controllers``: PFNN and MANN). May import models, features, data, io, core, errors.
+
+Each family's own training lives in its package (``families/<family>/train*.py``) on this loop."""

@@ -21,12 +21,13 @@ import torch
 from ..data import get_spec, load
 from ..errors import MotioncoreError
 from ..models.checkpoint import save_model
+from ..models.kinds import FAMILIES, KINDS, kinds_for, recipe_family
 from .loop import TrainConfig, fit, pick_device
 
 
 @dataclass(frozen=True)
 class ControllerRecipe:
-    model: str = "pfnn"  # pfnn | phase-mlp (PFNN baseline) | mann | mann-1 (single-expert MANN baseline)
+    model: str = kinds_for("controller")[0]  # pfnn | phase-mlp (PFNN baseline) | mann | mann-1 (single-expert MANN baseline)
     data: str = ""  # registered dataset; default bandai for pfnn/phase-mlp, dog for mann
     hidden_dim: int = 512  # units per hidden layer
     dropout: float = 0.3  # drop probability on each layer's input (keep 0.7)
@@ -35,14 +36,26 @@ class ControllerRecipe:
     max_clips: int = 0  # use only the first N training clips (0: all); for quick runs and tests
 
     def __post_init__(self) -> None:
-        if self.model not in ("pfnn", "phase-mlp", "mann", "mann-1"):
-            raise ValueError(f"model: expected pfnn, phase-mlp, mann or mann-1, got {self.model!r}")
+        names = [n for f in FAMILIES if f.baseline for n in (*(k.kind for k in f.kinds), f.baseline)]
+        if self.model not in names:
+            raise ValueError(f"model: expected {', '.join(names[:-1])} or {names[-1]}, got {self.model!r}")
         if self.hidden_dim < 1 or not 0 <= self.dropout < 1 or self.l1 < 0:
             raise ValueError("hidden_dim must be >= 1, dropout in [0, 1), l1 >= 0")
 
     @property
+    def kind(self) -> str:
+        """The checkpoint kind it trains (a family's ``--baseline`` net may be its own kind, or its main kind
+        with another config: MANN-1 is a MANN with one expert)."""
+        return self.model if self.model in KINDS else recipe_family(self.model).kinds[0].kind
+
+    @property
+    def gated(self) -> bool:
+        """A gating network blends expert weights (MANN): its rows carry the gating input, not the phase."""
+        return KINDS[self.kind].gated
+
+    @property
     def dataset(self) -> str:
-        return self.data or ("dog" if self.model.startswith("mann") else "bandai")
+        return self.data or recipe_family(self.model).train_data
 
 
 def build_rows(recipe: ControllerRecipe, split: str, progress: bool = True) -> tuple[dict[str, np.ndarray], Any, list]:
@@ -50,13 +63,13 @@ def build_rows(recipe: ControllerRecipe, split: str, progress: bool = True) -> t
     clips = load(recipe.dataset, split, progress=progress)
     if recipe.max_clips:
         clips = clips[: recipe.max_clips]
-    if recipe.model.startswith("mann"):
-        from ..features.mann import mann_dataset, mann_layout
+    if recipe.gated:
+        from motioncore.families.mann.features import mann_dataset, mann_layout
 
         rows = mann_dataset(clips)
         layout = mann_layout(clips[0].motion.skeleton, clips[0].motion.fps)
     else:
-        from ..features.pfnn import GAITS, pfnn_dataset, pfnn_layout
+        from motioncore.families.pfnn.features import GAITS, pfnn_dataset, pfnn_layout
 
         rows = pfnn_dataset(clips)
         layout = pfnn_layout(clips[0].motion.skeleton, GAITS, clips[0].motion.fps)
@@ -67,16 +80,13 @@ def make_model(recipe: ControllerRecipe, d_in: int, d_out: int, d_gate: int = 0)
     """(model, kind, config dict)."""
     from ..models.registry import build
 
-    if recipe.model == "pfnn":
-        kind, cfg = "pfnn", {"input_dim": d_in, "output_dim": d_out, "hidden_dim": recipe.hidden_dim,
-                             "dropout": recipe.dropout}
-    elif recipe.model == "phase-mlp":
-        kind, cfg = "phase-mlp", {"input_dim": d_in, "output_dim": d_out, "hidden_dim": recipe.hidden_dim,
-                                  "dropout": recipe.dropout}
-    else:
-        kind, cfg = "mann", {"input_dim": d_in, "output_dim": d_out, "gating_input_dim": d_gate,
-                             "hidden_dim": recipe.hidden_dim, "dropout": recipe.dropout,
-                             "num_experts": 1 if recipe.model == "mann-1" else recipe.num_experts}
+    kind = recipe.kind
+    cfg: dict[str, Any] = {"input_dim": d_in, "output_dim": d_out}
+    if recipe.gated:
+        cfg["gating_input_dim"] = d_gate
+    cfg.update(hidden_dim=recipe.hidden_dim, dropout=recipe.dropout)
+    if recipe.gated:   # the baseline (MANN-1) is the same net with a single expert
+        cfg["num_experts"] = 1 if recipe.model != kind else recipe.num_experts
     return build(kind, cfg), kind, cfg
 
 
@@ -88,7 +98,7 @@ def make_loss(recipe: ControllerRecipe, model: torch.nn.Module):
     weights = _weights(model)
 
     def loss_fn(m: torch.nn.Module, b: dict[str, torch.Tensor]) -> torch.Tensor:
-        if recipe.model.startswith("mann"):
+        if recipe.gated:
             pred = m(b["x"], b["g"])
         else:
             pred = m(b["x"], b["phase"])
@@ -103,7 +113,7 @@ def make_loss(recipe: ControllerRecipe, model: torch.nn.Module):
 def _tensors(recipe: ControllerRecipe, rows: dict[str, np.ndarray], xn, yn, idx: np.ndarray, layout) -> dict[str, torch.Tensor]:
     x = xn.transform(rows["X"][idx].astype(np.float64)).astype(np.float32)
     out = {"x": torch.from_numpy(x), "y": torch.from_numpy(yn.transform(rows["Y"][idx].astype(np.float64)).astype(np.float32))}
-    if recipe.model.startswith("mann"):
+    if recipe.gated:
         out["g"] = out["x"][:, torch.from_numpy(np.asarray(layout.gating, dtype=np.int64))]
     else:
         out["phase"] = torch.from_numpy(rows["phase"][idx].astype(np.float32))

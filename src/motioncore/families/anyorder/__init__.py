@@ -1,0 +1,1 @@
+"""The any-order conditional transformer (kind ``anyorder``): ``model`` (the net), ``model_elements`` (motion <-> elements), ``model_heads``, ``model_prior``, ``model_sampling`` (orders, sampling, the loss), ``train`` (``motioncore train anyorder``), ``evaluate`` (a LaFAN1 fill), ``evaluate_hands`` (``motioncore eval hands``)."""

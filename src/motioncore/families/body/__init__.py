@@ -1,0 +1,1 @@
+"""The deterministic body in-fill (kind ``infill-body``): ``model`` (the network), ``fill`` (Blender's Bezier base, the canonical frame, the answer put back), ``gate`` and ``adapt`` (request-time learning on the clip's own keys), ``loss``, ``train*`` (``motioncore train infill-body``), ``evaluate`` (the checkpoint as a benchmark fill)."""

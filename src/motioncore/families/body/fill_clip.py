@@ -1,0 +1,60 @@
+"""The body in-fill on a whole clip (``tasks.infill.fill_clip`` for ``infill-body``, its ``fill`` hook in
+``models.kinds``): the gate fitted once on the clip's keys, then each gap in its own window through ``fill_body``."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from motioncore.core.gaps import gap_windows
+from motioncore.core.rotations import quat_continuity, quat_normalize
+from motioncore.core.skeleton import Skeleton
+from motioncore.families.body.fill import fill_body
+from motioncore.families.body.gate import MAX_PSEUDO, Gate, fit_gate
+from motioncore.tasks.infill import Filled, _checked_window
+
+
+def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int = 1,
+                   fill: np.ndarray | None = None, residual: float = 1.0, gate: Any = True,
+                   check: Callable[[], None] | None = None, gate_limit: int | None = None, **_: Any) -> Filled:
+    """``tasks.infill.fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its
+    own window (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass. Batched
+    windows (N, T, J, 4) are filled with the network as trained (no gate)."""
+    if np.ndim(rotations) != 3:
+        gate = False
+    J = Skeleton.from_dict(meta["skeleton"]).num_joints
+    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
+    frames = todo.any(1)
+    if gate is True:
+        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO)
+    elif not isinstance(gate, Gate):
+        gate = None
+    out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
+    for s, e, a, b in gap_windows(frames):
+        if check is not None:
+            check()
+        sel = np.zeros((b - a, J + 1), bool)
+        sel[s - a:e - a] = todo[s:e]
+        w = residual * np.asarray(gate.weights(e - s) if gate is not None else (1.0, 1.0))
+        fq, fr, bq, br = _fill_body_window(model, meta, q[a:b], r[a:b], keys[a:b], sel, (float(w[0]), float(w[1])))
+        out_q[a:b] = np.where(sel[:, :J, None], fq, out_q[a:b])
+        out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
+        base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
+        base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
+    keep = ~todo[:, :J, None]
+    out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
+    base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
+    out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
+    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate)
+
+
+def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,
+                      todo: np.ndarray, residual: tuple[float, float]):
+    """One gap's window for the deterministic ``infill-body`` (``families.body.fill``): (filled rotations, root,
+    base rotations, base root). A channel with no key in the window (sparse, staggered curves) stays as sent."""
+    bare = ~keys.any(0)
+    keys, todo = keys | bare, todo & ~bare
+    if not todo.any():
+        return rotations, root, rotations, root
+    return fill_body(model, meta, rotations, root, keys, todo, residual, base=True)

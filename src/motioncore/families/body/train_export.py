@@ -1,0 +1,57 @@
+"""The infill-body run's EMA weights as a bundled-style checkpoint (``export``): fp16 safetensors and JSON metadata
+(data, licence, citation, last validation, safety limits).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from motioncore.families.body.train import BodyRecipe
+from motioncore.families.body.train_batch import Net
+from motioncore.families.body.train_data import FPS, build_data
+
+__all__ = ["export"]
+
+
+def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None = None, data: dict | None = None
+           ) -> Path:
+    """The run's EMA weights as a bundled-style checkpoint (fp16 safetensors + JSON metadata)."""
+    import platform
+
+    import torch
+    from safetensors.torch import load_file
+
+    from motioncore.data.registry import BANDAI_LICENCE, CMU_CITE, CMU_LICENCE
+    from motioncore.models.checkpoint import save_tensors
+
+    state = json.loads((run / "state.json").read_text())
+    state["recipe"] = {"loss": "length", **state["recipe"]}  # runs from before the field trained with "length"
+    recipe = BodyRecipe(**state["recipe"])
+    data = data or build_data(recipe.data, run.parent / "cache", progress=False)
+    t = load_file(str(run / "state.safetensors"))
+    tensors = {k[4:]: v for k, v in t.items() if k.startswith("ema/")}
+    licence = CMU_LICENCE if recipe.data == "cmu" else f"{BANDAI_LICENCE} (Bandai Namco data); CMU data: {CMU_LICENCE}"
+    meta = {
+        "kind": "infill-body", "task": "infill", "config": state["config"], "recipe": state["recipe"],
+        "skeleton": data["skeleton"].to_dict(), "fps": FPS, "root_joint": Net(data["skeleton"]).layout.body.root,
+        "convention": {"mean_local_rotations": np.asarray(data["convention"]).tolist()},
+        "training_data": data["describe"], "licence": licence,
+        "citation": ("" if recipe.data == "cmu" else "Kobayashi et al. 2023, arXiv:2306.08861 (Bandai Namco); ")
+        + CMU_CITE,
+        "device": state.get("device", f"cpu ({platform.machine()}, {recipe.threads} thread(s))"),
+        "steps": state["step"], "train_wall_s": round(state["wall_s"], 1), "warm_start": state.get("warm_start"),
+        "validation": next(({"step": h["step"], "wall_s": round(h["wall_s"], 1), "l2q_over_interp": h["val"]}
+                            for h in reversed(state["history"]) if "val" in h), None),
+        "validation_note": "L2Q over Interp on fixed validation windows (Bandai test; CMU subject 05 on the Bandai "
+                           "skeleton), the EMA weights",
+        "bundled_name": name, "torch": torch.__version__,
+    }
+    from motioncore.families.body.fill import safety_limits
+
+    meta["safety"] = safety_limits(Net(data["skeleton"]).layout, data["rotations"], data["positions"], data["bounds"],
+                                   data["convention"])
+    if metrics:
+        meta["metrics"] = metrics
+    return save_tensors(out, tensors, meta, half=True)

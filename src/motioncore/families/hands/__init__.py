@@ -1,0 +1,1 @@
+"""The deterministic hand in-fill (kind ``infill-hands``): ``model`` (the ridge map), ``fill`` (a smooth correction over Bezier per finger gap), ``gate`` (request-time gate and learn), ``train`` (``motioncore train infill-hands``), ``evaluate`` (``motioncore eval hands`` for this model)."""

@@ -1,0 +1,1 @@
+"""The mode-adaptive quadruped controller (kind ``mann``): ``model`` (a gating network blends expert weights), ``features`` (the dog's layout). Trained by the controllers' shared recipe ``train.controllers``; rolled out by ``tasks.locomotion``."""

@@ -1,0 +1,1 @@
+"""The phase-functioned biped controller (kind ``pfnn``; its baseline ``phase-mlp``): ``model`` (weights on a cyclic Catmull-Rom spline over 4 expert sets, indexed by the gait phase), ``features`` (Holden's X / Y layout), ``model_baselines``. Trained by the controllers' shared recipe ``train.controllers``; rolled out by ``tasks.locomotion``."""

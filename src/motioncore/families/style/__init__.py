@@ -1,0 +1,1 @@
+"""One-shot style (kinds ``learnet-pfnn``, ``style-judge``): ``model_layers`` (the factorised generator ``W = M1 diag(f(z)) M2``), ``model`` (the learnet PFNN), ``model_judge``, ``adapt`` (the request-time code fit), ``generate`` (exemplar -> code -> walk), ``train*`` (base, learnet, held-out styles), ``evaluate*`` (``motioncore eval style`` and its judge)."""
