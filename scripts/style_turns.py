@@ -12,7 +12,8 @@ from pathlib import Path
 
 import torch
 
-from motioncore.families.style.evaluate_turns import format_turns, measure_turns
+from motioncore.cli.controllers import demo_path
+from motioncore.families.style.evaluate_turns import format_turns, measure_turns, sharp_turn
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -22,7 +23,7 @@ if __name__ == "__main__":
     ap.add_argument("--json", default="", help="write the full result here")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    res = measure_turns(a.model, a.exemplars, a.margin)
+    res = measure_turns({"demo": demo_path("biped"), "sharp turn": sharp_turn()}, a.model, a.exemplars, a.margin)
     print(format_turns(res))
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=1) + "\n")

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import connect, keys, requests, rigmap
 from ..core.feet_report import report_feet
 from ..core.jobs import Worker, run_sync
-from ..core.quality import quality_note
+from ..core.quality import style_report
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
 from .modal import _ServerOperator, client_factory, worker
@@ -408,15 +408,10 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
                                   float(s.speed), self.until(context))
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
-        done = super().apply(context, value)
-        fit, quality = value[0].get("code_fit"), value[0].get("exemplar_quality")
-        done = done if not fit else f"{done}; style code fitted to the example in {float(fit['seconds']):.1f} s"
-        if not quality:
-            return done
-        note = quality_note(quality)
-        if not quality.get("ok", True):
-            self.report({"WARNING"}, f"{self.label}: {note}")  # the status bar's INFO line below repeats it
-        return f"{done}; {note}"
+        line, warn = style_report(super().apply(context, value), value[0])
+        if warn:
+            self.report({"WARNING"}, f"{self.label}: {warn}")  # the example's problems, above the INFO line
+        return line
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"

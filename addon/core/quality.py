@@ -15,3 +15,14 @@ def quality_note(quality: Mapping[str, Any]) -> str:
     if not warnings:
         return f"example OK: {err}" if err else "example OK"
     return "check the Style Example: " + "; ".join(warnings) + (f"; {err}" if err else "")
+
+
+def style_report(done: str, content: Mapping[str, Any]) -> tuple[str, str]:
+    """(the operator's status line, a warning line or "") for a ``style.adapt`` reply's content: the fit's
+    seconds (``code_fit``) and the example's quality (``exemplar_quality``), after ``done``."""
+    fit, quality = content.get("code_fit"), content.get("exemplar_quality")
+    line = done if not fit else f"{done}; style code fitted to the example in {float(fit['seconds']):.1f} s"
+    if not quality:
+        return line, ""
+    note = quality_note(quality)
+    return f"{line}; {note}", ("" if quality.get("ok", True) else note)

@@ -35,21 +35,21 @@ def path_walk(ctl: Any, path: Any) -> Motion:
     return ro.motion(0, "walk").slice(0, int(arrived[0]) + 1 if len(arrived) else ro.frames)
 
 
-def code_turns(ctl: Any) -> dict[str, np.ndarray]:
-    """(J,) fastest per-frame turn (degrees) of each joint on each path group: demo, sharp turn, judged walks."""
-    from motioncore.cli.controllers import demo_path
+def code_turns(ctl: Any, paths: dict[str, Any]) -> dict[str, np.ndarray]:
+    """(J,) fastest per-frame turn (degrees) of each joint on each of ``paths`` (name -> Path: the demo's
+    path, a sharp turn) and on the judged walks."""
     from motioncore.families.style.evaluate_judge import WALK_SPEED_MPS, walks
 
-    out = {"demo": rotation_steps(path_walk(ctl, demo_path("biped")).rotations).max(0),
-           "sharp turn": rotation_steps(path_walk(ctl, sharp_turn()).rotations).max(0)}
+    out = {name: rotation_steps(path_walk(ctl, p).rotations).max(0) for name, p in paths.items()}
     out["judged walks"] = np.max([rotation_steps(m.rotations).max(0) for m in walks(ctl, WALK_SPEED_MPS)], 0)
     return out
 
 
-def measure_turns(model: str = "learnet-biped", n_exemplars: int = 3, margin: float = 0.10, clips: list | None = None,
-                  progress: bool = True) -> dict[str, Any]:
-    """Per code group (held-out fitted, training fitted) and path group, each joint's fastest turn, the
-    joints over ``(1 + margin)`` x the data's p99.9 and the worst ratio to the p99.9."""
+def measure_turns(paths: dict[str, Any], model: str = "learnet-biped", n_exemplars: int = 3, margin: float = 0.10,
+                  clips: list | None = None, progress: bool = True) -> dict[str, Any]:
+    """Per code group (held-out fitted, training fitted) and path group (``paths``, name -> Path, plus the
+    judged walks), each joint's fastest turn, the joints over ``(1 + margin)`` x the data's p99.9 and the
+    worst ratio to the p99.9."""
     from motioncore.data import load
     from motioncore.families.pfnn.features import locomotion_clips
     from motioncore.families.style.evaluate import pick_exemplars
@@ -77,7 +77,7 @@ def measure_turns(model: str = "learnet-biped", n_exemplars: int = 3, margin: fl
         per: dict[str, list[np.ndarray]] = {}
         worst_code: dict[str, tuple[float, str]] = {}
         for name, z in items:
-            for path, t in code_turns(ad.controller(z)).items():
+            for path, t in code_turns(ad.controller(z), paths).items():
                 per.setdefault(path, []).append(t)
                 r = float((t / np.maximum(lim, 1e-6)).max())
                 if r > worst_code.get(path, (0.0, ""))[0]:

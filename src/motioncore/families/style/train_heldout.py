@@ -330,11 +330,17 @@ def fit_metadata(model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
 @torch.no_grad()
 def clip_error_cm(model: LearnetPFNN, prep: StylePrepared, c: int, z: Tensor) -> float:
     """Mean body-joint next-frame error (cm) of clip ``c``'s last quarter of rows with code z (Z,)."""
-    from motioncore.families.style.evaluate import prediction_errors
+    from motioncore.core.kinematics import find_body_joints
+    from motioncore.features.poses import ground_joints
 
     n, s = int(prep.counts[c]), int(prep.starts[c])
-    rows = np.arange(s + n - max(1, n // 4), s + n)
-    return prediction_errors(model.pfnn, prep, rows, z.reshape(1, -1))["joint_cm"]
+    i = torch.arange(s + n - max(1, n // 4), s + n)
+    pred = model.pfnn(prep.x[i], prep.phase[i], z.reshape(1, -1).expand(len(i), -1))
+    sk, cols = prep.clips[0].motion.skeleton, prep.layout.output_block("joint_pos").slice
+    body = np.setdiff1d(np.arange(sk.num_joints), ground_joints(sk, find_body_joints(sk)))
+    raw = prep.y_norm.inverse(pred.double().numpy())[:, cols].reshape(len(i), -1, 3)
+    true = prep.y_raw[i.numpy()][:, cols].astype(np.float64).reshape(len(i), -1, 3)
+    return float(np.linalg.norm(raw - true, axis=-1)[:, body].mean())
 
 
 def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
