@@ -138,6 +138,22 @@ def run_driver(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
     return dict(np.load(out)), json.loads(Path(str(out) + ".json").read_text())
 
 
+def failure(info: dict) -> str | None:
+    """Why a clip's run is not a result (None: it is): the driver's traceback, or an In-fill or Learn This Action
+    that failed (reported an error, or nothing at all). The keys then stay Blender's Bezier, which would read as
+    a 1.00x tie."""
+    if "error" in info:
+        return str(info["error"]).strip().splitlines()[-1]
+    reports = list(info.get("reports", []))
+    if "adapt_report" in info:
+        reports.append(info["adapt_report"])
+    for r in reports:
+        text = str(r or "").strip()
+        if not text or text.startswith("ERROR"):
+            return text.splitlines()[-1] if text else "the operator reported nothing (it did not finish)"
+    return None
+
+
 def place_gaps(n_frames: int, length: int, count: int, start: int = 1, context: int = CONTEXT) -> list[list[int]]:
     """``count`` gaps of ``length`` frames, each with >= ``context`` keyed frames before and after and no
     window overlapping another's (Blender frames start at ``start``)."""
@@ -223,9 +239,9 @@ def table(spec: dict, d: dict, res: dict) -> tuple[str, list[dict]]:
         "| clips | rig (import) | gap frames | gaps | add-on in-fill | Blender Bezier | Blender linear "
         "| operator s (median) | parity deg / cm |", "|---|---|---:|---:|---|---|---|---:|---|"]
     for key, cs in sets.items():
-        errs = [res[c["name"]]["error"] for c in cs if "error" in res[c["name"]]]
+        errs = [why for c in cs if (why := failure(res[c["name"]])) is not None]
         if errs:
-            lines.append(f"| {key} | error: {errs[0].strip().splitlines()[-1][:120]} |")
+            lines.append(f"| {key} | failed: {errs[0][:160]} |")
             rows.append({"set": key, "error": errs[0]})
             continue
         w = np.array([len(c["gaps"]) for c in cs], np.float64)
@@ -297,6 +313,10 @@ def main() -> None:
     (out / "results.json").write_text(json.dumps({"header": head, "blender": res["blender"],
                                                   "wall_s": res.get("wall_s"), "rows": rows}, indent=1))
     print(f"written: {out / 'table.md'}, {out / 'results.json'}")
+    failed = [r for r in rows if "error" in r]
+    if failed:   # a failed In-fill is never a result
+        print(f"{len(failed)} set(s) failed, first: {failed[0]['set']}: {failed[0]['error'][:300]}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

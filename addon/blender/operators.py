@@ -9,7 +9,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ..core import connect, keys, requests, rigmap
+from ..core import connect, keys, rates, requests, rigmap
 from ..core.feet_report import report_feet
 from ..core.jobs import Worker, run_sync
 from ..core.quality import style_report
@@ -22,7 +22,6 @@ from .scene_read import (
     _armature,
     _hips_bone,
     _parents_first,
-    _pose_bones,
     _preset,
     _rig_skeleton,
     _scene_fps,
@@ -30,6 +29,7 @@ from .scene_read import (
     _selected_bones,
     curve_points,
     rest_offsets,
+    rig_hierarchy,
     rig_units_per_metre,
 )
 
@@ -76,8 +76,9 @@ class _WalkBase(_ServerOperator):
             raise ValueError("select a curve (the path) as well as the armature")
         hips = _hips_bone(arm, [b.name for b in arm.data.bones])
         upm = rig_units_per_metre(arm, hips)
+        bones, parents, heads = rig_hierarchy(arm)   # bones map and align as the In-fill's
         self._state.update(armature=arm.name, start=scene(context).frame_current, offsets=rest_offsets(arm),
-                           units=upm)
+                           units=upm, bones=bones, parents=parents, heads=heads)
         return arm, (curve_points(curves[0]) / upm).astype(np.float32)   # the models walk in metres
 
     def until(self, context: bpy.types.Context) -> tuple[int, int, float] | None:
@@ -91,8 +92,9 @@ class _WalkBase(_ServerOperator):
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, arrays = value
         arm = bpy.data.objects[self._state["armature"]]
-        plan = keys.walk_plan(content, arrays, [b.name for b in _pose_bones(arm)], _scene_fps(context),
-                              self._state["start"], _preset(context), self._state["offsets"], bone_map(arm))
+        plan = keys.walk_plan(content, arrays, self._state["bones"], _scene_fps(context), self._state["start"],
+                              _preset(context), self._state["offsets"], bone_map(arm), self._state["parents"],
+                              self._state["heads"])
         fcurves.ensure_action(arm)
         added = write_rotations_in_mode(arm, plan.bones, plan.frames, plan.rotations)   # each bone's own mode
         # the root path in the rig's units, and the object placed so that the hips (not the object's origin)
@@ -252,9 +254,8 @@ class _InfillBase(_ServerOperator):
         if self.seed:
             settings_used.append(f"seed {self.seed}")
         n_gaps = sum(len(gap_runs(~g["known"].all(1))) for g in segs)
-        root = "; the root" if "root" in bones_written else ""
+        root, n_b = ("; the root" if "root" in bones_written else ""), len(bones_written - {"root"})
         more = f" ({', '.join(settings_used)})" if settings_used else ""
-        n_b = len(bones_written - {"root"})
         held = (content.get("segments") or [{}])[0].get("object")
         with_obj = f" with the object {self._state['held']!r}" if held and self._state.get("held") else ""
         if (content.get("segments") or [{}])[0].get("mirror"):
@@ -263,7 +264,8 @@ class _InfillBase(_ServerOperator):
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped))
+                f"{learnt}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped)
+                + rates.rate_message([seg.get("rate") for seg in content.get("segments") or []]))
 
 
 def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
@@ -285,14 +287,14 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
     out = []
     for f in fits:
         if f.get("method") == "none":
-            out.append(f"gaps of {f['length']}: no keyed stretch to check the model on, used as trained")
+            out.append(f"gaps of {f.get('frames', f['length'])}: no keyed stretch to check the model on, used as trained")
         elif f["rot"] < 1.0 or f["root"] < 1.0:
             err = f.get("error") or {}
             why = (f" (on {f['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, Blender's "
                    f"curve {err['bezier'][0]:.1f} cm)") if err.get("model") else ""
             kept = "kept Blender's curve" if f["rot"] == 0.0 and f["root"] == 0.0 else \
                 f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
-            out.append(f"gaps of {f['length']}: {kept}{why}")
+            out.append(f"gaps of {f.get('frames', f['length'])}: {kept}{why}")   # the scene's own frames
     return ("; " + "; ".join(out)) if out else ""
 
 
@@ -335,13 +337,13 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
             return "this action is learnt already (same keys): In-fill uses it"
         before = sum(ad.get("before_cm", {}).values())
         after = sum(ad.get("after_cm", {}).values())
-        judged = f": test-gap error {before:.2f} -> {after:.2f} cm" if ad.get("before_cm") else ""
-        if not ad.get("used", True) and not ad.get("before_cm"):
-            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps), but the action is too "
-                    "short to hold some keys back and check it: In-fill keeps the shipped model (key more frames)")
+        judged = f": test-gap error {before:.2f} -> {after:.2f} cm ({ad.get('held', 0)} held out)" if before else ""
+        if not ad.get("used", True) and "steps in the budget" in ad.get("why", ""):   # too short for this machine
+            return f"learnt for {ad['seconds']:.0f} s ({ad['steps']} steps){judged}: {ad['why']}; shipped model kept"
         if not ad.get("used", True):
-            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, which did not "
-                    "help: In-fill keeps the shipped model")
+            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, " + (
+                "which did not help" if ad.get("before_cm") else "but the action is too short to hold some keys "
+                "back and check it") + ": In-fill keeps the shipped model" + ("" if before else " (key more frames)"))
         return (f"learnt this action in {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}; "
                 "In-fill uses it until the keys change")
 
@@ -380,8 +382,8 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     def bones(self, arm: Any) -> list[str]:
         finger_roles = {r for p in rigmap.PRESETS.values() for r in p
                         if r.endswith("_hand") or any(f in r for f in ("thumb", "index", "middle", "ring", "pinky"))}
-        names = {rigmap.normalise(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
-        return [pb.name for pb in arm.pose.bones if rigmap.normalise(pb.name) in names]
+        names = {rigmap.normalise_name(b) for p in rigmap.PRESETS.values() for r, b in p.items() if r in finger_roles}
+        return [pb.name for pb in arm.pose.bones if rigmap.normalise_name(pb.name) in names]
 
 
 class MOTIONCORE_OT_style_adapt(_WalkBase):
@@ -398,14 +400,12 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
         ex = s.style_action
         if ex is None:
             raise ValueError("choose a Style Example action (a clip of the style to copy, 3 s or longer)")
-        lo, hi = (int(round(v)) for v in ex.frame_range)
-        frames = np.arange(lo, hi + 1, dtype=np.float64)
-        bones = [b.name for b in _parents_first(arm.data.bones)]   # any rotation mode; the root first
-        rot, loc = read_pose(arm, ex, None, bones, frames)   # (T, B, 4) rig bone frames; (T, 3) root motion
+        lo, hi = (int(round(v)) for v in ex.frame_range)   # (T, B, 4) in any rotation mode; (T, 3) root motion
+        rot, loc = read_pose(arm, ex, None, bones := self._state["bones"], np.arange(lo, hi + 1, dtype=np.float64))
         loc = loc / float(self._state.get("units", 1.0))     # in metres, as the path
         return requests.style_job(points, rot, bones, loc, _scene_fps(context), s.style_model or None,
                                   _preset(context), self._state["offsets"], s.gait or None, bone_map(arm),
-                                  float(s.speed), self.until(context))
+                                  float(s.speed), self.until(context), self._state["parents"], self._state["heads"])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         line, warn = style_report(super().apply(context, value), value[0])

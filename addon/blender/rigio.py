@@ -212,7 +212,7 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
         todo = ~known[:, j]
         rq = rigmap.to_rig(np.asarray(q[:, j], np.float64), rig["offsets"][bone])
         if todo.any() and bone not in unmapped:
-            for s, e in _runs(todo):
+            for s, e in gaps.runs(todo):
                 prev = cur[s - 1] if s > 0 else cur[s]
                 cur[s:e] = rigclip.from_quat(rq[s:e], mode, prev)
             path = _path(bone, rigclip.CHANNELS[mode][0])
@@ -233,11 +233,6 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
                                               cache=rig.get("keys"))
         names.add("root")
     return written, names
-
-
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    d = np.diff(np.r_[0, np.asarray(mask, bool).astype(np.int8), 0])
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
 
 
 # --------------------------------------------------- whole-action writes and reads (walk, retarget, style)

@@ -142,6 +142,13 @@ def _parents_first(bones: Any) -> list[Any]:
     return out
 
 
+def rig_hierarchy(arm: Any) -> tuple[list[str], list[int], np.ndarray]:
+    """The armature's bones parents first: (names, parent indices, (B, 3) rest heads in armature space)."""
+    order = _parents_first(arm.data.bones)
+    return ([b.name for b in order], [order.index(b.parent) if b.parent else -1 for b in order],
+            np.array([tuple(b.head_local) for b in order], np.float64).reshape(-1, 3))
+
+
 def _rig_skeleton(bones: list[Any]) -> dict[str, Any]:
     names = [b.name for b in bones]
     parents = [names.index(b.parent.name) if b.parent else -1 for b in bones]

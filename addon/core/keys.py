@@ -16,7 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from . import rigmap
+from ..vendor import rest
+from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
+from ..vendor.quat_np import quat_continuity
+from . import align, rigmap
 
 # Two keys closer than this (in frames) are on the same frame.
 FRAME_TOL = 0.5
@@ -140,16 +143,6 @@ def resample_indices(n_frames: int, model_fps: float, scene_fps: float) -> np.nd
     return np.minimum(np.floor(t * model_fps + 0.5).astype(np.int64), n_frames - 1)   # half up
 
 
-def quat_continuity(q: np.ndarray) -> np.ndarray:
-    """(T, ..., 4) quaternions with signs flipped so consecutive frames have a non-negative dot product
-    (q and -q are the same rotation; f-curve interpolation needs the near one)."""
-    out = np.array(q, np.float64, copy=True)
-    for t in range(1, out.shape[0]):
-        flip = np.sum(out[t] * out[t - 1], axis=-1) < 0
-        out[t][flip] *= -1
-    return out
-
-
 # ------------------------------------------------------------------------------------------ walk path
 
 @dataclass(frozen=True)
@@ -165,31 +158,44 @@ class WalkPlan:
 
 def walk_plan(content: dict[str, Any], arrays: dict[str, np.ndarray], rig_bones: list[str], scene_fps: float,
               start: int, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
-              overrides: Mapping[str, str] | None = None) -> WalkPlan:
+              overrides: Mapping[str, str] | None = None, parents: Sequence[int] | None = None,
+              heads: np.ndarray | None = None) -> WalkPlan:
     """Turn a path rollout reply into keys: map joints to bones, carry each model rotation into its bone's
     rest frame (``offsets``: bone -> `rigmap.rest_offset`; none: written as they are), resample the
     model's fps to the scene's, and convert the root trajectory from the model's Y-up units to Blender's
-    Z-up metres (x, -z, y)."""
+    Z-up metres (x, -z, y). With the rig's ``parents`` and rest ``heads`` (``rig_bones`` parents first) and the
+    reply's skeleton offsets, bones map by topology and poses go through the rest alignment (`align`), as
+    the In-fill's do."""
     joints = list(content["skeleton"]["joints"])
     rot, root = np.asarray(arrays["rotations"]), np.asarray(arrays["root"])   # (F, J, 4), (F, 3)
     if rot.shape[1:] != (len(joints), 4) or root.shape != (rot.shape[0], 3):
         raise ValueError(f"rotations {rot.shape} / root {root.shape} do not match {len(joints)} joints")
-    rmap = rigmap.auto_map(rig_bones, joints, rig_preset=rig_preset, overrides=overrides)
-    if not rmap.mapping:
-        raise ValueError(f"no rig bone matches the model's joints ({', '.join(joints[:4])}, ...): pick Rig Names")
     idx = resample_indices(rot.shape[0], float(content["fps"]), scene_fps)
-    js = [j for j in joints if j in rmap.mapping]
-    q = rot[idx][:, [joints.index(j) for j in js]].astype(np.float64)
-    for n, j in enumerate(js):
-        q[:, n] = rigmap.to_rig(q[:, n], (offsets or {}).get(rmap.mapping[j]))
+    mparents = content["skeleton"].get("parents")
+    if parents is not None and heads is not None and arrays.get("offsets") is not None and mparents is not None:
+        al = align.plan(rig_bones, parents, heads, {"names": joints, "parents": mparents, "offsets": arrays["offsets"]},
+                        rig_preset, overrides)
+        mapping, unmapped = al["mapping"], al["unmapped"]
+        js = [j for j in joints if j in mapping]
+        pose = align.to_rig(rot[idx].astype(np.float64), rig_bones, offsets, al)
+        q = pose[:, [list(rig_bones).index(mapping[j]) for j in js]]
+    else:
+        rmap = rigmap.auto_map(rig_bones, joints, rig_preset=rig_preset, overrides=overrides)
+        mapping, unmapped = rmap.mapping, rmap.unmapped
+        js = [j for j in joints if j in mapping]
+        q = rot[idx][:, [joints.index(j) for j in js]].astype(np.float64)
+        for n, j in enumerate(js):
+            q[:, n] = rigmap.to_rig(q[:, n], (offsets or {}).get(mapping[j]))
+    if not mapping:
+        raise ValueError(f"no rig bone matches the model's joints ({', '.join(joints[:4])}, ...): pick Rig Names")
     upm = float(content.get("units_per_metre") or 100.0)
     r = root[idx].astype(np.float64) / upm
-    loc = np.stack([r[:, 0], -r[:, 2], r[:, 1]], axis=1)
+    loc = y_up_to_z_up(r)
     lift = body_root_lift(arrays, content["skeleton"].get("parents"))
     if lift is not None:   # the hips' rise and fall over the root (the rig's hips bone keeps its rest head)
         loc[:, 2] += lift[idx] / upm
-    return WalkPlan([rmap.mapping[j] for j in js], start + np.arange(idx.size, dtype=np.float64),
-                    quat_continuity(q), loc, rmap.unmapped)
+    return WalkPlan([mapping[j] for j in js], start + np.arange(idx.size, dtype=np.float64),
+                    quat_continuity(q), loc, unmapped)
 
 
 def body_root_lift(arrays: Mapping[str, np.ndarray], parents: Sequence[int] | None) -> np.ndarray | None:
@@ -212,14 +218,28 @@ def body_root_lift(arrays: Mapping[str, np.ndarray], parents: Sequence[int] | No
 
 
 def to_model_joints(rotations: np.ndarray, bones: Sequence[str], joints: Sequence[str], rig_preset: str | None = None,
-                    offsets: Mapping[str, np.ndarray] | None = None, overrides: Mapping[str, str] | None = None
-                    ) -> tuple[np.ndarray, list[str]]:
+                    offsets: Mapping[str, np.ndarray] | None = None, overrides: Mapping[str, str] | None = None,
+                    parents: Sequence[int] | None = None, heads: np.ndarray | None = None,
+                    model: Mapping[str, Any] | None = None) -> tuple[np.ndarray, list[str]]:
     """(T, B, 4) pose rotations of the rig's ``bones`` -> ((T, J', 4) model local rotations, the J' model
-    joint names) for the model joints the rig maps (presets, then names), each carried out of its
-    bone's rest frame (``offsets``: bone -> `rigmap.rest_offset`). Raises if nothing maps."""
+    joint names) for the model joints the rig maps, each carried out of its bone's rest frame (``offsets``:
+    bone -> `rigmap.rest_offset`). With the rig's ``parents`` and rest ``heads`` (``bones`` parents first) and
+    the ``model``'s skeleton ({"parents", "offsets", "convention"}), bones map by topology and the pose goes
+    through the rest alignment read from these rotations (`align`), as the In-fill's does; else presets, then
+    names. Raises if nothing maps."""
     rot = np.asarray(rotations, np.float64)
     if rot.ndim != 3 or rot.shape[1:] != (len(bones), 4):
         raise ValueError(f"rotations {rot.shape} do not match {len(bones)} bones")
+    if parents is not None and heads is not None and model is not None and model.get("offsets") is not None:
+        locs = align.rig_locals(rot, bones, offsets)
+        al = align.plan(bones, parents, heads, {"names": list(joints), **model}, rig_preset, overrides,
+                        sample=locs[::max(1, len(locs) // 64)])
+        names = [j for j in joints if j in al["mapping"]]
+        if not names:
+            raise ValueError(f"no rig bone matches the model's joints ({', '.join(list(joints)[:4])}, ...): "
+                             "pick Rig Names")
+        q = rest.rig_to_model(locs, al)[0]
+        return q[:, [list(joints).index(j) for j in names]], names
     rmap = rigmap.auto_map(list(bones), list(joints), rig_preset=rig_preset, overrides=overrides)
     names = [j for j in joints if j in rmap.mapping]
     if not names:
@@ -235,4 +255,5 @@ def root_from_location(location: np.ndarray, units_per_metre: float = 100.0) -> 
     loc = np.asarray(location, np.float64)
     if loc.ndim != 2 or loc.shape[1] != 3:
         raise ValueError(f"location must be (T, 3), got {loc.shape}")
-    return np.stack([loc[:, 0], loc[:, 2], -loc[:, 1]], axis=1) * units_per_metre
+    return z_up_to_y_up(loc) * units_per_metre
+

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
 from ..vendor.gaps import whole_frames
+from ..vendor.quat_np import quat_apply, quat_continuity
 from . import jobs, keys, rigmap
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
@@ -155,7 +156,6 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
     from ..vendor import rest
-    from ..vendor.quat_np import quat_apply
 
     ups = list(parents if up is None else up)
 
@@ -316,14 +316,19 @@ def _joint_paths(al: dict[str, Any], up: Sequence[int]) -> dict[int, list[int]]:
 def style_job(points: np.ndarray, rotations: np.ndarray, bones: Sequence[str], location: np.ndarray, fps: float,
               model: str | None, rig_preset: str | None = None, offsets: Mapping[str, np.ndarray] | None = None,
               gait: str | None = None, overrides: Mapping[str, str] | None = None, speed: float = 0.0,
-              until: tuple[int, int, float] | None = None) -> Job:
+              until: tuple[int, int, float] | None = None, parents: Sequence[int] | None = None,
+              heads: np.ndarray | None = None) -> Job:
     """Style from example: the example action's bone rotations (T, B, 4) and object locations (T, 3,
-    Blender metres) at ``fps``, and the path ``points`` (N, 2) in metres."""
+    Blender metres) at ``fps``, and the path ``points`` (N, 2) in metres. With the rig's ``parents`` and rest
+    ``heads`` the bones map and align as the In-fill's (`keys.to_model_joints`, `align`)."""
     rot = np.asarray(rotations, np.float64)
 
     def job(c: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         info = find_model(c, "style.adapt", model)
-        ex, names = keys.to_model_joints(rot, bones, info["skeleton"]["names"], rig_preset, offsets, overrides)
+        sk = info["skeleton"]
+        ex, names = keys.to_model_joints(rot, bones, sk["names"], rig_preset, offsets, overrides, parents, heads,
+                                         {"parents": sk.get("parents"), "offsets": sk.get("offsets"),
+                                          "convention": info.get("convention")} if sk.get("parents") else None)
         root = keys.root_from_location(location, float(info.get("units_per_metre") or 100.0))
         frames = None if until is None else range_frames(until[0], until[1], until[2], float(info["fps"]))
         return plain(c.style_adapt(points, rotations=ex, root=root, joints=names, fps=float(fps), root_space="ground",
@@ -374,23 +379,17 @@ def retarget_to_rig(arrays: Mapping[str, np.ndarray], target: dict[str, Any],
     world = np.zeros((rot.shape[0], 3))
     posed_rest = np.zeros((rot.shape[0], 3))   # where the rig puts the joint from its rest offsets, posed
     for j in reversed(chain):   # forward kinematics down to the moving joint
-        world = world + _rotate(g, trans[:, j])
-        posed_rest = posed_rest + _rotate(g, np.broadcast_to(off[j], trans[:, j].shape))
+        world = world + quat_apply(g, trans[:, j])
+        posed_rest = posed_rest + quat_apply(g, np.broadcast_to(off[j], trans[:, j].shape))
         g = rigmap.quat_mul(g, rot[:, j])
     # the object's location is the difference: a rotated parent above the moving joint (Bandai's root joint)
     # swings the rest offset too, so the plain rest position would leave a constant offset (82 cm on a clip)
-    return keys.quat_continuity(pose), y_up_to_z_up(world - posed_rest)
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors (T, 3) by unit quaternions (T, 4): q v q^-1."""
-    qv = np.concatenate([np.zeros(v.shape[:-1] + (1,)), v], axis=-1)
-    return rigmap.quat_mul(rigmap.quat_mul(q, qv), rigmap.quat_conj(q))[..., 1:]
+    return quat_continuity(pose), y_up_to_z_up(world - posed_rest)
 
 
 def spine_direction(names: Sequence[str], parents: Sequence[int]) -> tuple[int, int] | None:
     """(top ancestor, head) joint indices of the chain to the first joint named like a head; None without one."""
-    low = [rigmap.normalise(n).lower() for n in names]
+    low = [rigmap.normalise_name(n) for n in names]
     head = next((j for j, n in enumerate(low) if "head" in n and "end" not in n and "top" not in n), None)
     if head is None:
         return None
@@ -429,7 +428,7 @@ def skeleton_kind_mismatch(info: dict[str, Any], mapping: Mapping[str, str], rig
     if n < 1e-9:
         return None
     up = float(np.degrees(np.arccos(np.clip(v[2] / n, -1.0, 1.0)))) <= limit_deg
-    four = "mann.rollout" in (info.get("tasks") or ()) or any("tail" in rigmap.normalise(x).lower() for x in names)
+    four = "mann.rollout" in (info.get("tasks") or ()) or any("tail" in rigmap.normalise_name(x) for x in names)
     if up != four:
         return None
     kind = "a skeleton on four legs" if four else "an upright skeleton"

@@ -11,55 +11,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..vendor.quat_np import blender_euler_to_quat
+from ..vendor.quat_np import (
+    blender_euler_pair,
+    blender_euler_to_quat,
+    nearest_euler,
+    quat_to_matrix,
+    wrap_near,
+)
 
 AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4),
             **{o: ("rotation_euler", 3) for o in EULER_ORDERS}}
-
-
-def quat_to_matrix(q: np.ndarray) -> np.ndarray:
-    """(..., 4) WXYZ (normalised here) -> (..., 3, 3)."""
-    q = np.asarray(q, np.float64)
-    w, x, y, z = np.moveaxis(q / np.linalg.norm(q, axis=-1, keepdims=True), -1, 0)
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
-
-
-def _wrap_near(a: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    return a - 2 * np.pi * np.round((a - ref) / (2 * np.pi))
-
-
-def _euler_pair(q: np.ndarray, order: str) -> tuple[np.ndarray, np.ndarray]:
-    """(..., 4) -> both (..., 3) Euler solutions (x, y, z) in ``order``: the principal one and its twin."""
-    m = quat_to_matrix(q)
-    i, j, k = (AXIS[a] for a in order)
-    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
-    a = np.arctan2(s * m[..., k, j], m[..., k, k])
-    b = np.arcsin(np.clip(-s * m[..., k, i], -1.0, 1.0))
-    c = np.arctan2(s * m[..., j, i], m[..., i, i])
-    out = np.zeros(m.shape[:-2] + (3,))
-    out[..., i], out[..., j], out[..., k] = a, b, c
-    alt = np.zeros_like(out)
-    alt[..., i], alt[..., j], alt[..., k] = a + np.pi, np.pi - b, c + np.pi
-    return out, alt
-
-
-def _nearest_euler(one: np.ndarray, two: np.ndarray, prev: np.ndarray) -> np.ndarray:
-    one, two = _wrap_near(one, prev), _wrap_near(two, prev)
-    pick = np.abs(two - prev).sum(-1, keepdims=True) < np.abs(one - prev).sum(-1, keepdims=True)
-    return np.where(pick, two, one)
-
-
-def quat_to_euler(q: np.ndarray, order: str, prev: np.ndarray | None = None) -> np.ndarray:
-    """(..., 4) -> (..., 3) Euler (x, y, z) in ``order``; with ``prev`` (..., 3) the equivalent angles
-    nearest to it (both Euler solutions, each angle wrapped by 2 pi), as Blender's ``to_euler(order, compat)``."""
-    out, alt = _euler_pair(q, order)
-    if prev is None:
-        return out
-    return _nearest_euler(out, alt, np.asarray(prev, np.float64))
 
 
 def axis_angle_to_quat(v: np.ndarray) -> np.ndarray:
@@ -86,7 +49,7 @@ def quat_to_axis_angle(q: np.ndarray, prev: np.ndarray | None = None) -> np.ndar
         p = np.asarray(prev, np.float64)
         flip = np.sum(axis * p[..., 1:], -1) < 0
         axis = np.where(flip[..., None], -axis, axis)
-        angle = _wrap_near(np.where(flip, -angle, angle), p[..., 0])
+        angle = wrap_near(np.where(flip, -angle, angle), p[..., 0])
     return np.concatenate([angle[..., None], axis], -1)
 
 
@@ -117,9 +80,9 @@ def from_quat(q: np.ndarray, mode: str, prev: np.ndarray) -> np.ndarray:
         for t in range(q.shape[0]):
             last = out[t] = quat_to_axis_angle(q[t], last)
     else:
-        one, two = _euler_pair(q, mode)
+        one, two = blender_euler_pair(q, mode)
         for t in range(q.shape[0]):
-            last = out[t] = _nearest_euler(one[t], two[t], last)
+            last = out[t] = nearest_euler(one[t], two[t], last)
     return out
 
 

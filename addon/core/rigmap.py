@@ -19,7 +19,7 @@ import numpy as np
 
 from ..vendor.axes import Y_UP_TO_Z_UP
 from ..vendor.names import PRESETS as NAMES
-from ..vendor.names import normalise_name, preset_of, roles_in
+from ..vendor.names import normalise_name, pair_by_names, preset_of, roles_in  # noqa: F401 (normalise_name: the add-on's key)
 from ..vendor.quat_np import quat_conj, quat_mul
 from ..vendor.topology import find_body, pair_bodies
 
@@ -28,12 +28,6 @@ UI_PRESETS = {"MIXAMO": "mixamo", "RIGIFY_DEF": "rigify", "CMU": "cmu", "LAFAN1"
               "MANIPNET": "manipnet-right"}
 PRESETS: dict[str, dict[str, str]] = {ui: NAMES[lib] for ui, lib in UI_PRESETS.items()}   # role -> bone name
 _UI_OF = {lib: ui for ui, lib in UI_PRESETS.items()} | {"manipnet-left": "MANIPNET"}
-_PREFIX = re.compile(r"^(mixamorig\d*|[A-Za-z0-9_]+)[:|]")
-
-
-def normalise(name: str) -> str:
-    """Strip a namespace prefix (``mixamorig:``, ``Armature|``) and keep the rest verbatim."""
-    return _PREFIX.sub("", name, count=1)
 
 
 def detect_preset(names: Iterable[str]) -> tuple[str | None, float]:
@@ -93,7 +87,7 @@ def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_prese
     """Map ``model_joints`` to ``rig_bones``: first the user's ``overrides`` (model joint -> rig bone, as
     stored on the armature; an empty bone means "leave unmapped"), then the bodies by topology when both
     hierarchies are given (`body_pairs`), then through the presets (detected unless given), then by
-    normalised name. Each rig bone is used at most once. A one-hand model (ManipNet) maps to the rig's
+    normalised name (ties left out, as the library leaves them). A one-hand model (ManipNet) maps to the rig's
     ``side`` ("l" or "r") hand."""
     if side not in ("l", "r"):
         raise ValueError(f"side must be 'l' or 'r', got {side!r}")
@@ -103,10 +97,7 @@ def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_prese
     rp = rig_preset or detect_preset(rig_bones)[0]
     mp = model_preset or detect_preset(model_joints)[0]
     one_hand = mp is not None and UI_PRESETS[mp].startswith("manipnet")
-    role_of_model = {j: r for r, j in _roles(model_joints, mp, side).items()}
-    rig_roles = _roles(rig_bones, rp, side)
-    by_norm = {normalise(b): b for b in rig_bones}
-    by_key = {normalise_name(b): b for b in rig_bones}
+    model_roles = {(f"{side}_{r[2:]}" if one_hand else r): j for r, j in _roles(model_joints, mp, side).items()}
     mapping: dict[str, str] = {}
     used: set[str] = set()
     fixed = {j: b for j, b in (overrides or {}).items() if j in set(model_joints)}
@@ -122,18 +113,11 @@ def auto_map(rig_bones: Sequence[str], model_joints: Sequence[str], *, rig_prese
             if j not in fixed and b not in used:
                 mapping[j] = b
                 used.add(b)
-    for j in model_joints:
-        if j in fixed or j in owned:
-            continue
-        role = role_of_model.get(j)
-        if role is not None and one_hand:
-            role = f"{side}_{role[2:]}"   # the model's one hand onto the rig's hand on ``side``
-        cand = rig_roles.get(role) if role is not None else None
-        if cand is None:
-            cand = by_norm.get(normalise(j)) or by_key.get(normalise_name(j))
-        if cand is not None and cand not in used:
-            mapping[j] = cand
-            used.add(cand)
+    # then the library's name step (`vendor.names.pair_by_names`): roles under the presets (a one-hand model's hand
+    # onto the rig's hand on ``side``), then equal normalised names, ties left out
+    mapping, _ = pair_by_names(rig_bones, model_joints, _roles(rig_bones, rp, side), model_roles, mapping,
+                               set(fixed) | owned)
+    mapping = {j: mapping[j] for j in model_joints if j in mapping}
     unmapped = [j for j in model_joints if j not in mapping]
     return RigMap(mapping, unmapped, rp, mp)
 

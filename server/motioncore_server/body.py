@@ -75,7 +75,9 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
         ctx.progress(int(round(frac * 100)), 100, message)
 
     try:
-        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled)
+        steps = content.get("steps")
+        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled,
+                          steps=None if steps is None else int(steps))
     except MotioncoreError as e:
         raise InvalidRequest(str(e)) from None
     ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation

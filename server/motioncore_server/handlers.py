@@ -298,11 +298,13 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
 
 
 def adapt(req: Message, ctx: Context) -> Result:
-    """Learn This Action (the body in-fill's ``adapt``): the rotation form of ``infill`` (rotations, root, known; joints, fps)
-    plus ``seconds`` (the budget, default 20) -> ``adapted`` (pseudo-gap error before and after, steps, whether
-    the copy is used). Later ``infill`` requests with the same keys use the adapted copy."""
+    """Learn This Action (the body in-fill's ``adapt``): the rotation form of ``infill`` (rotations, root, known;
+    joints, fps) plus ``seconds`` (the budget, default 20) or ``steps`` (a budget in learning steps) -> ``adapted``
+    (pseudo-gap error before and after, steps, whether the copy is used and why not). Later ``infill`` requests
+    with the same keys use the adapted copy."""
     c = req.content
     check_field(c, "seconds", (int, float), default=None, lo=1.0, hi=600.0)
+    check_field(c, "steps", int, default=None, lo=1, hi=100000)
     check_field(c, "fps", (int, float), default=None, lo=1.0, hi=1000.0)
     check_field(c, "again", bool, default=False)
     only_arrays(req.arrays, {"rotations", "root", "known"})

@@ -88,7 +88,7 @@ def test_resample_indices_and_quat_continuity():
     assert keys.resample_indices(3, 30.0, 30.0).tolist() == [0, 1, 2]
     assert keys.resample_indices(3, 30.0, 60.0).tolist() == [0, 1, 1, 2, 2]   # nearest, clipped
     q = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0], [0.9, 0.1, 0, 0]])
-    c = keys.quat_continuity(q[:, None])[:, 0]
+    c = addon_module("vendor.quat_np").quat_continuity(q[:, None])[:, 0]   # the library's, vendored
     assert c[1].tolist() == [1.0, 0, 0, 0] and np.all(np.sum(c[1:] * c[:-1], -1) >= 0)
 
 
@@ -393,3 +393,14 @@ def test_map_bones_reports_a_skeleton_of_another_kind(raw_file, bandai_walk):
     assert wrong and "not upright" in wrong
     assert check("anyorder-body", human[0])[0] is None and check("anyorder-body", cmu[0])[0] is None
     assert check("mann-dog", dog[0])[0] is None
+
+
+def test_the_infill_report_warns_when_another_rate_fills_the_keys_closer():
+    rates = addon_module("core.rates")
+    named = {"fps": 24.0, "best": 30.0, "gain": 0.18, "pseudo": 6, "length": 15, "error": {"24": 2.8, "30": 2.1}}
+    msg = rates.rate_message([None, named])
+    assert msg.startswith("; WARNING the scene's rate changes this fill: on 6 test gaps cut from your keys")
+    assert "18% closer with the action at 30 fps than at the scene's 24" in msg
+    assert "captured at 30 fps" in msg and "set the scene's Frame Rate to 30" in msg
+    assert rates.rate_message([{**named, "best": None, "gain": 0.0}, None]) == ""
+    assert rates.rate_message([]) == ""

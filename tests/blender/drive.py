@@ -9,8 +9,8 @@
 4. with a live server (CONNECTION_FILE): Walk-along-path through ``bpy.ops.motioncore.walk_path``, then
    one ``ed.undo`` reverts it;
 5. with a server that is down: ``bpy.ops.motioncore.infill`` reports an error and writes nothing;
-6. with the live server: the walk on a rig with tilted, rolled bones poses every bone as the model's
-   joint (world rotations compared); In-fill between two keyed poses (every frame of the gap keyed,
+6. with the live server: the walk on a rig with tilted, rolled bones points every bone as the model's
+   bone to its one child (posed directions compared); In-fill between two keyed poses (every frame of the gap keyed,
    equal to the server's answer, the user's keys unchanged, one undo); Style from example.
 Writes a JSON of figures and booleans to OUT; pytest asserts on them. Background mode: timers never
 fire, so the operators run synchronously (``execute``).
@@ -237,9 +237,10 @@ def _fk(local: np.ndarray, parents: list[int], mul) -> np.ndarray:
 
 
 def walk_world_check(conn: str) -> dict:
-    """Walk a rig whose bones are tilted and rolled: every posed bone's armature-space rotation must be
-    the model joint's global rotation carried into Z-up and applied to the bone's rest frame
-    (A G_j A^-1 M_b), i.e. the rig moves as the model does whatever its bone rolls."""
+    """Walk a rig whose bones are tilted and rolled (a rest shaped nothing like the model's): the rest alignment
+    (`addon/core/align.py`, as the In-fill's) points every bone with one child as the model's bone to that
+    child: the rig's posed direction head(b) -> head(c) is the model's posed offset of c, A G_b off_c, in every
+    frame, whatever the bone's rest tilt and roll."""
     req, rigmap, keys, client = _mods()
     sc = bpy.context.scene
     sc.render.fps, sc.render.fps_base = 30, 1.0     # the model's rate: key k is model frame k
@@ -256,18 +257,20 @@ def walk_world_check(conn: str) -> dict:
         reply = c.call("pfnn.rollout", {"gait": "walk"}, {"points": points})
     joints, parents = reply.content["skeleton"]["joints"], reply.content["skeleton"]["parents"]
     G = _fk(np.asarray(reply.arrays["rotations"], np.float64), parents, rigmap.quat_mul)
+    off = np.asarray(reply.arrays["offsets"], np.float64)
     A = rigmap.Y_UP_TO_Z_UP
+    kids = {b: [c for c, p in PARENT.items() if p == b] for b in BONES}
+    pairs = [(b, k[0]) for b, k in kids.items() if len(k) == 1 and parents[joints.index(k[0])] == joints.index(b)]
     worst = 0.0
     for f in (1, 15, 40, 80):
         sc.frame_set(f)
-        for b in BONES:
-            pb = rig.pose.bones[b]
-            got = np.array(tuple(pb.matrix.to_quaternion()))
-            M = np.array(tuple(rig.data.bones[b].matrix_local.to_quaternion()))
-            want = rigmap.quat_mul(rigmap.quat_mul(rigmap.quat_mul(A, G[f - 1, joints.index(b)]), rigmap.quat_conj(A)), M)
-            dot = abs(float(np.dot(got / np.linalg.norm(got), want / np.linalg.norm(want))))
-            worst = max(worst, float(np.degrees(2 * np.arccos(min(1.0, dot)))))
-    return {"result": sorted(r), "max_angle_deg": worst, "frames": int(reply.content["frames"])}
+        for b, c in pairs:
+            got = np.array(rig.pose.bones[c].head) - np.array(rig.pose.bones[b].head)
+            qa = rigmap.quat_mul(A, G[f - 1, joints.index(b)])
+            want = rigmap.quat_mul(rigmap.quat_mul(qa, np.r_[0.0, off[joints.index(c)]]), rigmap.quat_conj(qa))[1:]
+            cos = float(np.dot(got, want) / (np.linalg.norm(got) * np.linalg.norm(want)))
+            worst = max(worst, float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))))
+    return {"result": sorted(r), "max_angle_deg": worst, "frames": int(reply.content["frames"]), "pairs": len(pairs)}
 
 
 def live_bone_map() -> dict:

@@ -3,11 +3,13 @@ importer (issue 12). Used by tests/blender/test_blender_infill.py (small) and be
 
     python infill_bvh.py ZIP SPEC.json OUT.npz CONNECTION_FILE
 
-SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps",
+SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's default, Euler), "fps" (the scene's;
+null: as the importer leaves it),
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
 "adapt": seconds (Learn This Action over the whole action before the in-fill), "jerk": bool (also evaluate the
-gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon)}],
+gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon), "all_frames": bool (NAME/all: every frame
+before the keys are deleted)}],
 "checks": bool}.
 Per clip: import, evaluate the truth on the gap frames, delete the keys strictly inside the gaps, evaluate
 Blender's BEZIER (auto-clamped) and LINEAR interpolation of the remaining keys, then run
@@ -112,7 +114,8 @@ def import_clip(clip: dict, tmp: str):
         bpy.ops.import_scene.fbx(filepath=path)
         obj = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     sc = bpy.context.scene
-    sc.render.fps, sc.render.fps_base = int(round(clip["fps"])), 1.0
+    if clip.get("fps"):   # None: the scene as the importer leaves it (24 fps: the importer's default keeps it)
+        sc.render.fps, sc.render.fps_base = int(round(clip["fps"])), 1.0
     bpy.context.view_layer.objects.active = obj
     obj.select_set(True)
     return obj
@@ -175,6 +178,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
     arrays[f"{name}/truth"] = evaluate(obj, frames)
     lo_all, hi_all = (int(round(v)) for v in obj.animation_data.action.frame_range)
     jframes = np.unique(np.concatenate([np.arange(max(lo_all, a - 3), min(hi_all, b + 3) + 1) for a, b in gaps]))
+    if clip.get("all_frames"):   # every frame of the action as imported (NAME/all)
+        arrays[f"{name}/all"] = evaluate(obj, np.arange(lo_all, hi_all + 1))
     if clip.get("jerk"):
         arrays[f"{name}/jframes"] = jframes
         arrays[f"{name}/j_truth"] = evaluate(obj, jframes)

@@ -54,8 +54,9 @@ def test_extension_in_real_blender(version, addon_zip, server, tmp_path):
     # a live server: the walk writes keys; one undo reverts all of them
     w = res["walk"]
     assert w["result"] == ["FINISHED"] and w["keys"] > 1000 and w["keys_after_undo"] == 0
-    # tilted, rolled bones: each posed bone turns as its model joint does (world rotations)
-    assert w["world"]["result"] == ["FINISHED"] and w["world"]["max_angle_deg"] < 0.05, w["world"]
+    # tilted, rolled bones: each bone with one child points to it as the model's bone does (the rest alignment)
+    assert w["world"]["result"] == ["FINISHED"] and w["world"]["pairs"] >= 5, w["world"]
+    assert w["world"]["max_angle_deg"] < 0.05, w["world"]
     # Map Bones: 22 model joints listed, the rig's 12 mapped, stored on the armature; a cleared row is obeyed
     bm = res["bone_map"]
     assert bm["result"] == ["FINISHED"] and bm["rows"] == 22 and bm["mapped"] == 12 and bm["head_row"] == "Head"

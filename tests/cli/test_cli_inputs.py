@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import needs_data
 from helpers.cli import DOG, body_clip, main, src_env, tiny_motion
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -149,3 +150,18 @@ def test_eval_infill_threads_and_eta(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 0
     assert torch.get_num_threads() == 2
     assert re.search(r"\d\d:\d\d<\d\d:\d\d", capsys.readouterr().err)   # tqdm's elapsed<remaining: the ETA
+
+
+
+@needs_data
+def test_data_rig_writes_a_target_for_retarget(tmp_path, capsys):
+    """`motioncore data rig bandai bandai_rig.bvh`, the TD quick start's first line: a 22-joint rig that
+    `retarget --target` takes; a name that is no set stops with one line, exit 2."""
+    from motioncore.io.bvh import read_bvh
+
+    out = tmp_path / "bandai_rig.bvh"
+    assert main(["data", "rig", "bandai", str(out)]) == 0
+    rig = read_bvh(out)
+    assert rig.skeleton.num_joints == 22 and rig.num_frames == 2 and rig.skeleton.names[0] == "joint_Root"
+    assert main(["data", "rig", "no-such-set", str(tmp_path / "x.bvh")]) == 2
+    assert "unknown set" in capsys.readouterr().err and not (tmp_path / "x.bvh").exists()

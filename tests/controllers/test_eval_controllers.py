@@ -146,3 +146,10 @@ def test_bundled_demo_infill_is_single_digit_and_below_interp(tmp_path):
     model's is the lower. (On the log-map biped, whose right limbs flipped, both were ~26 degrees.)"""
     s = run_demo(tmp_path)["infill"]
     assert s["model_deg"] < s["interp_deg"] < 10.0, s
+
+
+def test_demo_json_is_checked_before_any_work(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--json", str(tmp_path / "demo.txt"), "--threads", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--json" in err and ".json" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "demo").exists() and not (tmp_path / "demo.txt").exists()

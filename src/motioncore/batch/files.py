@@ -45,15 +45,36 @@ def output_path(path: str | os.PathLike[str], out_dir: str | os.PathLike[str], f
 CLIP_SUFFIXES = (".bvh", ".fbx", ".blend")   # .fbx and .blend through bpy (the `blender` extra)
 
 
-def read_motion(path: str | os.PathLike[str]) -> Any:
-    """A clip from .bvh (motioncore.io.bvh) or .fbx / .blend (motioncore.io.blender, needs bpy)."""
+_HANDED: dict[tuple[str, int, int], Any] = {}   # one clip read by the pre-flight check, for its job to take
+
+
+def _stamp(path: str | os.PathLike[str]) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+
+
+def read_motion(path: str | os.PathLike[str], keep: bool = False) -> Any:
+    """A clip from .bvh (motioncore.io.bvh) or .fbx / .blend (motioncore.io.blender, needs bpy). ``keep``: hold
+    it for the next read of the same unchanged file in this process (a batch's check, then its job: a long
+    clip is parsed once); that read takes it."""
+    try:
+        held = _HANDED.pop(_stamp(path), None)
+    except OSError:
+        held = None
+    if held is not None:
+        return held
     if Path(path).suffix.lower() in (".fbx", ".blend"):
         from ..io.blender import read_blender
 
-        return read_blender(path)
-    from ..io.bvh import read_bvh
+        m = read_blender(path)
+    else:
+        from ..io.bvh import read_bvh
 
-    return read_bvh(path)
+        m = read_bvh(path)
+    if keep:
+        _HANDED.clear()
+        _HANDED[_stamp(path)] = m
+    return m
 
 
 def write_motion(path: str | os.PathLike[str], motion: Any) -> None:

@@ -65,12 +65,12 @@ def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
 
 
 def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any = None, temperature: float = 0.0,
-                seed: int = 0, adapt: float = 0.0, info: dict | None = None) -> Any:
+                seed: int = 0, adapt: float = 0.0, info: dict | None = None, adapt_steps: int = 0) -> Any:
     """``m`` (a Motion on any biped skeleton, at any rate) with the frames ``todo`` (T,) filled by ``model``:
     on the model's skeleton directly, else through it and back (``joint_map``: model joint -> clip joint,
     default `retarget.auto_map` on the clip's frames). Frames outside ``todo`` come back bit-identical.
-    ``infill-body``: the gate is fitted on the clip's own keys; ``adapt`` > 0 seconds: Learn This Action first
-    (``families.body.adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
+    ``infill-body``: the gate is fitted on the clip's own keys; ``adapt`` > 0 seconds (or ``adapt_steps`` > 0
+    learning steps): Learn This Action first (``families.body.adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
     length) and ``adapt`` (before / after, steps; or why it was skipped)."""
     from ..core.motion import Motion
     from ..core.skeleton import Skeleton
@@ -84,8 +84,8 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     def fill(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_q, out_p = q.copy(), p.copy()
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
-            net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info) \
-                if adapt > 0 and learns_by_adapt else (model, {})
+            net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps) \
+                if (adapt > 0 or adapt_steps > 0) and learns_by_adapt else (model, {})
             f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed, **kw)
             out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
             if info is not None and f.gate is not None:
@@ -103,7 +103,7 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
 
 
 def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float, seconds: float,
-             info: dict | None) -> tuple[Any, dict[str, Any]]:
+             info: dict | None, steps: int = 0) -> tuple[Any, dict[str, Any]]:
     """Learn This Action on the clip's keys at the model's rate: (the network to fill with, fill_clip's gate
     arguments). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
     from motioncore.families.body.adapt import adapt_infill
@@ -113,7 +113,7 @@ def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.
 
     mq, mr, mk = at_model_rate(meta, q, root, known, fps)
     try:
-        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds)
+        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, steps=steps or None)
     except MotioncoreError as e:
         if info is not None:
             info["adapt"] = {"skipped": str(e)}
@@ -124,7 +124,8 @@ def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.
 
 
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
-              temperature: float = 0.0, seed: int = 0, fmt: str = "bvh", adapt: float = 0.0) -> dict[str, Any]:
+              temperature: float = 0.0, seed: int = 0, fmt: str = "bvh", adapt: float = 0.0,
+              adapt_steps: int = 0) -> dict[str, Any]:
     """Fill one clip (``fill_motion``); a JSON-ready result dict (never raises for a bad file): status, gaps,
     frames filled, the clip's rate, ``unmapped`` (model joints the clip lacks) and ``bezier_only`` (clip
     joints the model does not drive)."""
@@ -160,7 +161,8 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
             raise ValueError("every frame is marked to fill: no key left")
         stage = "fill"
         info: dict[str, Any] = {}
-        filled = fill_motion(m, model, meta, todo, jm, temperature, seed, adapt, info) if todo.any() else m
+        filled = fill_motion(m, model, meta, todo, jm, temperature, seed, adapt, info, adapt_steps) if todo.any() \
+            else m
         res.update(info)  # the gate's weights per gap length (and Learn This Action's result): what was scaled
         if todo.any():   # the feet over the filled frames against Bezier's and the input's (batch.skate)
             from .skate import skate_report
@@ -176,27 +178,38 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
 
 
 def _write_spliced(src: str, out: Path, filled: Any, todo: np.ndarray) -> None:
-    """A BVH from a BVH: the input's own text (hierarchy, frame count and time, and each frame's line) with only
-    the lines of the filled frames replaced, so nothing outside the gaps changes by a byte. Other formats:
-    ``write_motion``."""
-    from ..io.atomic import atomic_write_text
+    """A BVH from a BVH: the input's own bytes (hierarchy, frame count and time, each frame's line, its line
+    endings: CRLF stays CRLF) with only the lines of the filled frames replaced, so nothing outside the gaps
+    changes by a byte. Only the filled frames are formatted. Other formats: ``write_motion``."""
+    from ..core.motion import Motion
+    from ..io.atomic import atomic_write
     from ..io.bvh import format_bvh
 
     if Path(src).suffix.lower() != ".bvh" or out.suffix.lower() != ".bvh":
         write_motion(out, filled)
         return
-    old = Path(src).read_text().splitlines(keepends=True)
-    new = format_bvh(filled).splitlines(keepends=True)
-    o = next(i for i, line in enumerate(old) if line.lstrip().lower().startswith("frame time")) + 1
-    n = next(i for i, line in enumerate(new) if line.lstrip().lower().startswith("frame time")) + 1
+    old = Path(src).read_bytes().splitlines(keepends=True)
+    o = next(i for i, line in enumerate(old) if line.lstrip().lower().startswith(b"frame time")) + 1
     rows = [i for i in range(o, len(old)) if old[i].strip()]
-    if len(rows) != len(todo) or len(new) - n != len(todo):
+    if len(rows) != len(todo):
         write_motion(out, filled)   # not one line per frame: the whole clip as written by write_bvh
         return
-    for t in np.flatnonzero(todo):
-        end = "\n" if old[rows[t]].endswith("\n") else ""
-        old[rows[t]] = new[n + t].rstrip("\n") + end
-    atomic_write_text(out, "".join(old))
+    at = np.flatnonzero(todo)
+    if at.size:
+        sub = Motion(filled.skeleton, filled.rotations[at], filled.positions[at], filled.fps, filled.name)
+        new = format_bvh(sub).splitlines()
+        n = next(i for i, line in enumerate(new) if line.lstrip().lower().startswith("frame time")) + 1
+        for k, t in enumerate(at):
+            line = old[rows[t]]
+            end = line[len(line.rstrip(b"\r\n")):]   # the input's own line ending (none on a last line without)
+            old[rows[t]] = new[n + k].encode("ascii") + end
+    data = b"".join(old)
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+    atomic_write(out, write)
 
 
 _MODELS: dict[str, Any] = {}
@@ -211,7 +224,8 @@ def _cached_model(name: str, load: Any) -> Any:
 def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"), gaps_file: str | None = None,
                      frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
-                     chunk: int | None = None, fmt: str = "bvh", adapt: float = 0.0) -> dict[str, Any]:
+                     chunk: int | None = None, fmt: str = "bvh", adapt: float = 0.0, adapt_steps: int = 0
+                     ) -> dict[str, Any]:
     """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
     ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.runner.run_files`).
     Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
@@ -226,6 +240,8 @@ def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"
         raise BatchError(f"--frozen: expected a frame count >= 1 (0: off), got {frozen}")
     if adapt < 0 or adapt > 600:
         raise BatchError(f"--adapt: expected 0-600 seconds of Learn This Action per clip (0: off), got {adapt:g}")
+    if adapt_steps < 0 or adapt_steps > 100000:
+        raise BatchError(f"--adapt-steps: expected 0-100000 learning steps per clip (0: off), got {adapt_steps}")
     if fmt not in ("bvh", "fbx", "blend"):
         raise BatchError(f"--format: expected bvh, fbx or blend, got {fmt!r}")
     check_output_dir(out, "--out", (src,))
@@ -243,11 +259,12 @@ def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"
     refused = _check_joints(files, model)
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
                             "frozen": frozen, "temperature": temperature, "seed": seed, "adapt": adapt,
+                            "adapt_steps": adapt_steps,
                             "started": datetime.now(UTC).isoformat(),
                             "mode": "ray" if (use_ray or ray_address) else "in-process"}
     return run_job(fill_file, files, out, fmt, {"model_name": model, "gaps": gaps, "frozen": frozen,
                                                 "temperature": temperature, "seed": seed, "fmt": fmt,
-                                                "adapt": adapt}, meta,
+                                                "adapt": adapt, "adapt_steps": adapt_steps}, meta,
                    desc="infill", unit="clip", progress=progress, use_ray=use_ray, ray_address=ray_address,
                    workers=workers, chunk=chunk, refused=refused,
                    totals=lambda rs: {"frames_filled": sum(r.get("frames_filled", 0) for r in rs if r["status"] == "ok")})

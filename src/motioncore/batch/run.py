@@ -142,7 +142,7 @@ def check_skeletons(files: Sequence[Path], target: Any, overrides: Mapping[str, 
     ``target`` (`retarget.check_map`; each distinct skeleton checked once, on the frames of its first clip:
     the body's shape is read from the motion, never from the rest pose). Unreadable files and .fbx / .blend
     are left to the per-file job."""
-    from ..io.bvh import read_bvh, read_bvh_header
+    from ..io.bvh import read_bvh_header
     from ..retarget import RetargetError, auto_map, check_map, clip_poses
 
     verdicts: dict[str, str | None] = {}
@@ -154,7 +154,7 @@ def check_skeletons(files: Sequence[Path], target: Any, overrides: Mapping[str, 
             sk = read_bvh_header(f)[0]
             k = _key(sk.to_dict())
             if k not in verdicts:
-                m = read_bvh(f)
+                m = read_motion(f, keep=True)   # the batch's first job on this file takes it (`read_motion`)
                 poses = clip_poses(m)
         except (MotioncoreError, OSError):
             continue

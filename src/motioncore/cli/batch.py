@@ -51,15 +51,27 @@ def _print_left_out(report: dict) -> None:
 
 
 def _print_errors(report: dict) -> int:
-    """The first ten failures on stderr; the exit code: 2 when any file was refused for its skeleton (stage
-    map), else 1 when any file failed."""
+    """The first ten failures on stderr; the exit code: 1 when any file failed (a clip refused for its skeleton,
+    stage map, beside others that ran included), 2 when every file was refused (nothing could start)."""
     for e in report["errors"][:10]:
         print(f"  failed [{e['stage']}] {e['file']}: {e['error']}", file=sys.stderr)
     if len(report["errors"]) > 10:
         print(f"  ... and {len(report['errors']) - 10} more (see report.json)", file=sys.stderr)
-    if any(e["stage"] == "map" for e in report["errors"]):
+    refused = sum(e["stage"] == "map" for e in report["errors"])
+    if refused and refused == report["counts"]["total"]:
         return 2
     return 1 if report["counts"]["failed"] else 0
+
+
+def gate_line(g: dict) -> str:
+    """What the gate did for one gap length, as the add-on and docs/infill.md say it; the length in the clip's own
+    frames (``frames``, when the clip is at another rate than the model's)."""
+    err = g.get("error") or {}
+    why = (f" (on {g['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, Blender's curve "
+           f"{err['bezier'][0]:.1f} cm)") if err.get("model") else ""
+    kept = "kept Blender's curve" if g["rot"] == 0.0 and g["root"] == 0.0 else \
+        f"correction at {g['rot']:.0%} (root {g['root']:.0%})"
+    return f"gaps of {g.get('frames', g['length'])}: {kept}{why}"
 
 
 def _cmd_batch_infill(args: argparse.Namespace) -> int:
@@ -69,7 +81,7 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
-                              fmt=args.format, adapt=args.adapt)
+                              fmt=args.format, adapt=args.adapt, adapt_steps=args.adapt_steps)
     c = report["counts"]
     for r in report["files"]:   # what the model did not cover, per file
         if r.get("status") == "ok" and (r.get("unmapped") or r.get("bezier_only")):
@@ -78,12 +90,12 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
                   f"their keys): {', '.join(r.get('bezier_only') or []) or 'none'}", file=sys.stderr)
         scaled = [g for g in r.get("gate") or [] if g["rot"] < 1.0 or g["root"] < 1.0]
         if scaled:   # the gate scaled the model's correction toward Blender's curve: say how much and why
-            print(f"batch infill: {Path(r['file']).name}: " + "; ".join(
-                f"gaps of {g['length']}: correction at {g['rot']:.0%} (root {g['root']:.0%}) after {g['pseudo']} test "
-                f"gaps cut from its keys (model {g['error']['model'][0]:.2f} cm, Bezier {g['error']['bezier'][0]:.2f} cm)"
-                for g in scaled), file=sys.stderr)
-        if (r.get("adapt") or {}).get("skipped"):
-            print(f"batch infill: {Path(r['file']).name}: not adapted: {r['adapt']['skipped']}", file=sys.stderr)
+            print(f"batch infill: {Path(r['file']).name}: " + "; ".join(gate_line(g) for g in scaled), file=sys.stderr)
+        ad = r.get("adapt") or {}
+        if ad.get("skipped"):
+            print(f"batch infill: {Path(r['file']).name}: not adapted: {ad['skipped']}", file=sys.stderr)
+        elif ad.get("message"):   # Learn This Action: steps, seconds, held-out gaps, the error before and after
+            print(f"batch infill: {Path(r['file']).name}: {ad['message']}", file=sys.stderr)
     print(f"batch infill: {c['ok']} written ({report['frames_filled']} frames filled), {c['skipped']} skipped "
           f"(already there), {c['failed']} failed of {c['total']} in {report['wall_s']:.1f} s; report "
           f"{args.out}/report.json")
@@ -168,6 +180,9 @@ def add_subcommands(sub: Any) -> None:
     i.add_argument("--adapt", type=nonneg_float, default=0.0, metavar="SECONDS",
                    help="infill-body: Learn This Action on each clip's own keys for this many seconds first (default "
                         "0: off; 20 is the add-on's default); report.json gives the pseudo-gap error before and after")
+    i.add_argument("--adapt-steps", type=nonneg_int, default=0, metavar="STEPS",
+                   help="infill-body: Learn This Action for this many learning steps instead of a time budget (the "
+                        "same result on any machine; default 0: off)")
     _ray_args(i)
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=_cmd_batch_infill)

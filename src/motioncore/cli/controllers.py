@@ -278,9 +278,11 @@ def plot_demo(summary: dict[str, Any], path: FilePath) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     import torch
 
-    from ..io.atomic import check_output_dir
+    from ..io.atomic import atomic_write_text, check_output_dir, check_output_file
 
     check_output_dir(args.out, "--out")
+    if args.json:
+        check_output_file(args.json, "--json", suffixes=(".json",))
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     summary = run_demo(args.out)
@@ -298,6 +300,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
               f"{s['skate_over_walk']:.1f}x the walk's {s['walk_skate_cm_s']:.1f} (Interp "
               f"{s['interp_skate_over_walk']:.1f}x) -> {s['bvh']}; curves and feet {s['plot']}")
     print(f"plot (paths, foot contacts): {summary['plot']}  ({time.perf_counter() - t0:.1f} s)")
+    if args.json:
+        import json
+
+        atomic_write_text(args.json, json.dumps(summary, indent=1, default=float) + "\n")
+        print(f"json: {args.json}")
     return 0
 
 
@@ -368,6 +375,7 @@ def add_subcommands(subparsers: Any) -> None:
                                           "and a PNG")
     d.add_argument("--out", default="out/demo", help="folder for biped.bvh, dog.bvh and demo.png (default out/demo)")
     d.add_argument("--threads", type=positive_int, default=2, help="CPU threads (default 2)")
+    d.add_argument("--json", help="write the printed figures (paths, in-fill error, jerk, foot skate) as JSON here")
     d.set_defaults(func=_cmd_demo)
 
     e = _eval_subparsers(subparsers).add_parser(

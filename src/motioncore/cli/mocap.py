@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,31 @@ def _cmd_data_unpack(args: argparse.Namespace) -> int:
             if rel not in seen:
                 seen.add(rel)
                 print(unpack(data_root() / rel))
+    return 0
+
+
+def _cmd_data_rig(args: argparse.Namespace) -> int:
+    """A rig file for ``--target``: the first clip of a registered set, its skeleton and first ``--frames`` frames
+    (the data's own pose; written from the mocap on this machine, never shipped)."""
+    from ..core.motion import Motion
+    from ..data import REGISTRY, load
+    from ..io.bvh import write_bvh
+
+    if args.name not in REGISTRY:
+        print(f"motioncore data rig: unknown set {args.name!r}; `motioncore data list` names them", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if out.suffix.lower() != ".bvh" or out.is_dir():
+        print(f"motioncore data rig: OUT must be a .bvh file path, got {args.out!r}", file=sys.stderr)
+        return 2
+    clips = load(args.name, progress=False)
+    if not clips:
+        print(f"motioncore data rig: set {args.name!r} has no clips", file=sys.stderr)
+        return 1
+    m = clips[0].motion
+    n = max(1, min(args.frames, m.num_frames))
+    write_bvh(out, Motion(m.skeleton, m.rotations[:n], m.positions[:n], m.fps, out.stem))
+    print(f"{out}: {args.name} rig ({m.skeleton.num_joints} joints, {n} frames of {clips[0].name} at {m.fps:g} fps)")
     return 0
 
 
@@ -96,6 +122,11 @@ def add_subcommands(sub: Any) -> None:
     d = data.add_parser("unpack", help="unpack archives into the cache and print the folders")
     d.add_argument("names", nargs="*", help="registered set names (default: all)")
     d.set_defaults(func=_cmd_data_unpack)
+    d = data.add_parser("rig", help="write a set's skeleton as a short BVH (a --target for retarget)")
+    d.add_argument("name", help="registered set name (e.g. bandai)")
+    d.add_argument("out", metavar="OUT", help="the .bvh to write (e.g. bandai_rig.bvh)")
+    d.add_argument("--frames", type=int, default=2, help="frames of its first clip to keep (default 2)")
+    d.set_defaults(func=_cmd_data_rig)
 
     bvh = sub.add_parser("bvh", help="BVH tools").add_subparsers(dest="action", required=True)
     b = bvh.add_parser("roundtrip", help="read, write, re-read; report worst errors; exit 1 above --tol")

@@ -110,10 +110,13 @@ def _smooth_system(x: np.ndarray, y: np.ndarray, locked: np.ndarray) -> tuple[np
 
 
 def _per_run(flag: np.ndarray, run: np.ndarray) -> np.ndarray:
-    """Any ``flag`` (C, K) within each key's run ``run`` (C, K) -> (C, K)."""
-    onehot = run[..., None] == np.arange(run.shape[-1])  # (C, K, R)
-    hit = (onehot & flag[..., None]).any(axis=1)  # (C, R)
-    return np.take_along_axis(hit, run, axis=1)
+    """Any ``flag`` (C, K) within each key's run ``run`` (C, K, run indices in [0, K)) -> (C, K). Linear in the
+    keys (a (C, K, K) one-hot asked 40 GB of a 20,000-frame capture's 124 quaternion channels)."""
+    C, K = run.shape
+    cell = np.arange(C)[:, None] * K + run  # (C, K) each key's (channel, run) cell
+    hit = np.zeros(C * K, bool)
+    hit[cell[flag]] = True
+    return hit[cell]
 
 
 def _solve_with_limits(a, b, c, d, hmin, hmax, run: np.ndarray) -> np.ndarray:
@@ -189,13 +192,69 @@ def bezier_parameter(x0: np.ndarray, x1: np.ndarray, x2: np.ndarray, x3: np.ndar
     return 0.5 * (lo + hi)
 
 
+def _needed_keys(x: np.ndarray, y: np.ndarray, frames: np.ndarray, smoothing: str) -> np.ndarray | None:
+    """The key indices whose handles decide the curve at ``frames`` (None: all of them): the segments that hold
+    an evaluated frame between keys, widened on every channel to the locked keys (ends and extrema, which split
+    Continuous Acceleration into independent runs) before and after them, plus one key either side so that
+    every key kept sees its own neighbours. A long clip with a few gaps solves a few short runs, not the clip."""
+    K = x.shape[0]
+    if K <= 64 or smoothing != "CONT_ACCEL":
+        return None if K <= 64 else _segment_keys(x, frames, K, 1)
+    dy = np.diff(y, axis=-1)   # locked keys, per channel (C, K): the ends and the extrema (``_auto_handles``)
+    lk = np.ones(y.shape, bool)
+    lk[:, 1:-1] = ((dy[:, :-1] >= 0) & (dy[:, 1:] <= 0)) | ((dy[:, :-1] <= 0) & (dy[:, 1:] >= 0))
+    seg = np.unique(np.clip(np.searchsorted(x, frames, side="right") - 1, 0, K - 2))
+    idx = np.arange(K)
+    prev_lock = np.maximum.accumulate(np.where(lk, idx, 0), axis=1)              # (C, K) last locked key <= k
+    next_lock = np.minimum.accumulate(np.where(lk, idx, K - 1)[:, ::-1], axis=1)[:, ::-1]   # first locked >= k
+    lo = np.maximum(prev_lock[:, seg].min(axis=0) - 1, 0)
+    hi = np.minimum(next_lock[:, seg + 1].max(axis=0) + 1, K - 1)
+    keep = np.zeros(K + 1, np.int64)
+    np.add.at(keep, lo, 1)
+    np.add.at(keep, hi + 1, -1)
+    return np.flatnonzero(np.cumsum(keep)[:K] > 0)
+
+
+def _segment_keys(x: np.ndarray, frames: np.ndarray, K: int, pad: int) -> np.ndarray:
+    seg = np.unique(np.clip(np.searchsorted(x, frames, side="right") - 1, 0, K - 2))
+    keep = np.zeros(K, bool)
+    for d in range(-pad, pad + 2):
+        keep[np.clip(seg + d, 0, K - 1)] = True
+    return np.flatnonzero(keep)
+
+
 def fcurve_evaluate(x: np.ndarray, y: np.ndarray, frames: np.ndarray, smoothing: str = "CONT_ACCEL") -> np.ndarray:
     """``fcurve.evaluate(frame)`` of Auto Clamped Bezier keys (x (K,), y (C, K)) at ``frames`` (F,) within
-    [x[0], x[-1]] -> (C, F). Keys are hit exactly; a segment is evaluated by solving x(u) = frame."""
+    [x[0], x[-1]] -> (C, F). Keys are hit exactly; a segment is evaluated by solving x(u) = frame. Only the
+    runs of keys that decide the evaluated segments are solved (``_needed_keys``): the same handles, exactly."""
     x, y = np.asarray(x, np.float64), np.atleast_2d(np.asarray(y, np.float64))
     frames = np.asarray(frames, np.float64)
     if frames.ndim != 1 or (frames < x[0]).any() or (frames > x[-1]).any():
         raise ValueError(f"frames: expected (F,) within the keys [{x[0]}, {x[-1]}], got {frames}")
+    out = np.empty((y.shape[0], frames.shape[0]))
+    at = np.searchsorted(x, frames).clip(0, x.shape[0] - 1)
+    on_key = x[at] == frames
+    out[:, on_key] = y[:, at[on_key]]
+    between = ~on_key
+    if not between.any():
+        return out
+    need = _needed_keys(x, y, frames[between], smoothing) if smoothing in SMOOTHING else None
+    if need is None:
+        out[:, between] = _evaluate(x, y, frames[between], smoothing)
+        return out
+    # the kept keys fall into runs of consecutive indices: each is a curve of its own, exactly the whole one's there
+    brk = np.flatnonzero(np.diff(need) > 1) + 1
+    fb = frames[between]
+    res = np.empty((y.shape[0], fb.shape[0]))
+    for part in np.split(need, brk):
+        sel = (fb > x[part[0]]) & (fb < x[part[-1]])
+        if sel.any():
+            res[:, sel] = _evaluate(x[part], y[:, part], fb[sel], smoothing)
+    out[:, between] = res
+    return out
+
+
+def _evaluate(x: np.ndarray, y: np.ndarray, frames: np.ndarray, smoothing: str) -> np.ndarray:
     lx, rx, ly, ry = fcurve_handles(x, y, smoothing)
     k = np.clip(np.searchsorted(x, frames, side="right") - 1, 0, x.shape[0] - 2)  # (F,) segment index
     x0, x1, x2, x3 = x[k], rx[k], lx[k + 1], x[k + 1]

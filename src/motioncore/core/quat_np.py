@@ -110,3 +110,62 @@ def blender_euler_to_quat(xyz: np.ndarray, mode: str) -> np.ndarray:
     axis = {"X": 0, "Y": 1, "Z": 2}
     rev = mode[::-1]
     return euler_to_quat(np.asarray(xyz, np.float64)[..., [axis[c] for c in rev]], rev)
+
+
+def quat_continuity(q: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Signs flipped along ``axis`` (time) so consecutive quaternions have a non-negative dot product (q and -q
+    are the same rotation; interpolating f-curves needs the near one). ``core.rotations.quat_continuity`` for
+    numpy; a test checks they agree."""
+    qm = np.moveaxis(np.asarray(q, np.float64), axis, 0)
+    if qm.shape[0] < 2:
+        return np.array(q, np.float64)
+    flips = np.sum(qm[1:] * qm[:-1], -1) < 0
+    odd = (np.cumsum(flips, axis=0) % 2).astype(bool)[..., None]
+    return np.moveaxis(np.concatenate([qm[:1], np.where(odd, -qm[1:], qm[1:])], 0), 0, axis)
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """(..., 4) WXYZ (normalised here) -> (..., 3, 3)."""
+    q = np.asarray(q, np.float64)
+    w, x, y, z = np.moveaxis(q / np.linalg.norm(q, axis=-1, keepdims=True), -1, 0)
+    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def blender_euler_pair(q: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`blender_euler_to_quat`: (..., 4) -> both Blender ``rotation_euler`` (x, y, z)
+    solutions in rotation mode ``mode`` ('XYZ': X applied first): the principal one (middle angle within
+    +-90 degrees) and its twin (a + pi, pi - b, c + pi)."""
+    axis = {"X": 0, "Y": 1, "Z": 2}
+    m = quat_to_matrix(q)
+    i, j, k = (axis[a] for a in mode)
+    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
+    a = np.arctan2(s * m[..., k, j], m[..., k, k])
+    b = np.arcsin(np.clip(-s * m[..., k, i], -1.0, 1.0))
+    c = np.arctan2(s * m[..., j, i], m[..., i, i])
+    out = np.zeros(m.shape[:-2] + (3,))
+    out[..., i], out[..., j], out[..., k] = a, b, c
+    alt = np.zeros_like(out)
+    alt[..., i], alt[..., j], alt[..., k] = a + np.pi, np.pi - b, c + np.pi
+    return out, alt
+
+
+def wrap_near(a: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Angles (radians) moved by whole turns to lie within pi of ``ref``."""
+    return a - 2 * np.pi * np.round((a - ref) / (2 * np.pi))
+
+
+def nearest_euler(one: np.ndarray, two: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    """Of two equivalent Euler solutions (each wrapped near ``prev``), the one nearer ``prev`` (Blender's
+    ``to_euler(order, compat)``)."""
+    one, two = wrap_near(one, prev), wrap_near(two, prev)
+    pick = np.abs(two - prev).sum(-1, keepdims=True) < np.abs(one - prev).sum(-1, keepdims=True)
+    return np.where(pick, two, one)
+
+
+def blender_quat_to_euler(q: np.ndarray, mode: str, prev: np.ndarray | None = None) -> np.ndarray:
+    """(..., 4) -> (..., 3) Blender ``rotation_euler`` in ``mode``; with ``prev`` (..., 3) the equivalent angles
+    nearest to it (:func:`nearest_euler`)."""
+    out, alt = blender_euler_pair(q, mode)
+    return out if prev is None else nearest_euler(out, alt, np.asarray(prev, np.float64))

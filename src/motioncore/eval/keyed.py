@@ -194,6 +194,23 @@ def _transfer(fill: KeyFill, msk: Skeleton, conv, sk: Skeleton, q, p, known, joi
     mp = m.positions.reshape(N, T, *m.positions.shape[1:])
     base_q, base_p = bezier_quat_keys(msk, mq, mp, known)  # what the model returns untrained
     out_q, out_p = fill(msk, mq, mp, known)
+    cols = np.flatnonzero((~np.asarray(known, bool)).any(0))   # the frames filled in some window: the change is
+    if cols.size < T:   # per frame, so a long clip with a few gaps carries it over those frames only
+        sub = _transfer_frames(base_q[:, cols], base_p[:, cols], out_q[:, cols], out_p[:, cols], bq[:, cols],
+                               bp[:, cols], msk, sk, pairs, k, sroot, mroot)
+        rq, rp = np.array(q, np.float64, copy=True), np.array(p, np.float64, copy=True)
+        kk = known[:, cols, None, None]
+        rq[:, cols] = np.where(kk, q[:, cols], sub[0])
+        rp[:, cols] = np.where(kk, p[:, cols], sub[1])
+        return rq, rp
+    loc, pos = _transfer_frames(base_q, base_p, out_q, out_p, bq, bp, msk, sk, pairs, k, sroot, mroot)
+    kk = known[..., None, None]
+    return np.where(kk, q, loc), np.where(kk, p, pos)
+
+
+def _transfer_frames(base_q, base_p, out_q, out_p, bq, bp, msk: Skeleton, sk: Skeleton, pairs, k, sroot: int,
+                     mroot: int):
+    """The model's change (answer over its Bezier base) carried onto the window's own Bezier, frame by frame."""
     gb, pb = msk.forward_kinematics(base_q, base_p)
     go, po = msk.forward_kinematics(out_q, out_p)
     gs, _ = sk.forward_kinematics(bq, bp)
@@ -216,8 +233,7 @@ def _transfer(fill: KeyFill, msk: Skeleton, conv, sk: Skeleton, q, p, known, joi
         gpar, _ = sk.forward_kinematics(loc, pos)
         move = quat_apply(quat_inv(gpar[:, :, par]), move)
     pos[:, :, sroot] = bp[:, :, sroot] + move
-    kk = known[..., None, None]
-    return np.where(kk, q, loc), np.where(kk, p, pos)
+    return loc, pos
 
 
 def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray,

@@ -190,10 +190,40 @@ def read_bvh(source: PathLike, *, name: str | None = None) -> Motion:
     return _assemble(hdr, data, _fps(frame_time), clip)
 
 
+def _is_path(source: PathLike) -> bool:
+    return not (isinstance(source, str) and "\n" in source)
+
+
+def _head_of(source: PathLike, chunk: int = 1 << 16) -> str:
+    """The text of a BVH file up to and including its ``Frame Time`` line (the whole file when it has none)."""
+    raw = b""
+    with open(source, "rb") as f:
+        while True:
+            more = f.read(chunk)
+            raw += more
+            low = raw.lower()
+            at = low.find(b"frame time")
+            if at >= 0 and (low.find(b"\n", at) >= 0 or not more):
+                end = low.find(b"\n", at)
+                raw = raw[: end + 1] if end >= 0 else raw
+                break
+            if not more:
+                break
+            chunk *= 2
+    bad = _BINARY_RE.search(raw)
+    if bad is not None:
+        raise BVHError(f"not a text BVH file: binary byte 0x{bad.group()[0]:02x} at byte offset {bad.start()}",
+                       None, str(source))
+    text = raw.decode("utf-8", errors="replace")
+    return text if "\n" in text else text + "\n"
+
+
 def read_bvh_header(source: PathLike) -> tuple[Skeleton, float, int]:
     """(skeleton, fps, frames) of a BVH file without parsing its frames: cheap enough to check every
-    input of a batch before any work."""
-    text, path, _ = _source_text(source, None)
+    input of a batch before any work (a file is read only up to its ``Frame Time`` line)."""
+    text, path, _ = _source_text(_head_of(source), None) if _is_path(source) else _source_text(source, None)
+    if _is_path(source):
+        path = str(source)
     hdr, pos, motion_line = _parse_hierarchy(text, path)
     T, frame_time, _, _ = _motion_header(text, pos, motion_line, path)
     skel = Skeleton(hdr.names, np.array(hdr.parents, dtype=np.int64), np.array(hdr.offsets, dtype=np.float64),

@@ -32,6 +32,8 @@ class Kind:
     loader: str | None = None      # the server's loader for it: infill, controller or style
     deterministic: bool = False    # one answer (temperature and samples repeat it), its Bezier base beside it
     fill: str | None = None        # "module:function" that fills a whole clip (tasks.infill.fill_clip; None: sampling)
+    fill_at: str | None = None     # "module:function" that fills a clip at its own rate (tasks.infill.fill_clip_at;
+    #                                None: through the checkpoint's rate and back)
     learn: str | None = None       # request-time learning on the clip's own keys: "adapt" (a request) or "learn" (a field)
     plain_mlp: bool = False        # a controller net that takes the phase as a plain input (no modes)
     gated: bool = False            # a controller whose gating network blends expert weights (MANN; no phase output)
@@ -79,7 +81,7 @@ FAMILIES: tuple[Family, ...] = (
            defaults=(("infill.variations", "anyorder-body"),)),
     Family("body", (Kind("infill-body", _F + "body.model:InfillBodyConfig", _F + "body.model:InfillBody", "infill",
                          serves=("infill", "adapt"), loader="infill", deterministic=True, learn="adapt",
-                         fill=_F + "body.fill_clip:fill_clip_body"),),
+                         fill=_F + "body.fill_clip:fill_clip_body", fill_at=_F + "body.fill_rate:fill_clip_body_at_rate"),),
            train=_F + "body.train_loop:train_infill_body_from_args", train_name="infill-body",
            defaults=(("infill", "infill-body"), ("demo.infill", "infill-body"))),
     Family("hands", (Kind("infill-hands", _F + "hands.model:InfillHandsConfig", _F + "hands.model:InfillHands",

@@ -21,7 +21,7 @@ from typing import Any
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from . import topology
-from .names import CANONICAL, PRESETS, normalise_name, preset_of, roles_in
+from .names import CANONICAL, PRESETS, normalise_name, pair_by_names, preset_of, roles_in
 
 __all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "SkeletonMismatch", "apply_overrides", "auto_map",
            "check_map", "clip_poses", "detect_preset", "load_overrides", "normalise_name"]
@@ -107,25 +107,7 @@ def auto_map(source: Skeleton, target: Skeleton, *, source_preset: str | None = 
         pairs = {target.names[t]: source.names[s] for t, s in topology.pair_bodies(sb, tb).items()}
         owned = {target.names[j] for chain in tb.parts.values() for j in chain}
         t_roles, s_roles = _merge_roles(t_roles, tb.roles(target.names)), _merge_roles(s_roles, sb.roles(source.names))
-    used = set(pairs.values())
-    for c in CANONICAL:
-        t, s = t_roles.get(c), s_roles.get(c)
-        if t and s and t not in owned and t not in pairs and s not in used:
-            pairs[t] = s
-            used.add(s)
-    by_key: dict[str, list[str]] = {}
-    for n in source.names:
-        if n not in used:
-            by_key.setdefault(normalise_name(n), []).append(n)
-    ambiguous: dict[str, tuple[str, ...]] = {}
-    for n in target.names:
-        if n in pairs or n in owned:
-            continue
-        cands = by_key.get(normalise_name(n), [])
-        if len(cands) == 1:
-            pairs[n] = cands[0]
-        elif len(cands) > 1:
-            ambiguous[n] = tuple(cands)
+    pairs, ambiguous = pair_by_names(source.names, target.names, s_roles, t_roles, pairs, owned)
     jm = JointMap(_ordered(pairs, target), tuple(n for n in target.names if n not in pairs), ambiguous,
                   t_roles, sp, tp, None if sb is None or tb is None else min(sb.sides_from, tb.sides_from,
                                                                              key=("names", "pose").index))

@@ -6,7 +6,7 @@ the pose first; the presets pair what is left (fingers, helpers) and rigs that a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 __all__ = ["CANONICAL", "PRESETS", "normalise_name", "preset_of", "roles_in"]
 
@@ -81,3 +81,36 @@ def roles_in(names: Iterable[str], preset: str | None) -> dict[str, str]:
         return {}
     by_key = {normalise_name(n): n for n in names}
     return {c: by_key[normalise_name(n)] for c, n in PRESETS[preset].items() if normalise_name(n) in by_key}
+
+
+def pair_by_names(source: Iterable[str], target: Iterable[str], source_roles: Mapping[str, str],
+                  target_roles: Mapping[str, str], pairs: Mapping[str, str] | None = None,
+                  decided: Iterable[str] = ()) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """The name step of a joint map, one rule for the library's ``retarget.auto_map`` and the add-on's bone map:
+    ``pairs`` (target -> source, already decided: a user's choices, the bodies paired by topology) extended, for
+    the target joints not in ``decided``, with the source joint of the same canonical role (``*_roles``:
+    canonical name -> joint, `roles_in`), then the one unused source joint of equal normalised name. Returns
+    (pairs, ambiguous): a target joint whose normalised name fits several unused source joints is left out
+    and listed with them."""
+    out = dict(pairs or {})
+    skip = set(decided) | set(out)
+    used = set(out.values())
+    for c in CANONICAL:
+        t, s = target_roles.get(c), source_roles.get(c)
+        if t and s and t not in skip and t not in out and s not in used:
+            out[t] = s
+            used.add(s)
+    by_key: dict[str, list[str]] = {}
+    for n in source:
+        if n not in used:
+            by_key.setdefault(normalise_name(n), []).append(n)
+    ambiguous: dict[str, tuple[str, ...]] = {}
+    for n in target:
+        if n in out or n in skip:
+            continue
+        cands = by_key.get(normalise_name(n), [])
+        if len(cands) == 1:
+            out[n] = cands[0]
+        elif len(cands) > 1:
+            ambiguous[n] = tuple(cands)
+    return out, ambiguous

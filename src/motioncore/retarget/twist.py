@@ -12,6 +12,8 @@ target data's mean local rotation per joint (``mean_rotations``, stored in a che
 - for a leaf joint: the constant turn that puts its mean local rotation on the reference;
 - for a joint with several child bones (hips, chest): nothing (the bones pin it).
 
+The twists are fitted on at most ``FIT_FRAMES`` frames spread evenly over the clip (every frame of a shorter one).
+
 Every joint position is unchanged (to float precision); only rotations' twists move.
 """
 from __future__ import annotations
@@ -32,6 +34,9 @@ def mean_rotations(rotations: np.ndarray) -> np.ndarray:
     return np.stack([quat_mean(q[:, j]) for j in range(q.shape[1])])
 
 
+FIT_FRAMES = 2048  # frames the twists are fitted on, evenly spread (a longer clip: its cost stays bounded)
+
+
 def match_convention(motion: Motion, reference: np.ndarray) -> Motion:
     """``motion`` with each joint's free twist chosen to match ``reference`` (J, 4) (see the module doc)."""
     sk = motion.skeleton
@@ -40,7 +45,8 @@ def match_convention(motion: Motion, reference: np.ndarray) -> Motion:
     if ref.shape != (J, 4):
         raise ValueError(f"reference: expected ({J}, 4), got {ref.shape}")
     g, _ = sk.forward_kinematics(motion.rotations, motion.positions)
-    g = quat_mul(g, rest.twists(g, list(sk.parents), sk.offsets, ref, np.ones(J, bool)))   # each (T, J, 4)
+    fit = np.unique(np.linspace(0, len(g) - 1, min(len(g), FIT_FRAMES)).round().astype(np.int64))
+    g = quat_mul(g, rest.twists(g[fit], list(sk.parents), sk.offsets, ref, np.ones(J, bool)))   # each (T, J, 4)
     local = g.copy()
     for j in range(J):
         if sk.parents[j] >= 0:

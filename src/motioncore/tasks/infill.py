@@ -172,7 +172,8 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     around its time are both known (its value interpolated between them: slerp, lerp for the root), the
     model fills the rest, and each clip element to fill is interpolated between the model frames around its
     time. Elements not filled come back bit-identical, so the motion is the same in seconds whatever the
-    scene's rate.
+    scene's rate. A family with a ``fill_at`` hook (``models.kinds``; ``infill-body``: ``families.body.fill_rate``)
+    fills at the clip's own rate instead: nothing is resampled back.
 
     ``mirror``: the clip is the mirror image of the checkpoint's skeleton (a left hand for the right-hand
     ``anyorder-hands``): it is mirrored (:func:`mirror_x`, the ``object_track`` too) before the model and the
@@ -189,6 +190,9 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     mfps = float(meta.get("fps") or 0.0)
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
         return fill_clip(model, meta, rotations, root, known, fill=fill, **kw)
+    kind = spec(meta)
+    if kind is not None and kind.fill_at is not None:   # a family that fills at the clip's own rate
+        return hook(kind.fill_at)(model, meta, rotations, root, known, float(fps), fill=fill, **kw)
     T, J = q_in.shape[:2]
     r_in = np.asarray(root, np.float64)
     keys = _known_mask(known, T, J)

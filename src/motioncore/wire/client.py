@@ -413,15 +413,15 @@ class Client:
 
     def adapt(self, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, model: str | None = None,
               seconds: float | None = None, joints: list[str] | None = None, fps: float | None = None,
-              again: bool | None = None, **kw: Any) -> P.Message:
+              again: bool | None = None, steps: int | None = None, **kw: Any) -> P.Message:
         """Learn This Action (``infill-body``): fine-tune a copy of the model on this clip's keyed frames for
-        ``seconds`` (default 20), with progress; later ``infill_rotations`` calls with the same keys use it. The
+        ``seconds`` (default 20) or ``steps`` learning steps (the same result on any machine), with progress; later ``infill_rotations`` calls with the same keys use it. The
         reply's ``adapted`` gives the held-out pseudo-gap error (cm) before and after. The arrays are those of
         ``infill_rotations``."""
         arrays = {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
                   "known": np.asarray(known, bool)}
         return self.call("adapt", _drop_none({"model": model, "seconds": seconds, "joints": joints, "fps": fps,
-                                              "again": again}), arrays, **kw)
+                                              "again": again, "steps": steps}), arrays, **kw)
 
     def walk(self, task: str, points: np.ndarray, *, gait: str | None = None, speed: np.ndarray | None = None,
              frames: int | None = None, model: str | None = None, **kw: Any) -> P.Message:

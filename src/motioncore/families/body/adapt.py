@@ -30,6 +30,7 @@ LR = 2e-4
 TOKENS = 1280  # frames per step
 MIN_WINDOWS = 2  # fewer training windows than this: nothing to learn from
 HELD = 8  # held-out pseudo-gaps per length, at most (the gate after adapting is fitted on these)
+MIN_STEPS = 20  # fewer learning steps than this in the budget: the shipped model is kept (the budget was too short)
 
 
 @dataclass
@@ -45,12 +46,22 @@ class Adapted:
     windows: int = 0  # training windows available
     key: str = ""  # ``keys_hash`` of the clip's keys: the server's cache key
     held: int = 0  # held-out pseudo-gaps per length: fit the gate after adapting with ``fit_gate(limit=held)``
+    why: str = ""  # why the shipped model is kept (empty when the copy is used)
 
     def summary(self) -> dict:
         """JSON-ready: lengths with no held-out pseudo-gap to judge by are left out (never NaN on the wire)."""
         fin = lambda d: {k: round(float(v), 4) for k, v in d.items() if np.isfinite(v)}  # noqa: E731
         return {"used": self.used, "before_cm": fin(self.before), "after_cm": fin(self.after), "steps": self.steps,
-                "seconds": round(self.seconds, 2), "windows": self.windows, "held": self.held, "key": self.key}
+                "seconds": round(self.seconds, 2), "windows": self.windows, "held": self.held, "key": self.key,
+                "min_steps": MIN_STEPS, "why": self.why, "message": self.message()}
+
+    def message(self) -> str:
+        """One line of what Learn This Action did: steps, seconds, held-out gaps, the error before and after."""
+        fin = [(k, self.before[k], self.after.get(k, float("nan"))) for k in self.before if np.isfinite(self.before[k])]
+        err = ", ".join(f"{k}-frame gaps {b:.2f} -> {a:.2f} cm" for k, b, a in fin) or "no held-out gap to judge by"
+        head = (f"Learn This Action: {self.steps} steps in {self.seconds:.1f} s, {self.held} held-out gaps per "
+                f"length ({err})")
+        return f"{head}: adapted model used" if self.used else f"{head}: shipped model kept ({self.why})"
 
 
 def keys_hash(rotations: np.ndarray, root: np.ndarray, known: np.ndarray) -> str:
@@ -98,11 +109,13 @@ def _held_error(model, layout, q, pos, windows) -> float:
 def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
                  seconds: float = DEFAULT_SECONDS, todo: np.ndarray | None = None,
                  progress: Callable[[float, str], None] | None = None, cancel: Callable[[], bool] | None = None,
-                 seed: int = 0) -> Adapted:
+                 seed: int = 0, steps: int | None = None) -> Adapted:
     """Fine-tune a copy of ``model`` on the clip's keyed frames (``rotations`` (T, J, 4), ``root`` (T, 3) on the
-    checkpoint's skeleton, ``known`` (T,) or (T, J + 1) bool) for ``seconds`` of wall time. ``todo`` (T,) the
-    frames to be filled (default: every frame not fully keyed); their lengths set the pseudo-gaps' lengths.
-    ``progress(fraction, message)``; ``cancel()`` True stops early (what was learnt so far is judged as usual)."""
+    checkpoint's skeleton, ``known`` (T,) or (T, J + 1) bool) for ``seconds`` of wall time, or ``steps`` learning
+    steps when given (then the time is not limited: the same result on any machine). ``todo`` (T,) the frames to
+    be filled (default: every frame not fully keyed); their lengths set the pseudo-gaps' lengths.
+    ``progress(fraction, message)``; ``cancel()`` True stops early (what was learnt so far is judged as usual).
+    Fewer than ``MIN_STEPS`` steps: the shipped model is kept and ``why`` says the budget was too short."""
     import torch
 
     from motioncore.core.skeleton import Skeleton
@@ -139,8 +152,10 @@ def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     opt = torch.optim.AdamW(work.parameters(), lr=LR, weight_decay=1e-4)
     rng = np.random.default_rng(seed)
     usable = [L for L in lengths if len(starts[L])]
+    budget = steps
     steps = 0
-    while steps == 0 or (time.monotonic() - t0 < seconds and not (cancel is not None and cancel())):
+    while steps == 0 or (not (cancel is not None and cancel())
+                         and (steps < budget if budget is not None else time.monotonic() - t0 < seconds)):
         L = int(rng.choice(usable))
         W = L + 2 * CONTEXT
         a = rng.choice(starts[L], size=max(1, min(64, TOKENS // W)))
@@ -154,12 +169,19 @@ def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         opt.step()
         steps += 1
         if progress is not None:
-            progress(min(1.0, (time.monotonic() - t0) / seconds), f"Learn This Action: step {steps}")
+            done = steps / budget if budget is not None else (time.monotonic() - t0) / seconds
+            progress(min(1.0, done), f"Learn This Action: step {steps}")
     work.eval()
     after = {str(L): _held_error(work, layout, q, pos, held[L]) for L in lengths}
     scored = [L for L in lengths if np.isfinite(before[str(L)])]
     # kept only when held-out pseudo-gaps say it helps: with nothing held out (a short clip) there is no evidence,
     # and in real Blender such unjudged copies made CMU 05's 30-frame gaps 1.05x Bezier against 1.01x without
-    used = bool(scored) and sum(after[str(L)] for L in scored) < sum(before[str(L)] for L in scored)
+    helped = bool(scored) and sum(after[str(L)] for L in scored) < sum(before[str(L)] for L in scored)
+    used = helped and steps >= MIN_STEPS
+    why = "" if used else (
+        f"only {steps} steps in the budget (at least {MIN_STEPS}): too short for this machine; give more seconds "
+        "or a step budget" if steps < MIN_STEPS else
+        "no held-out gap to judge by (a short clip)" if not scored else
+        "the held-out gaps got no better")
     return Adapted(work if used else model, used, before, after, steps, time.monotonic() - t0, n_win,
-                   keys_hash(rotations, root, known), held_n)
+                   keys_hash(rotations, root, known), held_n, why)

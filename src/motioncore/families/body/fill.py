@@ -190,12 +190,16 @@ class Prepared:
     centre: np.ndarray  # (B, 3) ground point moved to the origin (cm)
     rotations: np.ndarray  # (B, T, J, 4) Bezier-filled locals on the skeleton (keys exact)
     positions: np.ndarray  # (B, T, J, 3) likewise for translations
+    exact: np.ndarray | None = None  # (B, T, R*7 + 4) float64: ``features`` before rounding (the base, assembled)
 
 
-def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, known: np.ndarray) -> Prepared:
+def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, known: np.ndarray,
+            frame: tuple[np.ndarray, np.ndarray] | None = None) -> Prepared:
     """``rotations`` (B, T, J, 4), ``positions`` (B, T, J, 3) local, ``known`` (B, T, J + 1) bool per joint
     rotation and (channel J) the root's translation; unknown values are never read. Joints above the root
-    share the root's flag for their translation; every other joint's translation is its rest offset as given."""
+    share the root's flag for their translation; every other joint's translation is its rest offset as given.
+    ``frame`` (yaw (B, 4), centre (B, 3)): this canonical frame instead of the windows' own (another window's:
+    the same motion at another rate)."""
     sk = layout.skeleton
     B, T, J = rotations.shape[:3]
     if J != sk.num_joints or positions.shape != (B, T, J, 3) or known.shape != (B, T, J + 1):
@@ -223,6 +227,8 @@ def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, kn
         fwd = _facing(gp[b, ref], layout.body)
         yaw[b] = yaw_quat(np.array(-np.arctan2(fwd[0], fwd[2])))
         centre[b] = x[b, ref] * np.array([1.0, 0.0, 1.0])
+    if frame is not None:
+        yaw, centre = np.asarray(frame[0], np.float64).copy(), np.asarray(frame[1], np.float64).copy()
     yb = yaw[:, None]
     g = quat_mul(yb, g)
     x = quat_apply(yb, x - centre[:, None])
@@ -232,7 +238,7 @@ def prepare(layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, kn
     kj[..., 0] &= known[..., chain].all(-1)  # the folded root is keyed where its whole chain is
     feats = np.concatenate([quat_to_rot6d(base_rot).reshape(B, T, -1), kj[..., :-1].astype(np.float64),
                             x * POS_SCALE, kj[..., -1:].astype(np.float64)], axis=-1)
-    return Prepared(feats.astype(np.float32), base_rot, x, kj, yaw, centre, q, p)
+    return Prepared(feats.astype(np.float32), base_rot, x, kj, yaw, centre, q, p, feats)
 
 
 def _facing(gp: np.ndarray, body: BodyJoints) -> np.ndarray:
@@ -338,9 +344,9 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
             c = np.asarray(confidence, np.float64)[s:s + batch]
             w = torch.as_tensor(np.stack([c, c], 1) if c.ndim == 1 else c, dtype=torch.float32, device=dev)
         with torch.no_grad():
-            feats = torch.from_numpy(prep.features).to(dev)
-            res = model(feats).float()
-            _, quats, root = assemble(feats, res, torch.from_numpy(prep.known).to(dev), weights=w)
+            res = model(torch.from_numpy(prep.features).to(dev)).double()   # the base assembled in float64:
+            _, quats, root = assemble(torch.from_numpy(prep.exact).to(dev), res,  # weight 0 is the Bezier exactly
+                                      torch.from_numpy(prep.known).to(dev), weights=w)
         q, pp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, r, p, k)
         qs.append(q)
         ps.append(pp)

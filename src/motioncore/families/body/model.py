@@ -21,7 +21,8 @@ from torch import Tensor, nn
 
 from motioncore.core.rotations import matrix_to_quat, rot6d_to_matrix
 
-__all__ = ["InfillBodyConfig", "InfillBody", "assemble", "smooth_residual", "gap_basis", "MAX_TERMS"]
+__all__ = ["InfillBodyConfig", "InfillBody", "assemble", "smooth_residual", "gap_basis", "gap_projection", "gap_blocks",
+           "MAX_TERMS"]
 
 
 @dataclass(frozen=True)
@@ -111,22 +112,51 @@ def gap_basis(n: int, closed: bool, terms: int | None = None) -> np.ndarray:
     return 1.0 - np.cos(np.pi * k * s / 2.0)
 
 
-@lru_cache(maxsize=4096)
-def _projection(pattern: bytes, T: int) -> np.ndarray:
-    """(T, T) least-squares projection of a channel's per-frame values onto the gap curves of its key pattern
-    (a packed (T,) bool mask); zero on keyed frames, the identity for a channel with no key at all."""
-    known = np.unpackbits(np.frombuffer(pattern, np.uint8))[:T].astype(bool)
-    P = np.zeros((T, T))
-    if not known.any():
-        return np.eye(T)
-    d = np.diff(np.r_[0, (~known).astype(np.int8), 0])
-    for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
-        n = e - s
-        phi = gap_basis(n, closed=s > 0 and e < T)
-        if s == 0 and e < T:  # before the first key: the curve grows backwards from it
-            phi = phi[::-1]
-        P[s:e, s:e] = phi @ np.linalg.pinv(phi)
-    return P
+@lru_cache(maxsize=1024)
+def gap_projection(n: int, closed: bool, backwards: bool = False) -> np.ndarray:
+    """(n, n) least-squares projection of a gap's per-frame values onto its ``gap_basis`` curves: one block per
+    gap, sized by the gap alone (``backwards``: a gap before the first key, the curve growing back from it)."""
+    phi = gap_basis(n, closed)
+    if backwards:
+        phi = phi[::-1]
+    return phi @ np.linalg.pinv(phi)
+
+
+def gap_blocks(known: np.ndarray) -> tuple[list[tuple[int, bool, bool, np.ndarray, np.ndarray]], np.ndarray]:
+    """The gaps of per-row key masks ``known`` (N, T) bool, grouped by shape: [(n, closed, backwards, rows (M,),
+    starts (M,))] per distinct gap, and the rows with no key at all (their values pass through unchanged)."""
+    N, T = known.shape
+    d = np.diff(np.pad((~known).astype(np.int8), ((0, 0), (1, 1))), axis=1)
+    r0, s0 = np.nonzero(d == 1)
+    r1, e0 = np.nonzero(d == -1)   # row-major: the ends pair with the starts, row by row
+    bare = ~known.any(axis=1)
+    keep = ~bare[r0]
+    r0, s0, e0 = r0[keep], s0[keep], e0[keep]
+    n = e0 - s0
+    closed = (s0 > 0) & (e0 < T)
+    back = (s0 == 0) & (e0 < T)
+    groups = []
+    code = (n * 2 + closed) * 2 + back
+    for c in np.unique(code):
+        m = code == c
+        groups.append((int(n[m][0]), bool(closed[m][0]), bool(back[m][0]), r0[m], s0[m]))
+    return groups, np.flatnonzero(bare)
+
+
+def _smooth_rows(x: Tensor, known: np.ndarray) -> Tensor:
+    """``x`` (N, T, C) per row projected gap by gap (``gap_projection``); zero on keyed frames, as is for rows
+    with no key. Each gap costs its own (n, n) block: nothing grows with the square of T."""
+    out = torch.zeros_like(x)
+    groups, bare = gap_blocks(known)
+    for n, closed, back, rows, starts in groups:
+        P = torch.as_tensor(gap_projection(n, closed, back), dtype=x.dtype, device=x.device)
+        r = torch.as_tensor(rows, device=x.device)[:, None]
+        t = torch.as_tensor(starts, device=x.device)[:, None] + torch.arange(n, device=x.device)
+        out[r, t] = torch.einsum("st,mtc->msc", P, x[r, t])
+    if bare.size:
+        b = torch.as_tensor(bare, device=x.device)
+        out[b] = x[b]
+    return out
 
 
 def smooth_residual(residual: Tensor, known: Tensor) -> Tensor:
@@ -134,14 +164,9 @@ def smooth_residual(residual: Tensor, known: Tensor) -> Tensor:
     B, T, _ = residual.shape
     E = known.shape[-1]
     R = E - 1
-    km = known.detach().cpu().numpy().astype(bool)
-    packed = np.packbits(np.moveaxis(km, 1, -1), axis=-1)  # (B, E, ceil(T/8))
-    keys = [p.tobytes() for p in packed.reshape(B * E, -1)]
-    uniq = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-    mats = torch.as_tensor(np.stack([_projection(k, T) for k in uniq]), dtype=residual.dtype).to(residual.device)
-    idx = torch.as_tensor([uniq[k] for k in keys], device=residual.device).reshape(B, E)
-    rot = residual[..., : R * 6].reshape(B, T, R, 6).permute(0, 2, 1, 3)  # (B, R, T, 6)
-    root = residual[..., R * 6 :][:, None]  # (B, 1, T, 3)
-    rot = torch.einsum("brst,brtc->brsc", mats[idx[:, :R]], rot)
-    root = torch.einsum("brst,brtc->brsc", mats[idx[:, R:]], root)
-    return torch.cat([rot.permute(0, 2, 1, 3).reshape(B, T, R * 6), root[:, 0]], dim=-1)
+    km = np.moveaxis(known.detach().cpu().numpy().astype(bool), 1, -1)  # (B, E, T)
+    rot = residual[..., : R * 6].reshape(B, T, R, 6).permute(0, 2, 1, 3).reshape(B * R, T, 6)
+    root = residual[..., R * 6 :]  # (B, T, 3)
+    rot = _smooth_rows(rot, km[:, :R].reshape(B * R, T)).reshape(B, R, T, 6).permute(0, 2, 1, 3)
+    root = _smooth_rows(root, km[:, R])
+    return torch.cat([rot.reshape(B, T, R * 6), root], dim=-1)
