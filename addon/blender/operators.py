@@ -9,10 +9,9 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ..core import connect, keys, rates, requests, rigmap
+from ..core import connect, keys, quality, rates, requests, rigmap
 from ..core.feet_report import report_feet
 from ..core.jobs import Worker, run_sync
-from ..core.quality import style_report
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
 from .modal import _ServerOperator, client_factory, worker
@@ -408,9 +407,8 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
                                   float(s.speed), self.until(context), self._state["parents"], self._state["heads"])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
-        line, warn = style_report(super().apply(context, value), value[0])
-        if warn:
-            self.report({"WARNING"}, f"{self.label}: {warn}")  # the example's problems, above the INFO line
+        line, warn = quality.style_report(super().apply(context, value), value[0])
+        _ = warn and self.report({"WARNING"}, f"{self.label}: {warn}")  # the example's problems, above the INFO line
         return line
 
 
