@@ -3,7 +3,7 @@ for its code to mean anything. `StyleAdapter.fit_report` adds this to every fit;
 ``style.adapt`` reply carries it as ``exemplar_quality`` and the add-on's *Walk in Example's Style* says so.
 
 All measured on the exemplar itself:
-- **length**: the seconds of rows the fit had; the encoder was trained on windows of ``window_min_s`` to
+- **length**: the seconds of rows the fit had (the clip less its first and last second); the encoder was trained on windows of ``window_min_s`` to
   ``window_max_s`` seconds, so an exemplar under ``window_min_s`` is *too short*;
 - **the fit's held-out error**: the joint position error (cm, body joints) on the exemplar's last quarter,
   which the fit never trained on (it only picked the step there), for the fitted code, the encoder's code
@@ -52,7 +52,8 @@ def assess(seconds: float, min_s: float, errors: dict[str, float], distance: flo
     """The reply's ``exemplar_quality``: the figures and one line per problem (``ok`` when none)."""
     warnings = []
     if seconds < min_s:
-        warnings.append(f"too short: {seconds:.1f} s of motion; the style model reads {min_s:g} s or more")
+        warnings.append(f"too short: {seconds:.1f} s of motion past the first and last second (which only give the "
+                        f"path's context); the style model reads {min_s:g} s or more, a clip of {min_s + 2:g} s")
     if train_error and errors["fitted"] > train_error["max"]:
         warnings.append(f"unlike any training style: the fit's held-out error is {errors['fitted']:.1f} cm, every "
                         f"training clip's at most {train_error['max']:.1f} cm (median {train_error['p50']:.1f})")
