@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--lengths", type=int, nargs="+", default=[5, 15, 30])
     ap.add_argument("--quick", action="store_true", help="two clips per subject")
     ap.add_argument("--subject", action="append", choices=sorted(CLIPS), help="only this subject (repeatable)")
+    ap.add_argument("--unplanted", action="store_true", help="also In-fill with Plant Feet off (mode 'unplanted')")
     ap.add_argument("--out", default=None)
     ap.add_argument("--table-from", metavar="DIR", help="re-read DIR/spec.json and DIR/out.npz of an earlier run "
                     "(same --subject, --lengths, --adapt): the figures again, no Blender")
@@ -108,12 +109,13 @@ def main() -> None:
                 gaps = gaps_for(mo.num_frames, L, mo.fps)
                 if not gaps:
                     continue
-                for mode, secs in (("default", 0.0), ("adapt", a.adapt)):
-                    if mode == "adapt" and not secs:
+                for mode, secs in (("default", 0.0), ("unplanted", 0.0), ("adapt", a.adapt)):
+                    if (mode == "adapt" and not secs) or (mode == "unplanted" and not a.unplanted):
                         continue
                     spec.append({"name": f"{n}-{L}-{mode}", "path": str(path), "rotate_mode": None, "fps": mo.fps,
                                  "gaps": gaps, "full_range": True, "jerk": True, "adapt": secs or None,
-                                 "unit_cm": 2.54 / 0.45, "subject": subj, "length": L, "mode": mode})
+                                 "unit_cm": 2.54 / 0.45, "subject": subj, "length": L, "mode": mode,
+                                 "plant_feet": mode != "unplanted"})   # the add-on's default: planted
     if a.table_from:
         work = Path(a.table_from)
         spec = json.loads((work / "spec.json").read_text())["clips"]
@@ -149,7 +151,7 @@ def main() -> None:
     print(f"real Blender {a.blender}, CMU test subjects, In-fill over the whole action (results: {work})")
     for subj in CLIPS:
         for L in a.lengths:
-            for mode in ("default", "adapt"):
+            for mode in ("default", "unplanted", "adapt"):
                 group = [r for r in rows if r["subject"] == subj and r["length"] == L and r["mode"] == mode]
                 bad = [r for r in group if "error" in r]
                 if bad:   # never a ratio over the clips that happened to work
@@ -164,7 +166,7 @@ def main() -> None:
                      ("addon_cm", "bezier_cm", "addon_deg", "bezier_deg", "jerk_addon", "jerk_bezier")}
                 sk8 = {k: sum(r[f"_skate_{k}"][0] for r in rs) / max(sum(r[f"_skate_{k}"][1] for r in rs), 1e-12)
                        for k in ("truth", "addon", "bezier")}   # pooled over the clips' gaps
-                print(f"  subject {subj}, {L:>2} frames, {mode:<7} ({int(w.sum())} gaps in {len(rs)} clips): "
+                print(f"  subject {subj}, {L:>2} frames, {mode:<9} ({int(w.sum())} gaps in {len(rs)} clips): "
                       f"cm {f['addon_cm'] / f['bezier_cm']:.2f}x Bezier, deg {f['addon_deg'] / f['bezier_deg']:.2f}x, "
                       f"jerk {f['jerk_addon']:.2f}x truth (Bezier {f['jerk_bezier']:.2f}x), "
                       f"skate {sk8['addon'] / sk8['truth']:.2f}x truth (Bezier {sk8['bezier'] / sk8['truth']:.2f}x; "

@@ -105,7 +105,7 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
         for a, b in gaps:
             known &= ~((np.arange(lo, hi + 1) >= a) & (np.arange(lo, hi + 1) <= b))
         args = (model, meta, mo.rotations[rows], mo.positions[rows, rj], known, fps)
-        f, base = fill_clip_at(*args), fill_clip_at(*args, residual=0.0)
+        f, base = fill_clip_at(*args, plant_feet=False), fill_clip_at(*args, residual=0.0, plant_feet=False)
         sel = np.flatnonzero(np.isin(frames, np.arange(lo, hi + 1)[~known]))
         ans, bas = quat_to_matrix(f.rotations[0][~known]), quat_to_matrix(base.rotations[0][~known])
         ref = ans @ np.swapaxes(bas, -1, -2) @ bez_loc[sel][:, col]                 # (G, J, 3, 3)

@@ -121,12 +121,12 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
         if c >= 0:
             km[:, j] = known
     km[:, -1] = known
-    kw = {}
+    kw: dict = {"plant_feet": False}   # the add-on's run is Plant Feet off (tests/blender/infill_bvh.py's default)
     if adapt:
         from motioncore.families.body.adapt import adapt_infill
         from motioncore.tasks.infill import at_model_rate
         ad = adapt_infill(model, meta, *at_model_rate(meta, q, rel, km, fps), seconds=adapt)
-        model, kw = ad.model, {"gate_limit": ad.held or None}
+        model, kw = ad.model, {**kw, "gate_limit": ad.held or None}
     f = fill_clip_at(model, meta, q, rel, km, fps, **kw)
     todo = np.broadcast_to(~known[:, None], (T, B))
     sel = ~known

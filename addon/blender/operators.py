@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core import connect, keys, quality, rates, requests, rigmap
 from ..core.feet_report import report_feet
+from ..core.gate_report import gate_message
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
@@ -202,10 +203,11 @@ class _InfillBase(_ServerOperator):
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
         key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
                                                     for g in segs], *[g["frames"] for g in segs],
-                          *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts)
+                          *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts,
+                          sorted(self.job_options().items()))
         self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
         extra = self.job_options()
-        if key in _REPLIES and not extra:
+        if key in _REPLIES and not extra.get("adapt"):
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_segments_job(
@@ -262,8 +264,10 @@ class _InfillBase(_ServerOperator):
         gate = gate_message([g for seg in content.get("segments") or [] for g in seg.get("gate") or []])
         learnt = "; with this action learnt" if any((seg.get("adapted") or {}).get("used")
                                                       for seg in content.get("segments") or []) else ""
+        plants = [seg["plant"] for seg in content.get("segments") or [] if seg.get("plant")]
+        planted = f"; feet planted on {sum(p['frames'] for p in plants)} frames" if plants else ""
         return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-                f"{learnt}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped)
+                f"{learnt}{planted}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped)
                 + rates.rate_message([seg.get("rate") for seg in content.get("segments") or []]))
 
 
@@ -280,23 +284,6 @@ def _not_filled(bones: list[str], written: set[str], unmapped: set[str]) -> str:
                   if keyed else "")
 
 
-def gate_message(fits: list[dict[str, Any]]) -> str:
-    """What the gate did, for the report: where the correction was scaled toward Blender's curve, how much and
-    why (its error on pseudo-gaps cut from the animator's own keys)."""
-    out = []
-    for f in fits:
-        if f.get("method") == "none":
-            out.append(f"gaps of {f.get('frames', f['length'])}: no keyed stretch to check the model on, used as trained")
-        elif f["rot"] < 1.0 or f["root"] < 1.0:
-            err = f.get("error") or {}
-            why = (f" (on {f['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, Blender's "
-                   f"curve {err['bezier'][0]:.1f} cm)") if err.get("model") else ""
-            kept = "kept Blender's curve" if f["rot"] == 0.0 and f["root"] == 0.0 else \
-                f"correction at {f['rot']:.0%} (root {f['root']:.0%})"
-            out.append(f"gaps of {f.get('frames', f['length'])}: {kept}{why}")   # the scene's own frames
-    return ("; " + "; ".join(out)) if out else ""
-
-
 class MOTIONCORE_OT_infill(_InfillBase):
     """Fill the frames between your keyed poses (keys you set are kept)"""
 
@@ -305,10 +292,18 @@ class MOTIONCORE_OT_infill(_InfillBase):
     label = "In-fill"
     model = "use:infill"   # the server's default for the use (its `models` listing: default_for)
     whole_range = True
+    plant_feet: bpy.props.BoolProperty(name="Plant Feet", default=True,  # type: ignore[valid-type]
+                                       description="Keep feet in contact with the ground still (IK on the legs); "
+                                                   "the server leaves them as filled for a gap length where test "
+                                                   "gaps cut from your keys say planting costs error")
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         """The deterministic body in-fill for the single best answer; the sampling model to draw variations."""
         return "use:infill.variations" if float(self.temperature) > 0.0 else "use:infill"
+
+    def job_options(self) -> dict[str, Any]:
+        """The body in-fill plants the feet unless Plant Feet is off (the any-order model ignores it)."""
+        return {} if float(self.temperature) > 0.0 else {"plant_feet": bool(self.plant_feet)}
 
 
 class MOTIONCORE_OT_adapt_action(_InfillBase):

@@ -15,7 +15,7 @@ import numpy as np
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
 from ..vendor.gaps import whole_frames
 from ..vendor.quat_np import quat_apply, quat_continuity
-from . import jobs, keys, rigmap
+from . import jobs, keys, rigmap, rigplant
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
 PROTOCOL_VERSION = 2   # what the bundled protocol speaks (vendor/protocol.py; issue 18 made it 2)
@@ -137,7 +137,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         fps: float | None = None, temperature: float = 0.0, samples: int = 1,
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
                         up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
-                        root_bone: str | None = None, side: str | None = None, adapt: float | None = None) -> Job:
+                        root_bone: str | None = None, side: str | None = None, adapt: float | None = None,
+                        plant_feet: bool | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
@@ -152,7 +153,10 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     ``side`` ("l" / "r", hands): the rig's hand; a model trained on the other (`model_side`) gets the clip
     mirrored (the request's ``mirror``): the rig is aligned to the mirror image of the model's skeleton,
     which the server mirrors onto the model's and back. ``fps``: the scene's rate (the server resamples to
-    the model's). Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
+    the model's). ``plant_feet`` (the body in-fill): plant the feet in contact: the server's gate judges planting
+    on test gaps cut from the keys (``"judge"``), and where it keeps it the rig's own feet are planted after the
+    correction, with the rig's own bone lengths (`rigplant`); None: the server's default (it plants its answer).
+    Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
     from ..vendor import rest
@@ -178,7 +182,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         mp = al["parents"][rj]
         settings = {"model": info["name"], "joints": mnames, "temperature": float(temperature),
                     "samples": int(samples), "order": order, "seed": int(seed), "fps": float(fps) if fps else None,
-                    "mirror": True if mirror else None}
+                    "mirror": True if mirror else None,
+                    "plant_feet": None if plant_feet is None else "judge" if plant_feet else False}
         unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
@@ -247,10 +252,16 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
             base = None
             if "base_rotations" in ra and "bezier" in seg:   # a deterministic model: its correction over its base
                 base = to_rig(np.asarray(ra["base_rotations"][0], np.float64), ra["base_root"][0])
+            feet = rigplant.rig_feet(rc, known, names, info, bones, ups, root_bone, root_parent, fps) if base is not None \
+                and plant_feet is not False else None
             for s in range(ra["rotations"].shape[0]):
                 out, r = to_rig(np.asarray(ra["rotations"][s], np.float64), ra["root"][s])
                 if base is not None:
                     out, r = correct(out, r, base, seg, known)
+                if feet is not None:   # the server planted its answer: the rig's own feet planted again
+                    rb, legs, kf, todo = feet
+                    out, r = rigplant.plant_rig(out, r, heads, ups, rb, legs, kf, todo,
+                                                fps or float(info.get("fps") or 30.0))
                 rots.append(out)
                 roots.append(r)
             arrays[f"rotations.{i}"] = np.stack(rots)

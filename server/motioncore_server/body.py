@@ -49,12 +49,15 @@ class AdaptCache:
         from motioncore.families.body.adapt import keys_hash
 
         gate = bool(content.get("gate", True))
+        plant = content.get("plant_feet", True)
+        plant = plant if plant == "judge" else bool(plant)
         key = keys_hash(q, root, known)
         ad = self.get(key)
         log.info("infill keys", extra={"fields": {"keys": key, "adapted": ad is not None}})
         if ad is None:
-            return model, {"gate": gate}, {}
-        return ad.model, {"gate": gate, "gate_limit": ad.held or None}, {"adapted": ad.summary()}
+            return model, {"gate": gate, "plant_feet": plant}, {}
+        return (ad.model, {"gate": gate, "gate_limit": ad.held or None, "plant_feet": plant},
+                {"adapted": ad.summary()})
 
 
 def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, root: np.ndarray, known: np.ndarray,

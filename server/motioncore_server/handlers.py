@@ -272,6 +272,9 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
     check_field(c, "fps", (int, float), default=None, lo=1.0, hi=1000.0)
     check_field(c, "mirror", bool, default=False)
     check_field(c, "gate", bool, default=True)
+    check_field(c, "plant_feet", (bool, str), default=True)
+    if isinstance(c.get("plant_feet"), str) and c["plant_feet"] != "judge":
+        raise InvalidRequest(f"field 'plant_feet' must be true, false or \"judge\", got {c['plant_feet']!r}")
     check_field(c, "learn", (int, float), default=None, lo=0.0, hi=120.0)
     only_arrays(req.arrays, {"rotations", "root", "known", "fill", *OBJECT_ARRAYS})
     rot, root = check_rotations(req.arrays, c)

@@ -236,6 +236,8 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             extra = {"base_rotations": b, "base_root": np.broadcast_to(np.asarray(br, np.float32), (S,) + br.shape[1:])}
         if out.gate is not None:
             reply["gate"] = out.gate.summary()
+        if adapted is not None:  # the body in-fill: what planting the feet did (None: off, or the gate kept it off)
+            reply["plant"] = out.plant
         if adapted is not None and content.get("fps"):   # the body in-fill: another rate fills the keys closer?
             from motioncore.families.body.gate_rate import rate_check
             rc = rate_check(net, meta, q, inputs["root"], km, ~km if fm is None else fm, float(content["fps"]))

@@ -260,3 +260,15 @@ def test_infill_report_names_the_bones_it_did_not_fill_and_why(addon, server):
     assert "on 12 bones" in msg and "not filled: Tail, Tail1 (no model joint maps to them" in msg, msg
     assert ('pose.bones["Tail"].rotation_quaternion', 0) not in _channels(arm) or \
         [k.co[0] for k in _channels(arm)[('pose.bones["Tail"].rotation_quaternion', 0)].keyframe_points] == [1, 31]
+
+
+def test_infill_plants_the_feet_by_default_and_sends_the_choice(addon):
+    """In-fill's Plant Feet is on by default and goes to the server with the body in-fill's request (the
+    any-order model, drawn at temperature > 0, has no such option)."""
+    _, ops, *_ = addon
+    op = ops.MOTIONCORE_OT_infill()
+    assert op.plant_feet is True and op.job_options() == {"plant_feet": True}
+    op.plant_feet = False
+    assert op.job_options() == {"plant_feet": False}
+    op.temperature = 1.0
+    assert op.job_options() == {}

@@ -7,7 +7,8 @@ SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's defa
 null: as the importer leaves it),
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
-"adapt": seconds (Learn This Action over the whole action before the in-fill), "jerk": bool (also evaluate the
+"adapt": seconds (Learn This Action over the whole action before the in-fill), "plant_feet": bool (In-fill's Plant Feet;
+default off), "jerk": bool (also evaluate the
 gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon), "all_frames": bool (NAME/all: every frame
 before the keys are deleted)}],
 "checks": bool}.
@@ -204,10 +205,13 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
             info["adapt_report"] = "ERROR " + str(e)
         info["adapt_s"] = time.perf_counter() - t
     prof: dict | None = {} if clip.get("profile") else None
+    # named every time (the operator remembers its last setting); off unless asked: the parity checks compare the
+    # correction with fill_clip unplanted (the rig's planting has its own parity test, tests/addon/test_addon_rigplant.py)
+    plant = bool(clip.get("plant_feet", False))
     for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
         ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
         lo, hi = (lo_all, hi_all) if full else (a - ctx, b + ctx)
-        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0)
+        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0, plant_feet=plant)
         if prof:
             info["profile"], prof = prof["text"], None
         msgs.append(m)
@@ -218,7 +222,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
         # seed 1: a new request (the same one would be answered from the add-on's reply cache). CPU seconds
         # too (this process, and the server's from /proc): on a loaded machine they say what a quiet one takes
         srv0, cpu0 = server_cpu(), time.process_time()
-        info["op_s_warm"] = [infill(obj, lo_all, hi_all, prof, variations=1, temperature=0.0, seed=1)[1]]
+        info["op_s_warm"] = [infill(obj, lo_all, hi_all, prof, variations=1, temperature=0.0, seed=1,
+                                    plant_feet=plant)[1]]
         info["op_cpu_warm"] = [time.process_time() - cpu0, server_cpu() - srv0]
         if prof:
             info["profile_warm"] = prof["text"]

@@ -63,6 +63,9 @@ def test_temperature_zero_gets_the_deterministic_model_with_its_base(served):
     ref_q, _ = run_model(model, BodyLayout.of(sk), q[None].astype(np.float64), pos[None], kn,
                          confidence=np.array([[r.content["gate"][0]["rot"], r.content["gate"][0]["root"]]]))
     assert np.degrees(quat_angle(out[0], ref_q[0])).max() < 1e-2   # = the network with the gate's weights
+    # sparse keys: no fully keyed stretch to test planting on, so the feet are left as filled, and it says why
+    assert r.content["plant"] is None and not r.content["gate"][0]["plant"]
+    assert "unjudged" in r.content["gate"][0]["plant_error"]
     base = prepare(BodyLayout.of(sk), q[None].astype(np.float64), pos[None], kn)
     assert np.degrees(quat_angle(r.arrays["base_rotations"][0], base.rotations[0])).max() < 1e-2
     assert np.abs(r.arrays["base_root"][0] - base.positions[0, :, 1]).max() < 1e-2
@@ -106,6 +109,17 @@ def test_the_gate_is_fitted_on_the_requests_own_keys_as_the_library_fits_it(serv
     assert lib.gate.summary()[0]["rot"] == g["rot"] and lib.gate.summary()[0]["root"] == g["root"]
     assert np.degrees(quat_angle(r.arrays["rotations"][0], lib.rotations[0])).max() < 1e-2
     np.testing.assert_array_equal(r.arrays["rotations"][0, known], q[known])
+    # planting, judged on the same test gaps: as the library judges it; "judge" judges without planting
+    assert g["plant"] == lib.gate.summary()[0]["plant"] and set(g["plant_error"]) == {"unplanted", "planted",
+                                                                                      "truth_skate"}
+    assert (r.content["plant"] is not None) == g["plant"]
+    j = c.infill_rotations(q, root, known, plant_feet="judge")
+    assert j.content["gate"][0]["plant"] == g["plant"] and (j.content["plant"] is not None) == g["plant"]
+    assert not g["plant"] or j.content["plant"]["judged_only"]
+    flat = c.infill_rotations(q, root, known, plant_feet=False)
+    np.testing.assert_array_equal(j.arrays["rotations"], flat.arrays["rotations"])   # judged: not planted
+    with pytest.raises(Exception, match="plant_feet"):
+        c.infill_rotations(q, root, known, plant_feet="maybe")
 
 
 def _meta_of(served):

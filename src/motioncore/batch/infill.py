@@ -65,13 +65,16 @@ def gap_mask(T: int, gaps: Sequence[Sequence[int]]) -> np.ndarray:
 
 
 def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any = None, temperature: float = 0.0,
-                seed: int = 0, adapt: float = 0.0, info: dict | None = None, adapt_steps: int = 0) -> Any:
+                seed: int = 0, adapt: float = 0.0, info: dict | None = None, adapt_steps: int = 0,
+                plant_feet: bool = True) -> Any:
     """``m`` (a Motion on any biped skeleton, at any rate) with the frames ``todo`` (T,) filled by ``model``:
     on the model's skeleton directly, else through it and back (``joint_map``: model joint -> clip joint,
     default `retarget.auto_map` on the clip's frames). Frames outside ``todo`` come back bit-identical.
     ``infill-body``: the gate is fitted on the clip's own keys; ``adapt`` > 0 seconds (or ``adapt_steps`` > 0
-    learning steps): Learn This Action first (``families.body.adapt``). ``info`` (a dict) receives ``gate`` (its weights and pseudo-gap errors per gap
-    length) and ``adapt`` (before / after, steps; or why it was skipped)."""
+    learning steps): Learn This Action first (``families.body.adapt``); ``plant_feet``: the feet planted
+    (``families.body.fill_plant``; the gate keeps it off for a gap length where it costs error). ``info`` (a dict)
+    receives ``gate`` (its weights, pseudo-gap errors and planting per gap length), ``plant`` (what planting did)
+    and ``adapt`` (before / after, steps; or why it was skipped)."""
     from ..core.motion import Motion
     from ..core.skeleton import Skeleton
     from ..eval.keyed import on_skeleton
@@ -86,11 +89,14 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
             net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps) \
                 if (adapt > 0 or adapt_steps > 0) and learns_by_adapt else (model, {})
-            f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed, **kw)
+            f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed,
+                             plant_feet=plant_feet, **kw)
             out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
             if info is not None and f.gate is not None:
                 info["gate"] = f.gate.summary()
                 info["mean_weight"] = round(f.gate.mean_weight(), 3)
+            if info is not None and learns_by_adapt:   # the body in-fill: what planting its feet did
+                info["plant"] = f.plant
         return out_q, out_p
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
@@ -125,7 +131,7 @@ def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.
 
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
               temperature: float = 0.0, seed: int = 0, fmt: str = "bvh", adapt: float = 0.0,
-              adapt_steps: int = 0) -> dict[str, Any]:
+              adapt_steps: int = 0, plant_feet: bool = True) -> dict[str, Any]:
     """Fill one clip (``fill_motion``); a JSON-ready result dict (never raises for a bad file): status, gaps,
     frames filled, the clip's rate, ``unmapped`` (model joints the clip lacks) and ``bezier_only`` (clip
     joints the model does not drive)."""
@@ -161,7 +167,8 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
             raise ValueError("every frame is marked to fill: no key left")
         stage = "fill"
         info: dict[str, Any] = {}
-        filled = fill_motion(m, model, meta, todo, jm, temperature, seed, adapt, info, adapt_steps) if todo.any() \
+        filled = fill_motion(m, model, meta, todo, jm, temperature, seed, adapt, info, adapt_steps,
+                             plant_feet) if todo.any() \
             else m
         res.update(info)  # the gate's weights per gap length (and Learn This Action's result): what was scaled
         if todo.any():   # the feet over the filled frames against Bezier's and the input's (batch.skate)
@@ -224,9 +231,10 @@ def _cached_model(name: str, load: Any) -> Any:
 def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"), gaps_file: str | None = None,
                      frozen: int = 0, temperature: float = 0.0, seed: int = 0, progress: bool = True,
                      use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
-                     chunk: int | None = None, fmt: str = "bvh", adapt: float = 0.0, adapt_steps: int = 0
-                     ) -> dict[str, Any]:
-    """Fill every clip under ``src``; writes and returns the report (see the module docstring). With
+                     chunk: int | None = None, fmt: str = "bvh", adapt: float = 0.0, adapt_steps: int = 0,
+                     plant_feet: bool = True) -> dict[str, Any]:
+    """Fill every clip under ``src``; writes and returns the report (see the module docstring); ``plant_feet``
+    False leaves the body in-fill's feet unplanted (``--no-plant-feet``). With
     ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.runner.run_files`).
     Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
     (an any-order in-filling checkpoint), ``frozen`` >= 0, the gap file (every key names an input clip)."""
@@ -260,11 +268,13 @@ def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
                             "frozen": frozen, "temperature": temperature, "seed": seed, "adapt": adapt,
                             "adapt_steps": adapt_steps,
+                            "plant_feet": plant_feet,
                             "started": datetime.now(UTC).isoformat(),
                             "mode": "ray" if (use_ray or ray_address) else "in-process"}
     return run_job(fill_file, files, out, fmt, {"model_name": model, "gaps": gaps, "frozen": frozen,
                                                 "temperature": temperature, "seed": seed, "fmt": fmt,
-                                                "adapt": adapt, "adapt_steps": adapt_steps}, meta,
+                                                "adapt": adapt, "adapt_steps": adapt_steps,
+                                                "plant_feet": plant_feet}, meta,
                    desc="infill", unit="clip", progress=progress, use_ray=use_ray, ray_address=ray_address,
                    workers=workers, chunk=chunk, refused=refused,
                    totals=lambda rs: {"frames_filled": sum(r.get("frames_filled", 0) for r in rs if r["status"] == "ok")})

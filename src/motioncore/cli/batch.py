@@ -81,7 +81,8 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
     report = run_batch_infill(args.src, args.out, model=args.model, gaps_file=args.gaps, frozen=args.frozen,
                               temperature=args.temperature, seed=args.seed, progress=not args.quiet,
                               use_ray=args.ray, ray_address=args.ray_address, workers=args.workers, chunk=args.chunk,
-                              fmt=args.format, adapt=args.adapt, adapt_steps=args.adapt_steps)
+                              fmt=args.format, adapt=args.adapt, adapt_steps=args.adapt_steps,
+                              plant_feet=not args.no_plant_feet)
     c = report["counts"]
     for r in report["files"]:   # what the model did not cover, per file
         if r.get("status") == "ok" and (r.get("unmapped") or r.get("bezier_only")):
@@ -91,6 +92,13 @@ def _cmd_batch_infill(args: argparse.Namespace) -> int:
         scaled = [g for g in r.get("gate") or [] if g["rot"] < 1.0 or g["root"] < 1.0]
         if scaled:   # the gate scaled the model's correction toward Blender's curve: say how much and why
             print(f"batch infill: {Path(r['file']).name}: " + "; ".join(gate_line(g) for g in scaled), file=sys.stderr)
+        unplanted = [g for g in r.get("gate") or [] if not g.get("plant", True) and g.get("plant_error")]
+        if unplanted and not args.no_plant_feet:   # the gate kept the feet unplanted: where and why
+            print(f"batch infill: {Path(r['file']).name}: " + "; ".join(
+                f"gaps of {g['length']}: feet not planted ("
+                + (f"{g['plant_error']['unjudged']} to test planting on)" if "unjudged" in g["plant_error"] else
+                   f"on its test gaps planting cost error: {g['plant_error']['unplanted'][0]:.2f} -> "
+                   f"{g['plant_error']['planted'][0]:.2f} cm)") for g in unplanted), file=sys.stderr)
         ad = r.get("adapt") or {}
         if ad.get("skipped"):
             print(f"batch infill: {Path(r['file']).name}: not adapted: {ad['skipped']}", file=sys.stderr)
@@ -183,6 +191,10 @@ def add_subcommands(sub: Any) -> None:
     i.add_argument("--adapt-steps", type=nonneg_int, default=0, metavar="STEPS",
                    help="infill-body: Learn This Action for this many learning steps instead of a time budget (the "
                         "same result on any machine; default 0: off)")
+    i.add_argument("--no-plant-feet", action="store_true",
+                   help="infill-body: leave the feet as the network fills them (default: feet in contact are planted "
+                        "by IK on the legs where test gaps cut from the clip's keys say it costs no error; "
+                        "report.json's gate gives that judgement per gap length)")
     _ray_args(i)
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=_cmd_batch_infill)

@@ -76,12 +76,12 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
         from ..eval.run import run_keys_eval
 
         results, n = run_keys_eval(args.data, models, tuple(args.keys_every), progress=not args.quiet,
-                                   overrides=args.map)
+                                   overrides=args.map, plant_feet=args.plant_feet)
         print(f"Sparse keys on {args.data} (a key pose every {args.keys_every} frames; {n} test windows; "
               "L2Q/L2P between the keys; lower is better)")
     else:
         results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet,
-                                     overrides=args.map)
+                                     overrides=args.map, plant_feet=args.plant_feet)
         print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
     print(format_table(results))
     plot_results(results, plot)
@@ -142,7 +142,8 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
 
         raise UsageError(f"--data {args.data} --subject {args.subject}: no test clip matches (or none maps onto "
                          f"the model's body)")
-    fills = {"shipped": load_body_clipfill(args.model, gate=False), "gate": load_body_clipfill(args.model)}
+    fills = {"shipped": load_body_clipfill(args.model, gate=False, plant_feet=False),
+             "unplanted": load_body_clipfill(args.model, plant_feet=False), "gate": load_body_clipfill(args.model)}
     if args.adapt:
         fills["adapt"] = load_body_clipfill(args.model, adapt=args.adapt)
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -315,6 +316,10 @@ def add_subcommands(sub: Any) -> None:
     e.add_argument("--keys-every", type=positive_int, action="append", metavar="N",
                    help="sparse keys instead of LaFAN1 gaps: key one pose every N frames and nothing else "
                         "(repeatable, e.g. --keys-every 8 --keys-every 16); the JSON is keyed by N")
+    e.add_argument("--plant-feet", action="store_true",
+                   help="infill-body: plant its feet in every window (families.body.fill_plant), unjudged: a window "
+                        "has no keyed stretch for the gate to test planting on, so the add-on, server and batch "
+                        "leave such windows' feet as filled (default: not planted)")
     _add_report_args(e, "results", "eval_infill_<data>.png")
     e.set_defaults(func=_cmd_eval_infill)
     e = ev.add_parser("clips", help="the animator's benchmark: whole clips keyed but N gaps; shipped, gate and "

@@ -5,9 +5,11 @@ against Blender's Bezier of the same keys.
 
 Rows, per clip and gap length:
 - ``bezier``: Blender's Auto Clamped Bezier of the keys per channel (``eval.keyed.bezier_keys``);
-- ``shipped``: the network as trained, no gate;
+- ``shipped``: the network as trained, no gate, feet not planted;
+- ``unplanted``: the gate, feet not planted (the default before planting);
 - ``gate``: the default in-fill: the correction's weights fitted on pseudo-gaps cut from the clip's own keys
-  (``families.body.gate``);
+  (``families.body.gate``), then the feet planted (``families.body.fill_plant``) where those pseudo-gaps say it
+  costs no error;
 - ``adapt``: Learn This Action first (``families.body.adapt``, ``adapt`` seconds), then the gate.
 
 Measures over the gap frames: mean global joint position error (cm, the data's units) and mean global rotation

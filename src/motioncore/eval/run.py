@@ -33,21 +33,22 @@ from .metrics import position_stats
 FPS = 30.0
 
 
-def resolve_models(names: list[str], maps: dict | None = None) -> dict[str, Fill]:
+def resolve_models(names: list[str], maps: dict | None = None, plant_feet: bool = False) -> dict[str, Fill]:
     """Model names or checkpoint paths to LaFAN1 fill callables. Checkpoints take windows on any body skeleton
     (``eval.keyed.on_skeleton``): the data is never moved for them, so the baselines' rows never depend on
     which models are asked for."""
     out = {}
-    for name, k in resolve_key_models(names, lafan=True, maps=maps).items():
+    for name, k in resolve_key_models(names, lafan=True, maps=maps, plant_feet=plant_feet).items():
         out[name] = lafan_fill(k)
         if hasattr(k, "weights"):  # the body model's correction weights (eval.infill's "Weight" column)
             out[name].weights = k.weights  # type: ignore[attr-defined]
     return out
 
 
-def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None = None) -> dict[str, KeyFill]:
+def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None = None, plant_feet: bool = False
+                       ) -> dict[str, KeyFill]:
     """Model names or checkpoint paths to key-mask fills (``eval.keyed``). Any-order checkpoints take LaFAN1
-    masks only (``lafan``); for sparse keys they are refused."""
+    masks only (``lafan``); for sparse keys they are refused. ``plant_feet``: the body in-fill plants its feet."""
     from motioncore.families.body.evaluate import is_body_checkpoint, load_body_keyfill
 
     from ..models.checkpoint import read_meta
@@ -63,7 +64,7 @@ def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None 
                                       f"{sorted(KEY_BASELINES)} or infill-body")
             out[name] = key_fill(BASELINES[name])
         elif is_body_checkpoint(name):
-            fill = load_body_keyfill(name, joint_map=(maps or {}).get(name))[0]
+            fill = load_body_keyfill(name, joint_map=(maps or {}).get(name), plant_feet=plant_feet)[0]
             out[name] = fill
         elif is_anyorder_checkpoint(name):
             if not lafan:
@@ -175,12 +176,13 @@ def load_eval_sets(data: str, progress: bool = True):
 
 
 def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] = (5, 15, 30, 45),
-                    progress: bool = True, overrides: str | None = None) -> tuple[Results, int]:
+                    progress: bool = True, overrides: str | None = None, plant_feet: bool = False
+                    ) -> tuple[Results, int]:
     """Results dict and the number of test windows. Every model sees the data as it is (see resolve_models);
     ``overrides``: a bone map (``--map``) for data on another skeleton than a model's."""
     test_w, mean, std = load_eval_sets(data, progress)
     maps = check_skeletons(model_names, test_w.skeleton, data, overrides, _window_poses(test_w))
-    models = resolve_models(model_names, maps)
+    models = resolve_models(model_names, maps, plant_feet)
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps", file=sys.stderr)
     res = evaluate_infill(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std,
                           lengths=lengths, progress=progress)
@@ -188,11 +190,12 @@ def run_infill_eval(data: str, model_names: list[str], lengths: tuple[int, ...] 
 
 
 def run_keys_eval(data: str, model_names: list[str], every: tuple[int, ...] = (8, 16),
-                  progress: bool = True, overrides: str | None = None) -> tuple[Results, int]:
+                  progress: bool = True, overrides: str | None = None, plant_feet: bool = False
+                  ) -> tuple[Results, int]:
     """The sparse-keys benchmark (``eval.keyed.evaluate_keys``) on ``data``'s test windows."""
     test_w, mean, std = load_eval_sets(data, progress)
     maps = check_skeletons(model_names, test_w.skeleton, data, overrides, _window_poses(test_w))
-    models = resolve_key_models(model_names, maps=maps)
+    models = resolve_key_models(model_names, maps=maps, plant_feet=plant_feet)
     print(f"{data}: {len(test_w)} test windows of 65 frames at {FPS:g} fps, a key every {list(every)} frames",
           file=sys.stderr)
     return evaluate_keys(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std, every,

@@ -78,6 +78,7 @@ class Filled:
     base_rotations: np.ndarray | None = None  # (S, T, J, 4) infill-body: the Bezier base it corrected
     base_root: np.ndarray | None = None  # (S, T, 3)
     gate: Any = None  # infill-body: the request-time gate (``families.body.gate.Gate``) or None
+    plant: dict | None = None  # infill-body: what planting the feet did (``families.body.fill_plant``), None when off
 
 
 def _known_mask(known: np.ndarray, T: int, J: int) -> np.ndarray:
@@ -96,13 +97,17 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               k: int | None = None, check: Callable[[], None] | None = None,
               fill: np.ndarray | None = None, window: int | None = 80,
               object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
-              gate: Any = True, gate_limit: int | None = None, learn: float | None = None) -> Filled:
+              gate: Any = True, gate_limit: int | None = None, learn: float | None = None,
+              plant_feet: bool | str = True) -> Filled:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
     also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
     Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
     correction's weights on pseudo-gaps cut from this clip's own keys (``families.body.gate``; on up to
     ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False uses the network as trained.
-    ``learn`` (``infill-hands`` only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
+    ``plant_feet`` (``infill-body`` only): plant the feet in contact by IK on the legs (``families.body.fill_plant``; the
+    gate turns it off for a gap length where its pseudo-gaps say it costs error); ``"judge"``: the gate judges it
+    but the feet are left as filled (a client that plants its own rig, as the add-on). ``learn`` (``infill-hands``
+    only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
     the request-time gate alone; ``families.hands.gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
     elements to fill (default every
     unknown one; others keep their input values); ``k`` elements per decoding step (default one frame's
@@ -116,7 +121,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     if kind is not None and kind.fill is not None:  # a deterministic family fills the whole clip its own way
         return hook(kind.fill)(model, meta, rotations, root, known, n_samples=n_samples, fill=fill,
                                residual=residual, gate=gate, gate_limit=gate_limit, check=check,
-                               object_track=object_track, learn=learn)
+                               object_track=object_track, learn=learn, plant_feet=plant_feet)
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track, residual)
@@ -185,7 +190,7 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         out = fill_clip_at(model, meta, q_m, r_m, known, fps, fill=fill, **kw)
         fq, fr = mirror_x(out.rotations, out.root)
         bq, br = (None, None) if out.base_rotations is None else mirror_x(out.base_rotations, out.base_root)
-        return Filled(fq, fr, out.known, out.filled, bq, br, out.gate)
+        return Filled(fq, fr, out.known, out.filled, bq, br, out.gate, out.plant)
     q_in = np.asarray(rotations, np.float64)
     mfps = float(meta.get("fps") or 0.0)
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
@@ -223,7 +228,7 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     bq = br = None
     if out.base_rotations is not None and out.base_root is not None:
         bq, br = back(out.base_rotations, out.base_root)
-    return Filled(fq, fr, keys, todo, bq, br, out.gate)
+    return Filled(fq, fr, keys, todo, bq, br, out.gate, out.plant)
 
 
 def at_model_rate(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, fps: float | None

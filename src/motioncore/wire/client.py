@@ -393,14 +393,18 @@ class Client:
                          seed: int | None = None, temperature: float | None = None, order: str | None = None,
                          samples: int | None = None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
                          joints: list[str] | None = None, fps: float | None = None, mirror: bool | None = None,
-                         gate: bool | None = None, learn: float | None = None, **kw: Any) -> P.Message:
+                         gate: bool | None = None, learn: float | None = None, plant_feet: bool | str | None = None,
+                         **kw: Any) -> P.Message:
         """The rotation form of ``infill`` (any-order checkpoints): rotations (T, J, 4) WXYZ, root (T, 3),
         known (T,) or (T, J + 1) bool -> buffers rotations (S, T, J, 4), root (S, T, 3). ``object_track``
         (hands, a checkpoint with ``object_cond``): the object's (T, 4) WXYZ rotations and (T, 3) positions in
         the root's space. ``joints``: the columns' model joint names; ``fps``: the clip's rate (resampled to
         the model's); ``mirror``: fill the clip's mirror image (a left hand on a right-hand model); ``gate``
         (``infill-body``, default true): fit the correction's weights on pseudo-gaps cut from this request's keyed
-        frames (the reply's ``gate`` says what was fitted); ``learn`` (``infill-hands``): seconds of learning on
+        frames (the reply's ``gate`` says what was fitted); ``plant_feet`` (``infill-body``, default true): plant
+        the feet in contact by IK on the legs (the gate keeps it off for a gap length where it costs error; the
+        reply's ``plant`` and ``gate`` say so; ``"judge"``: judged, not planted, for a client that plants its own
+        rig); ``learn`` (``infill-hands``): seconds of learning on
         the clip's fully keyed frames (0: the gate alone; the body learns through ``adapt``)."""
         arrays = {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
                   "known": np.asarray(known, bool)}
@@ -409,7 +413,8 @@ class Client:
                           object_positions=np.asarray(object_track[1], np.float32))
         return self.call("infill", _drop_none({"model": model, "seed": seed, "temperature": temperature,
                                                 "order": order, "samples": samples, "joints": joints, "fps": fps,
-                                                "mirror": mirror, "gate": gate, "learn": learn}), arrays, **kw)
+                                                "mirror": mirror, "gate": gate, "learn": learn,
+                                                "plant_feet": plant_feet}), arrays, **kw)
 
     def adapt(self, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, model: str | None = None,
               seconds: float | None = None, joints: list[str] | None = None, fps: float | None = None,

@@ -23,10 +23,12 @@ def is_body_checkpoint(name_or_path: str | Path) -> bool:
         return False
 
 
-def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety: bool = True, joint_map=None
-                      ) -> tuple[KeyFill, dict]:
+def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety: bool = True, joint_map=None,
+                      plant_feet: bool = False) -> tuple[KeyFill, dict]:
     """``use_safety``: scale the network's residual by its confidence (``families.body.fill.confidence``);
-    ``joint_map``: model joint -> data joint for data on another skeleton (default ``retarget.auto_map``)."""
+    ``joint_map``: model joint -> data joint for data on another skeleton (default ``retarget.auto_map``);
+    ``plant_feet``: plant the feet of each window's answer (``families.body.fill_plant``), unjudged: a window has no
+    keyed stretch to cut test gaps from, so the product paths (gate on) leave such windows' feet as filled."""
     from motioncore.families.body.fill import BodyLayout, confidence, run_model
     from motioncore.models.registry import load_model
 
@@ -41,7 +43,15 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
         q, p = np.asarray(q, np.float64), np.asarray(p, np.float64)
         conf = confidence(layout, meta["safety"], q, p, kn) if use_safety and meta.get("safety") else None
         weights.append(np.ones(len(q)) if conf is None else np.asarray(conf, np.float64))
-        return run_model(model, layout, q, p, kn, confidence=conf)
+        fq, fp = run_model(model, layout, q, p, kn, confidence=conf)
+        if plant_feet:
+            from motioncore.families.body.fill_plant import plant_clip
+
+            for b in range(len(q)):
+                pl = plant_clip(sk, fq[b], fp[b], known[b], ~known[b], float(meta.get("fps") or 30.0))
+                if pl is not None:
+                    fq[b], fp[b] = pl.rotations, pl.positions
+        return fq, fp
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
     wrapped = on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map)
@@ -50,10 +60,11 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
 
 
 def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float = 0.0, joint_map=None,
-                       device: str = "cpu") -> KeyFill:
+                       device: str = "cpu", plant_feet: bool = True) -> KeyFill:
     """Whole clips filled as the add-on and ``batch infill`` fill them (``tasks.infill.fill_clip``: each gap in
     its own window, the gate fitted on the clip's own keys when ``gate``; Learn This Action for ``adapt``
-    seconds first when > 0), on any body skeleton through ``on_skeleton``. The returned fill's ``last_info()``
+    seconds first when > 0; the feet planted unless ``plant_feet`` is False), on any body skeleton through
+    ``on_skeleton``. The returned fill's ``last_info()``
     gives the last clip's mean gate weight (``weight``) and, after adapting, the pseudo-gap errors."""
     from motioncore.models.registry import load_model
     from motioncore.tasks.infill import fill_clip
@@ -78,7 +89,8 @@ def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float
                                 adapt_used=ad.used)
                 except MotioncoreError as e:  # too little keyed to learn from: the gate alone, and say so
                     info["adapt_skipped"] = str(e)
-            out = fill_clip(net, meta, q[b], p[b, :, rj], known[b], gate=gate, gate_limit=limit)
+            out = fill_clip(net, meta, q[b], p[b, :, rj], known[b], gate=gate, gate_limit=limit,
+                            plant_feet=plant_feet)
             oq[b], op[b, :, rj] = out.rotations[0], out.root[0]
             if out.gate is not None:
                 info["weight"] = out.gate.mean_weight()

@@ -17,20 +17,25 @@ from motioncore.tasks.infill import Filled, _checked_window
 
 def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int = 1,
                    fill: np.ndarray | None = None, residual: float = 1.0, gate: Any = True,
-                   check: Callable[[], None] | None = None, gate_limit: int | None = None, **_: Any) -> Filled:
+                   check: Callable[[], None] | None = None, gate_limit: int | None = None,
+                   plant_feet: bool | str = False, **_: Any) -> Filled:
     """``tasks.infill.fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its
     own window (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass. Batched
-    windows (N, T, J, 4) are filled with the network as trained (no gate)."""
+    windows (N, T, J, 4) are filled with the network as trained (no gate). ``plant_feet``: then the feet planted
+    (``families.body.fill_plant``) on the gaps whose length the gate keeps planting for; ``"judge"``: judged by the
+    gate, not planted (a client that plants its own rig)."""
+    plant = plant_feet
     if np.ndim(rotations) != 3:
         gate = False
     J = Skeleton.from_dict(meta["skeleton"]).num_joints
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     frames = todo.any(1)
     if gate is True:
-        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO)
+        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=bool(plant))
     elif not isinstance(gate, Gate):
         gate = None
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
+    planted = np.zeros(len(q), bool)  # the gap frames whose feet are planted
     for s, e, a, b in gap_windows(frames):
         if check is not None:
             check()
@@ -42,11 +47,22 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
         out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
         base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
         base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
+        planted[s:e] = bool(plant) and (gate is None or gate.plant(e - s))
+    plant_info = None
+    if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
+        plant_info = {"frames": int(planted.sum()), "judged_only": True}
+    elif planted.any():
+        from motioncore.families.body.fill_plant import plant_filled
+
+        pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & planted[:, None])
+        if pl is not None:
+            out_q, out_r = pq, pr
+            plant_info = {"frames": int(planted.sum()), "contact_runs": len(pl.runs), "hips_moved": pl.hips_moved}
     keep = ~todo[:, :J, None]
     out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
     base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
     out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
-    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate)
+    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate, plant_info)
 
 
 def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,

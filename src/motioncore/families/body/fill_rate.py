@@ -104,23 +104,40 @@ class ClipGate(Gate):
 
 def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
                            fill: np.ndarray | None = None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
-                           gate_limit: int | None = None, check: Callable[[], None] | None = None, **_: Any) -> Filled:
+                           gate_limit: int | None = None, check: Callable[[], None] | None = None,
+                           plant_feet: bool | str = True, **_: Any) -> Filled:
     """``tasks.infill.fill_clip_at`` for ``infill-body`` at another rate than the checkpoint's (its ``fill_at`` hook
     in ``models.kinds``): the gate fitted on the clip at the model's rate (``gate`` True; a ``Gate``: those weights;
     False: none), then ``fill_body_at_rate``. One answer, repeated for every sample asked (temperature, order and
-    seed do not apply); elements not filled come back bit-identical."""
+    seed do not apply); elements not filled come back bit-identical. ``plant_feet``: then the feet planted at the
+    clip's rate (``families.body.fill_plant``) in the gaps whose length (in model frames) the gate, which judges it at
+    the model's rate, keeps planting for; ``"judge"``: judged, not planted (a client that plants its own rig)."""
     J = Skeleton.from_dict(meta["skeleton"]).num_joints
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     if gate is True:   # pseudo-gaps of the real gaps' lengths, at the model's rate
         mq, mr, mk = at_model_rate(meta, q, r, keys, fps)
         i0, i1, _ = resample_frames(len(q), fps, float(meta["fps"]))
-        gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO)
+        gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO,
+                        plant=bool(plant_feet))
     fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, residual, gate, check)
+    planted = np.zeros(len(q), bool)   # the gaps whose length (in model frames) the gate plants
+    for s, e in runs(todo.any(axis=1)):
+        gap_m = max(1, int(round((e - s) * float(meta["fps"]) / fps)))
+        planted[s:e] = bool(plant_feet) and (not isinstance(gate, Gate) or gate.plant(gap_m))
+    plant_info = None
+    if planted.any() and plant_feet == "judge":   # judged only: the client plants its own rig where the gate says
+        plant_info = {"frames": int(planted.sum()), "judged_only": True}
+    elif planted.any():
+        from .fill_plant import plant_filled
+
+        fq, fr, pl = plant_filled(meta, fq, fr, keys, todo & planted[:, None], fps)
+        if pl is not None:
+            plant_info = {"frames": int(planted.sum()), "contact_runs": len(pl.runs), "hips_moved": pl.hips_moved}
     keep = ~todo
     fq, bq = (np.where(keep[:, :J, None], rotations, a) for a in (fq, bq))
     fr, br = (np.where(keep[:, J:], root, a) for a in (fr, br))
     fq, fr, bq, br = (np.repeat(a[None], n_samples, 0) for a in (fq, fr, bq, br))
-    return Filled(fq, fr, keys, todo, bq, br, g)
+    return Filled(fq, fr, keys, todo, bq, br, g, plant_info)
 
 
 def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.ndarray, todo: np.ndarray,

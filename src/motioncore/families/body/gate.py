@@ -33,6 +33,7 @@ __all__ = ["Gate", "GateFit", "fit_gate", "bucket", "pseudo_windows", "GRID", "M
 GRID = np.round(np.linspace(0.0, 1.0, 11), 2)  # candidate weights
 MAX_PSEUDO = 24  # pseudo-gaps per length bucket
 MIN_PSEUDO = 4  # fewer dense pseudo-gaps than this: leave-one-key-out as well
+JUDGE_CONTEXT = 4  # keyed frames either side of a pseudo-gap that only judges planting (a short clip)
 EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 
 
@@ -51,6 +52,8 @@ class GateFit:
     pseudo: int  # pseudo-gaps scored
     method: str  # "pseudo-gaps" | "leave-one-key-out" | "none" (nothing keyed to learn from: weight 1)
     error: dict[str, list[float]] = field(default_factory=dict)  # {bezier, model, gated: [cm, deg]}
+    plant: bool = True  # plant the feet in gaps of this length (``families.body.fill_plant``)
+    plant_error: dict = field(default_factory=dict)  # its judgement: {unplanted, planted: [cm, deg, skate]}
 
 
 @dataclass
@@ -62,6 +65,11 @@ class Gate:
     def weights(self, length: int) -> tuple[float, float]:
         f = self.fits.get(bucket(length))
         return (1.0, 1.0) if f is None else (f.rot, f.root)
+
+    def plant(self, length: int) -> bool:
+        """Whether the feet are planted in gaps of ``length`` frames (the pseudo-gaps said it does not cost error)."""
+        f = self.fits.get(bucket(length))
+        return True if f is None else f.plant
 
     def summary(self) -> list[dict]:
         return [asdict(f) for _, f in sorted(self.fits.items())]
@@ -139,6 +147,7 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
         _, tP = net.fk(tL, torch.from_numpy(t_root * POS_SCALE).float().to(dev), off)
     conf = torch.as_tensor(np.ones(len(q)) if not safety else confidence(layout, safety, q, p, known),
                            dtype=torch.float32, device=dev)
+    whole = (feats, res, kn)  # every frame, for the windows' fills themselves (``score.fill``)
     cols = torch.from_numpy(np.flatnonzero(np.asarray(frames, bool).any(0))).to(dev)  # only scored frames matter:
     feats, res, kn, off, tL, tP = (x[:, cols] for x in (feats, res, kn, off, tL, tP))  # FK is per frame
     fr = torch.from_numpy(np.asarray(frames, bool)).to(dev)[:, cols]
@@ -164,6 +173,17 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
                 cache[pp] = (float(cm[sl][m[sl]].mean()), float(deg[sl][m[sl]].mean()))
         return [cache[pp] for pp in pairs]
 
+    def fill(pair: Pair) -> tuple[np.ndarray, np.ndarray]:
+        """The windows filled at ``pair``'s weights, on the skeleton: (B, T, J, 4), (B, T, J, 3), keys exact."""
+        from motioncore.families.body.fill import finish
+
+        w = conf[:, None] * torch.as_tensor(pair, dtype=torch.float32, device=dev)[None]
+        with torch.no_grad():
+            _, quats, root = assemble(*whole, smooth=False, weights=w)
+        return finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, q, p,
+                      known)
+
+    score.fill = fill  # type: ignore[attr-defined]
     return score
 
 
@@ -178,10 +198,12 @@ def _fit_one(score: Callable[[list[Pair]], list[Pair]], n: int, length: int, met
 
 
 def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-             context: int = CONTEXT, limit: int = MAX_PSEUDO) -> Gate:
+             context: int = CONTEXT, limit: int = MAX_PSEUDO, plant: bool = False) -> Gate:
     """The gate for a clip on the checkpoint's skeleton (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` and
     ``todo`` (T, J + 1) bool), one fit per bucket of the lengths of the gaps in ``todo``, on up to ``limit``
-    pseudo-gaps each (after Learn This Action: its held-out ones, ``families.body.adapt.HELD``)."""
+    pseudo-gaps each (after Learn This Action: its held-out ones, ``families.body.adapt.HELD``). ``plant``: also
+    judge planting the feet on the same pseudo-gaps at the fitted weights (``families.body.fill_plant.judge_plant``: off
+    for a length where it costs error)."""
     from motioncore.core.skeleton import Skeleton
     from motioncore.families.body.fill import BodyLayout
 
@@ -199,7 +221,13 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
     for bk, ls in lengths.items():
         L = int(np.median(ls))
         wins = pseudo_windows(full, L, context, limit)
-        if len(wins) >= MIN_PSEUDO:
+        if not wins and plant:  # too short a keyed stretch for full context: planting is judged on shorter context,
+            wins = pseudo_windows(full, L, JUDGE_CONTEXT, limit)  # or on pseudo-gaps down to half the gap's length
+            for short in range(L - 1, max(1, (L + 1) // 2) - 1, -1):
+                if wins:
+                    break
+                wins = pseudo_windows(full, short, JUDGE_CONTEXT, limit)
+        if wins:
             idx = np.stack([np.arange(a, b) for a, _, _, b in wins])
             kn = np.ones(idx.shape + (J + 1,), bool)
             frames = np.zeros(idx.shape, bool)
@@ -207,13 +235,21 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
                 kn[i, s - a:e - a] = False
                 frames[i, s - a:e - a] = True
             score = _score_windows(model, layout, meta.get("safety"), q[idx], pos[idx], kn, frames)
+        if len(wins) >= MIN_PSEUDO and wins[0][1] - wins[0][0] == context:
             fits[bk] = _fit_one(score, len(wins), L, "pseudo-gaps")
-            continue
-        tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
-        if not tasks:
-            fits[bk] = GateFit(L, 1.0, 1.0, 0, "none")
-            continue
-        fits[bk] = _fit_loo(model, layout, meta.get("safety"), q, pos, tasks, L)
+        else:
+            tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
+            fits[bk] = _fit_loo(model, layout, meta.get("safety"), q, pos, tasks, L) if tasks else \
+                GateFit(L, 1.0, 1.0, 0, "none")
+        if plant and not wins:  # nothing to judge planting on (sparse keys): the feet are left as filled
+            fits[bk].plant, fits[bk].plant_error = False, {"unjudged": "no fully keyed stretch to cut a test gap "
+                                                                       f"of {L} frames from"}
+        if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
+            # fewer than the weights need): kept only where it costs no error there
+            from motioncore.families.body.fill_plant import judge_plant
+
+            fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
+            fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp)
     return Gate(fits)
 
 

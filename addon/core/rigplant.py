@@ -1,0 +1,89 @@
+"""Feet planted on the rig itself (the library's ``core.plant``, vendored): after the body in-fill's answer is
+applied as a correction of the rig's own curves, the rig's feet are planted again with the rig's own bone
+lengths, so a rig of other proportions than the model's does not slide what the server planted.
+
+The rig's pose for it: world rest-to-pose rotations ``D`` (`vendor.rest.rig_globals`, model axes, Y-up) and the
+bones' rest heads; a bone's head is its nearest keyed ancestor's plus ``D`` of that ancestor applied to their
+rest offset, the root bone's head is sent as the root translation (a root bone without a parent bone only).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..vendor.axes import z_up_to_y_up
+from ..vendor.gaps import runs
+
+SIDES = (("_l", "left", "l_"), ("_r", "right", "r_"))
+
+
+def rig_legs(names: Sequence[str], model_skeleton: dict[str, Any]) -> list[tuple[int, int, int, int]]:
+    """[(thigh, shin, foot, toe or -1)] rig bone indices per leg, from the model joints the bones map to (the
+    model's foot joint: named like a foot or ankle; its parent the shin, its grandparent the thigh); [] if a leg
+    is not mapped."""
+    mn, mp = list(model_skeleton["names"]), [int(p) for p in model_skeleton["parents"]]
+    col = {n: b for b, n in enumerate(names)}
+    out: list[tuple[int, int, int, int]] = []
+    for side in SIDES:
+        foot = next((j for j, n in enumerate(mn) if ("foot" in n.lower() or "ankle" in n.lower())
+                     and any(t in n.lower() for t in side)), None)
+        if foot is None or mp[foot] < 0 or mp[mp[foot]] < 0:
+            return []
+        chain = [mp[mp[foot]], mp[foot], foot]
+        toe = next((j for j, p in enumerate(mp) if p == foot), None)
+        if any(mn[j] not in col for j in chain):
+            return []
+        out.append((col[mn[chain[0]]], col[mn[chain[1]]], col[mn[chain[2]]],
+                    col[mn[toe]] if toe is not None and mn[toe] in col else -1))
+    return out
+
+
+def plant_rig(rotations: np.ndarray, root: np.ndarray, heads: np.ndarray, up: Sequence[int], root_bone: int,
+              legs: list[tuple[int, int, int, int]], known: np.ndarray, todo: np.ndarray, fps: float
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The rig's (T, B, 4) rotations (model axes, rest as identity) and (T, 3) root translation (Z-up, armature
+    units) with the feet planted on the frames ``todo`` (T,); ``known`` (T,) the keyed frames."""
+    from ..vendor.plant import Leg, plant_feet
+
+    h = z_up_to_y_up(np.asarray(heads, np.float64))
+    pos = np.zeros(rotations.shape[:2] + (3,))
+    for b, u in enumerate(up):
+        pos[:, b] = h[b] - h[u] if u >= 0 else h[b]
+    pos[:, root_bone] = z_up_to_y_up(np.asarray(root, np.float64))
+    pl = plant_feet(list(up), rotations, pos, known, todo, [Leg(*lg) for lg in legs], root_bone, fps)
+    from ..vendor.axes import y_up_to_z_up
+
+    return pl.rotations, y_up_to_z_up(pl.positions[:, root_bone])
+
+
+def planted_frames(known: np.ndarray, gate: Sequence[dict[str, Any]], scene_fps: float | None,
+                   model_fps: float) -> np.ndarray:
+    """(T,) the filled frames of the gaps whose length the server's gate planted (the nearest fitted length, in
+    model frames)."""
+    out = np.zeros(len(known), bool)
+    k = model_fps / float(scene_fps or model_fps)
+    for s, e in runs(~np.asarray(known, bool)):
+        if not gate:
+            out[s:e] = True
+            continue
+        fit = min(gate, key=lambda g: abs(g["length"] - (e - s) * k))
+        out[s:e] = bool(fit.get("plant", True))
+    return out
+
+
+def rig_feet(rc: Mapping[str, Any], known: np.ndarray, names: Sequence[str], info: Mapping[str, Any],
+              bones: Sequence[str], ups: Sequence[int], root_bone: str | None, root_parent: int, fps: float | None
+              ) -> tuple[int, list[tuple[int, int, int, int]], np.ndarray, np.ndarray] | None:
+    """(root bone index, legs, keyed frames, frames to plant) for `plant_rig` where the server planted
+    feet (its reply's ``plant``) on a rig whose root bone has no parent bone; else None."""
+    if not rc.get("plant") or root_parent >= 0 or root_bone is None or root_bone not in bones:
+        return None
+    legs = rig_legs(names, info["skeleton"])
+    if not legs:
+        return None
+    leg_bones = [b for lg in legs for b in lg[:3]]
+    todo = ~known[:, leg_bones].any(1) & planted_frames(known.all(1), rc.get("gate") or [], fps,
+                                                                 float(info.get("fps") or 30.0))
+    return (list(bones).index(root_bone), legs, known.all(1), todo) if todo.any() else None
