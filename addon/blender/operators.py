@@ -9,7 +9,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ..core import connect, keys, rates, requests, rigmap
+from ..core import connect, keys, quality, rates, requests, rigmap
 from ..core.feet_report import report_feet
 from ..core.gate_report import gate_message
 from ..core.jobs import Worker, run_sync
@@ -402,9 +402,9 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
                                   float(s.speed), self.until(context), self._state["parents"], self._state["heads"])
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
-        done = super().apply(context, value)
-        fit = value[0].get("code_fit")
-        return done if not fit else f"{done}; style code fitted to the example in {float(fit['seconds']):.1f} s"
+        line, warn = quality.style_report(super().apply(context, value), value[0])
+        _ = warn and self.report({"WARNING"}, f"{self.label}: {warn}")  # the example's problems, above the INFO line
+        return line
 
 
 # "Map For" entries -> (task, model): both in-fill models serve the task "infill"

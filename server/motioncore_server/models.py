@@ -282,18 +282,19 @@ def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: t
                 motion, missing = ad.motion(inputs["rotations"], inputs["root"], content.get("joints"),
                                             content.get("fps"), content.get("root_space") == "ground")
                 if ad.prior is None:  # an older checkpoint: the encoder alone
-                    z, fit = ad.code(motion), None
+                    z, fit, quality = ad.code(motion), None, None
                 else:  # the encoder's code fitted to the exemplar (families.style.adapt)
                     z, rep = ad.fit_report(motion)
                     fit = {"steps": rep["steps"], "best_step": rep["best_step"], "rows": rep["rows"],
                            "seconds": round(rep["fit_s"], 3)}
+                    quality = rep["quality"]
             except MotioncoreError as e:
                 raise InvalidRequest(str(e)) from None
             source = "exemplar"
         out, arrays = rollout_path(ad.controller(z), name, inputs, content, ctx)
         out.update(style_from=source, missing_joints=missing)
         if source == "exemplar":
-            out["code_fit"] = fit
+            out.update(code_fit=fit, exemplar_quality=quality)
         arrays["z"] = np.asarray(z, np.float32)
         return out, arrays
 

@@ -166,6 +166,7 @@ def test_style_operator_reads_the_example_action(addon):
     assert op.execute(ctx(rig, [path])) == {"FINISHED"}, op.reports
     assert rig.animation_data.action is not ex and len(_channels(rig)) > 80
     assert "style code fitted to the example in" in op.reports[-1][1], op.reports   # the server fitted the code
+    assert "held-out error" in op.reports[-1][1], op.reports   # and said how well the code predicts the example
 
 
 def test_connect_map_bones_and_errors(addon, server, tmp_path, monkeypatch):

@@ -158,11 +158,13 @@ def test_style_adapt_walks_the_path_in_the_exemplars_style(server):
         ex = _bandai_walk(style).motion
         root = ex.positions[:, ad._base.body.root]
         r = c.style_adapt(STRAIGHT, rotations=ex.rotations, root=root, joints=list(ex.skeleton.names), frames=frames)
-        z = ad.fit(ad.motion(ex.rotations.astype(np.float32), root.astype(np.float32))[0])
+        z, rep = ad.fit_report(ad.motion(ex.rotations.astype(np.float32), root.astype(np.float32))[0])
         ref = ad.controller(z).rollout(RootPath(STRAIGHT.astype(np.float64)), frames=frames)
         assert r.content["style_from"] == "exemplar" and r.arrays["z"].shape == (ad.model.pfnn.cfg.style_dim,) and not r.content["missing_joints"]
         np.testing.assert_allclose(r.arrays["z"], z, atol=1e-4)
         assert r.content["code_fit"]["best_step"] > 0    # the fit moved the code on these exemplars
+        q = r.content["exemplar_quality"]    # the fit's held-out error and warnings, as in-process
+        assert q["held_out_cm"] == pytest.approx(rep["quality"]["held_out_cm"], abs=1e-3) and q["warnings"] == rep["quality"]["warnings"]
         np.testing.assert_allclose(r.arrays["rotations"], ref.rotations[0], atol=1e-4)
         again = c.style_adapt(STRAIGHT, z=r.arrays["z"], frames=frames)           # the code instead of the clip
         assert again.content["style_from"] == "z"

@@ -122,14 +122,15 @@ def fit_code(pfnn: nn.Module, x: Tensor, y: Tensor, phase: Tensor, z0: Tensor, p
              cfg: FitConfig | None = None, cols: Tensor | None = None) -> tuple[Tensor, dict[str, Any]]:
     """z (1, Z) fitted to predict ``y`` (N, D_out) from ``x`` (N, D_in), ``phase`` (N,) (all z-scored as in
     training) with the learnet PFNN ``pfnn`` (weights frozen), from ``z0`` (1, Z); and what happened
-    (steps, the best step, losses, seconds). The first (1 - holdout) of the rows are fitted, in order; the
-    rest pick the step. ``cols``: the Y columns scored (None: all)."""
+    (steps, the best step, losses, ``held_back_rows``: the indices of the rows that picked it, seconds). The
+    first (1 - holdout) of the rows are fitted, in order; the rest pick the step. ``cols``: the Y columns scored (None: all)."""
     t0 = time.perf_counter()
     cfg = cfg or FitConfig()
     N = x.shape[0]
     if N < 8 or y.shape[0] != N or phase.shape != (N,) or z0.ndim != 2 or z0.shape[0] != 1:
         raise MotioncoreError(f"fit_code: x {tuple(x.shape)}, y {tuple(y.shape)}, phase {tuple(phase.shape)}, "
                               f"z0 {tuple(z0.shape)}: need N >= 8 rows and z0 (1, Z)")
+    keep = torch.arange(N)
     if N > cfg.max_rows:
         keep = torch.linspace(0, N - 1, cfg.max_rows).round().long()
         x, y, phase = x[keep], y[keep], phase[keep]
@@ -159,4 +160,4 @@ def fit_code(pfnn: nn.Module, x: Tensor, y: Tensor, phase: Tensor, z0: Tensor, p
         opt.step()
     pfnn.train(was)
     return best_z, {"steps": cfg.steps, "best_step": best_step, "held_back_mse": val, "rows": N,
-                    "fit_s": time.perf_counter() - t0}
+                    "held_back_rows": keep[cut:].tolist(), "fit_s": time.perf_counter() - t0}

@@ -159,8 +159,30 @@ class StyleAdapter:
             names = [b.name for b in self.layout.outputs if b.name in ("joint_pos", "joint_vel", "joint_axes", "joint_rot")]
             cols = torch.as_tensor(np.concatenate([np.arange(self.layout.output_block(n).start,
                                                              self.layout.output_block(n).stop) for n in names]))
-        z, info = fit_code(self.model.pfnn, x, y, t(rows["phase"]), t(z0)[None], self.prior, cfg, cols)
-        return z.reshape(-1).cpu().numpy(), {**info, "z_encoder": z0}
+        ph = t(rows["phase"])
+        z, info = fit_code(self.model.pfnn, x, y, ph, t(z0)[None], self.prior, cfg, cols)
+        z_np = z.reshape(-1).cpu().numpy()
+        return z_np, {**info, "z_encoder": z0, "quality": self._quality(rows, x, ph, info["held_back_rows"], z_np, z0)}
+
+    def _quality(self, rows: dict[str, np.ndarray], x: torch.Tensor, phase: torch.Tensor, held: list[int],
+                 z: np.ndarray, z0: np.ndarray) -> dict[str, Any]:
+        """`generate_quality.assess` of a fit: its length, held-out errors and code distance."""
+        from motioncore.families.style.generate_quality import assess, held_out_cm, training_distances
+        from motioncore.features.poses import ground_joints
+
+        assert self.prior is not None
+        sk, body = self.skeleton, self._base.body
+        keep = np.setdiff1d(np.arange(sk.num_joints), ground_joints(sk, body))
+        cols = self.layout.output_block("joint_pos").slice
+        err = {name: held_out_cm(self.model.pfnn, x, phase, rows["Y"].astype(np.float64), held, code,
+                                 self._base.y_norm.inverse, cols, keep)
+               for name, code in (("fitted", z), ("encoder", z0), ("no_style", None))}
+        d = z.astype(np.float64) - self.prior.mean
+        dist = float(d @ self.prior.precision @ d / len(d))
+        train = training_distances(self.prior)
+        min_s = float((self.meta.get("experiment") or {}).get("window_min_s", 2.0))
+        return assess(len(rows["X"]) / self.fps, min_s, err, dist, float(np.percentile(train, 99)) if len(train) else 0.0,
+                      self.meta.get("exemplar_error_cm"))
 
     def controller(self, z: np.ndarray | None) -> Any:
         """A PFNNController walking in style z ((Z,); None: the adapters off, the unadapted network)."""

@@ -116,7 +116,7 @@ def make_loss(l1: float, sampler: ExemplarSampler | None = None):
 
 def batch_tensors(prep: Prepared, idx: np.ndarray) -> dict[str, Tensor]:
     i = torch.from_numpy(idx)
-    return {"x": prep.x[i], "y": prep.y[i], "phase": prep.phase[i], "style": prep.style[i], "clip": prep.clip[i]}
+    return {"x": prep.x[i], "y": prep.y[i], "phase": prep.phase[i], "style": prep.style[i], "clip": prep.clip[i], "row": i}
 
 
 # ----------------------------------------------------------------------------- training

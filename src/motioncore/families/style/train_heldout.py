@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from motioncore.data import Clip, get_spec, load
 from motioncore.errors import DataError, MotioncoreError
+from motioncore.eval.controllers import rotation_step_limits
 from motioncore.families.pfnn.features import GAITS, ROTATION_ENCODINGS, locomotion_clips, pfnn_dataset, pfnn_layout
 from motioncore.families.pfnn.model import PFNN
 from motioncore.families.style.adapt import CodePrior, foot_floor
@@ -46,7 +47,9 @@ from motioncore.families.style.train import (
     train_stage,
 )
 from motioncore.families.style.train_data import Prepared
+from motioncore.families.style.train_smooth import TurnMeter, batch_seed, mixed_codes, previous_rows
 from motioncore.features.normaliser import layout_normalisers
+from motioncore.models.registry import resolve
 
 HELD_OUT = ("elderly", "not-confident", "proud")  # chosen from the walk statistics before any training (docs/models.md)
 
@@ -79,13 +82,31 @@ class StyleConfig:
     resume: bool = True  # reuse finished stages, resume interrupted ones
     progress: bool = True
     rotations: str = "axes"  # Y's joint rotation encoding (families.pfnn.features; "logmap": checkpoints from before issue 27)
+    # continuity (families.style.train_smooth; all 0: off, as the checkpoints from before issue 40)
+    turn_weight: float = 0.0  # cost of a joint's local turn between frames i-1 and i over turn_margin x the data's p99.9
+    turn_margin: float = 0.9  # the turn cost starts at this fraction of each joint's p99.9 turn in the training data
+    vel_weight: float = 0.0  # MSE of the rotation outputs' change i-1 -> i against the data's change
+    turn_mix: float = 0.0  # > 0: the continuity costs also on mixed codes, blend weight in [-turn_mix, 1 + turn_mix]
+    turn_mix_noise: float = 0.5  # noise on the mixed codes, times the batch codes' sd
+    turn_rows: int = 64  # rows of each batch the continuity costs are computed on (the first ones: batches are shuffled)
+    adapter_layers: str = ""  # comma-separated PFNN layers that keep a style adapter ("": every layer); the others are
+    # zeroed and frozen (f's last layer at zero: the adapter adds exactly nothing)
+    roll_weight: float = 0.0  # the turn cost on consecutive frames of the starting network's own walks (train_rollouts)
+    roll_clips: int = 24  # training clips whose codes walk (plus roll_mix blends of them)
+    roll_mix: int = 8
+    roll_paths: int = 4  # random paths per code
+    roll_frames: int = 240  # frames per walk
+    input_noise: float = 0.0  # sd (z-scored units) of noise on the previous-pose inputs of training rows: the rollout
+    # feeds the network its own poses, so it learns to walk back to the data from near it (0: off)
+    init_learnet: str = ""  # start the learnet from this learnet-pfnn checkpoint (same architecture)
+    base_from: str = ""  # take the base from this pfnn checkpoint instead of training it (same data and holdouts)
 
     def __post_init__(self) -> None:
         if isinstance(self.holdouts, str):
             object.__setattr__(self, "holdouts", tuple(s for s in self.holdouts.split(",") if s))
         if self.rotations not in ROTATION_ENCODINGS:
             raise ValueError(f"StyleConfig.rotations: expected one of {ROTATION_ENCODINGS}, got {self.rotations!r}")
-        for name in ("hidden_dim", "style_rank", "z_dim", "encoder_channels", "epochs", "batch_size", "threads"):
+        for name in ("hidden_dim", "style_rank", "z_dim", "encoder_channels", "epochs", "batch_size", "threads", "turn_rows"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"StyleConfig.{name}: expected an int >= 1, got {getattr(self, name)!r}")
         if not 0 < self.window_min_s <= self.window_max_s:
@@ -94,6 +115,13 @@ class StyleConfig:
             raise ValueError("holdouts: name at least one style to hold out")
         if self.z_noise < 0 or self.z_l2 < 0 or self.balance < 0 or not 0 <= self.code_dropout < 1:
             raise ValueError("z_noise, z_l2 and balance must be >= 0, code_dropout in [0, 1)")
+        for name in ("turn_weight", "vel_weight", "turn_mix", "turn_mix_noise", "input_noise", "roll_weight"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"StyleConfig.{name}: expected a number >= 0, got {getattr(self, name)!r}")
+        if self.adapter_layers and not all(p.strip().isdigit() for p in self.adapter_layers.split(",")):
+            raise ValueError(f"StyleConfig.adapter_layers: expected layer numbers like '0,1', got {self.adapter_layers!r}")
+        if not self.turn_margin > 0:
+            raise ValueError(f"StyleConfig.turn_margin: expected a number > 0, got {self.turn_margin!r}")
 
 
 @dataclass(eq=False)
@@ -158,13 +186,22 @@ def prepare(cfg: StyleConfig, clips: list[Clip]) -> StylePrepared:
         tuple(cfg.holdouts), held_by, repeats)
 
 
-def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None):
+def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None, smooth: Smoothness | None = None):
     """z-scored output MSE + L1 on the PFNN weight sets; with a sampler, the learnet's z comes from an
     exemplar (training: another clip of the row's style, plus the L2 cost and noise on z; evaluation:
-    the style's fixed exemplar)."""
+    the style's fixed exemplar); with ``smooth`` (training only), the continuity costs of `train_smooth`
+    on the row's code and on mixed codes, every random draw seeded by the batch's rows (exact resume)."""
 
     def loss_fn(m: nn.Module, b: dict[str, Tensor]) -> Tensor:
         z, extra = None, 0.0
+        if smooth is not None and m.training:
+            seed = batch_seed(b["row"], cfg.seed)
+            torch.manual_seed(seed)  # dropout, z noise, code dropout
+            if sampler is not None:
+                sampler.gen.manual_seed(seed + 1)  # exemplar windows
+        if smooth is not None and m.training and cfg.input_noise > 0:
+            b = {**b, "noise": smooth.pose_noise(len(b["x"]))}
+            b["x"] = b["x"] + b["noise"]
         if sampler is not None:
             assert isinstance(m, LearnetPFNN)
             if m.training:
@@ -183,9 +220,77 @@ def make_loss(cfg: StyleConfig, sampler: ExemplarSampler | None = None):
             loss = nn.functional.mse_loss(m(b["x"], b["phase"], z), b["y"]) + extra
         if cfg.l1 and m.training:
             loss = loss + cfg.l1 * torch.stack([layer.weight.abs().mean() for layer in _pfnn_of(m).net.layer_list()]).mean()
+        if smooth is not None and m.training:
+            loss = loss + smooth.cost(m, b, z)
         return loss
 
     return loss_fn
+
+
+class Smoothness:
+    """The continuity costs (`train_smooth`) of a training batch: rows i with a row i-1 in the same clip,
+    predicted at i-1 and i with the row's code (and with a mixed code when ``turn_mix`` > 0)."""
+
+    def __init__(self, cfg: StyleConfig, prep: StylePrepared, limits_deg: np.ndarray):
+        self.cfg, self.prep = cfg, prep
+        self.meter = TurnMeter(prep.layout, prep.y_norm, prep.clips[0].motion.skeleton.parents)
+        lim = np.radians(np.asarray(limits_deg, np.float64)) * cfg.turn_margin  # (J,)
+        self.limit = torch.as_tensor(lim[self.meter.child.numpy()], dtype=torch.float32)  # (J',)
+        self.starts = torch.as_tensor(np.asarray(prep.starts, np.int64))
+        self.gen = torch.Generator()
+        self.states: dict[str, Tensor] | None = None  # walks of the starting network (roll_weight > 0)
+        lay = prep.layout
+        self.pose_cols = torch.as_tensor(np.r_[lay.input_block("joint_pos").start:lay.input_block("joint_pos").stop,
+                                               lay.input_block("joint_vel").start:lay.input_block("joint_vel").stop])
+
+    def rollout_cost(self, m: nn.Module, gen: torch.Generator) -> Tensor:
+        """The turn cost on ``turn_rows`` random consecutive frame pairs of the stored walks (`train_rollouts`)."""
+        st = self.states
+        R, T = st["phase"].shape
+        r = torch.randint(0, R, (self.cfg.turn_rows,), generator=gen)
+        t = torch.randint(1, T, (self.cfg.turn_rows,), generator=gen)
+        z = st["z"][st["code"][r]]
+        p0, p1 = m(st["x"][r, t - 1], st["phase"][r, t - 1], z), m(st["x"][r, t], st["phase"][r, t], z)
+        return self.meter.excess(p0, p1, self.limit)
+
+    def pose_noise(self, n: int) -> Tensor:
+        """(n, D_in) Gaussian noise of sd ``input_noise`` on the previous-pose columns, zero elsewhere."""
+        noise = torch.zeros(n, self.prep.x.shape[1])
+        noise[:, self.pose_cols] = self.cfg.input_noise * torch.randn(n, len(self.pose_cols))
+        return noise
+
+    def cost(self, m: nn.Module, b: dict[str, Tensor], z: Tensor | None) -> Tensor:
+        cfg = self.cfg
+        keep, _ = previous_rows(b["row"], self.starts, b["clip"])
+        keep[cfg.turn_rows:] = False  # a shuffled batch: its first rows are a random subset
+        prev = b["row"][keep] - 1
+        codes = [None if z is None else z[keep]]
+        self.gen.manual_seed(batch_seed(b["row"], cfg.seed) + 2)
+        if cfg.turn_mix > 0 and z is not None:
+            codes.append(mixed_codes(z[keep], cfg.turn_mix, cfg.turn_mix_noise, self.gen))
+        was = m.training
+        m.eval()  # the same network at i-1 and i (no dropout masks apart): the one that runs at request time
+        try:
+            return self._costs(m, b, keep, prev, codes)
+        finally:
+            m.train(was)
+
+    def _costs(self, m: nn.Module, b: dict[str, Tensor], keep: Tensor, prev: Tensor, codes: list) -> Tensor:
+        cfg, prep, cols = self.cfg, self.prep, self.meter.cols
+        x0, ph0, x1, ph1 = prep.x[prev], prep.phase[prev], b["x"][keep], b["phase"][keep]
+        if "noise" in b:  # the same shift at i-1 as at i (x1 has it already): smooth near the data, not only on it
+            x0 = x0 + b["noise"][keep]
+        total = b["x"].new_zeros(())
+        if self.states is not None and cfg.roll_weight:
+            total = total + cfg.roll_weight * self.rollout_cost(m, self.gen)
+        for k, zk in enumerate(codes):
+            p0, p1 = m(x0, ph0, zk), m(x1, ph1, zk)  # (B', D_out) at i-1 and i, the same code
+            if cfg.turn_weight:
+                total = total + cfg.turn_weight * self.meter.excess(p0, p1, self.limit)
+            if cfg.vel_weight and k == 0:  # the data's change is the target only for the row's own code
+                dy = b["y"][keep][:, cols] - prep.y[prev][:, cols]
+                total = total + cfg.vel_weight * nn.functional.mse_loss(p1[:, cols] - p0[:, cols], dy)
+        return total
 
 
 def split_record(cfg: StyleConfig, prep: StylePrepared) -> dict:
@@ -212,9 +317,30 @@ def fit_metadata(model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
     codes = torch.cat([encode_spans(model.eval(), prep.x, spans[i:i + 64]) for i in range(0, len(spans), 64)])
     prior = CodePrior.from_codes(codes.double().numpy())
     floor = float(np.median([foot_floor(prep.clips[c].motion) for c in clips]))
+    errs = np.array([clip_error_cm(model, prep, c, codes[i]) for i, c in enumerate(clips)])
     return {"stance_floor_cm": round(floor, 3),
+            "exemplar_error_cm": {"p50": round(float(np.median(errs)), 3), "p99": round(float(np.percentile(errs, 99)), 3),
+                                  "max": round(float(errs.max()), 3), "clips": len(errs),
+                                  "what": "next-frame joint error (cm, body joints) on each training clip's last quarter "
+                                          "with its encoder code: what a usable exemplar's held-out error looks like"},
             "code_prior": {**prior.to_dict(), "from": f"the encoder's codes of {len(clips)} training clips of "
                            f"{len(prep.bank)} training styles (central {max_s:g} s); held out: {', '.join(prep.holdouts)}"}}
+
+
+@torch.no_grad()
+def clip_error_cm(model: LearnetPFNN, prep: StylePrepared, c: int, z: Tensor) -> float:
+    """Mean body-joint next-frame error (cm) of clip ``c``'s last quarter of rows with code z (Z,)."""
+    from motioncore.core.kinematics import find_body_joints
+    from motioncore.features.poses import ground_joints
+
+    n, s = int(prep.counts[c]), int(prep.starts[c])
+    i = torch.arange(s + n - max(1, n // 4), s + n)
+    pred = model.pfnn(prep.x[i], prep.phase[i], z.reshape(1, -1).expand(len(i), -1))
+    sk, cols = prep.clips[0].motion.skeleton, prep.layout.output_block("joint_pos").slice
+    body = np.setdiff1d(np.arange(sk.num_joints), ground_joints(sk, find_body_joints(sk)))
+    raw = prep.y_norm.inverse(pred.double().numpy())[:, cols].reshape(len(i), -1, 3)
+    true = prep.y_raw[i.numpy()][:, cols].astype(np.float64).reshape(len(i), -1, 3)
+    return float(np.linalg.norm(raw - true, axis=-1)[:, body].mean())
 
 
 def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, max_s: float) -> dict:
@@ -224,6 +350,53 @@ def add_fit_metadata(path: str | Path, model: LearnetPFNN, prep: StylePrepared, 
     extra = fit_metadata(model, prep, max_s)
     _write(js, json.dumps({**meta, **extra}, indent=1) + "\n")
     return extra
+
+
+def drop_adapters(model: LearnetPFNN, keep: set[int]) -> None:
+    """Zero and freeze the style adapter of every PFNN layer not in ``keep``: its f's last layer is zero, so
+    ``M1 diag(f(z)) M2 x`` is exactly 0 for every z, and no optimiser step moves it."""
+    adapters = model.pfnn.net.adapter_list()
+    if not keep <= set(range(len(adapters))):
+        raise MotioncoreError(f"adapter_layers {sorted(keep)}: the PFNN has layers 0..{len(adapters) - 1}")
+    for k, ad in enumerate(adapters):
+        if k not in keep:
+            last = ad.f[-1]
+            with torch.no_grad():
+                last.weight.zero_()
+                last.bias.zero_()
+            for p in ad.parameters():
+                p.requires_grad_(False)
+
+
+def walk_states(cfg: StyleConfig, prep: StylePrepared, model: LearnetPFNN, meta: dict) -> dict[str, Tensor]:
+    """`train_rollouts.rollout_states` of ``model`` in ``roll_clips`` training clips' codes and ``roll_mix``
+    blends, on ``roll_paths`` random paths (seeded; never the evaluation's paths). Held-out styles are never read."""
+    from motioncore.families.style.generate import StyleAdapter
+    from motioncore.families.style.train_rollouts import random_paths, rollout_states, training_codes
+
+    t0 = time.perf_counter()
+    pool = sorted({c for p in prep.bank.values() for c in p})
+    pick = np.random.default_rng(cfg.seed + 5).choice(pool, min(cfg.roll_clips, len(pool)), replace=False)
+    ad = StyleAdapter(model.eval(), meta)
+    codes = training_codes(ad, [prep.clips[c].motion for c in pick], cfg.roll_mix, cfg.seed + 6)
+    states = rollout_states(ad, codes, random_paths(cfg.roll_paths, cfg.seed + 7), cfg.roll_frames)
+    print(f"[walks] {states['x'].shape[0]} walks of {cfg.roll_frames} frames in {len(codes)} codes "
+          f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    return states
+
+
+def given_base(cfg: StyleConfig, prep: StylePrepared) -> tuple[nn.Module, dict]:
+    """The base from ``cfg.base_from`` (a pfnn checkpoint of the same experiment: the same held-out styles and
+    normalisers), not trained again."""
+    from motioncore.models.registry import load_model
+
+    base, bmeta = load_model(resolve(cfg.base_from))
+    if bmeta.get("held_out_styles") != list(cfg.holdouts):
+        raise MotioncoreError(f"base_from {cfg.base_from}: held out {bmeta.get('held_out_styles')}, not {list(cfg.holdouts)}")
+    if not np.allclose(bmeta["x_norm"]["mean"], prep.x_norm.to_dict()["mean"], rtol=1e-4, atol=1e-4):
+        raise MotioncoreError(f"base_from {cfg.base_from}: its normaliser differs from these rows (other data?)")
+    print(f"[base] taken from {cfg.base_from} (trained in {bmeta.get('train_wall_s', 0):.0f} s)", flush=True)
+    return base.float().eval(), {"wall_s": float(bmeta.get("train_wall_s", 0.0)), "loaded": True, "history": []}
 
 
 def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
@@ -249,15 +422,39 @@ def train(cfg: StyleConfig, clips: list[Clip] | None = None) -> dict:
             "skeleton": prep.clips[0].motion.skeleton.to_dict(), "experiment": asdict(cfg), "stage_key": key}
     torch.manual_seed(cfg.seed)
     bc = replace(cfg, epochs=cfg.base_epochs or cfg.epochs)
-    base, info_b = train_stage("base", PFNN(bcfg), make_loss(cfg), prep, bc, "pfnn", asdict(bcfg), meta)  # type: ignore[arg-type]
+    if cfg.base_from:
+        base, info_b = given_base(cfg, prep)
+    else:
+        base, info_b = train_stage("base", PFNN(bcfg), make_loss(cfg), prep, bc, "pfnn", asdict(bcfg), meta)  # type: ignore[arg-type]
     lkey = {**key, "epochs": cfg.epochs, "learnet": [cfg.style_rank, cfg.z_dim, cfg.encoder_channels, cfg.window_min_s,
                                                      cfg.window_max_s, cfg.z_noise, cfg.z_l2, cfg.init_base, cfg.code_dropout]}
+    smooth = None
+    if cfg.turn_weight or cfg.vel_weight or cfg.input_noise or cfg.roll_weight:
+        lkey["continuity"] = [cfg.turn_weight, cfg.turn_margin, cfg.vel_weight, cfg.turn_mix, cfg.turn_mix_noise, cfg.turn_rows,
+                              cfg.input_noise,
+                              cfg.init_learnet, cfg.base_from]
+        limits = rotation_step_limits([prep.clips[c].motion for c in sorted({c for p in prep.bank.values() for c in p})])
+        smooth = Smoothness(cfg, prep, limits)
+        meta["turn_limits_deg"] = [round(float(v), 3) for v in limits]
     torch.manual_seed(cfg.seed)
     learnet = LearnetPFNN(lcfg, ecfg)
-    if cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
+    if cfg.init_learnet:  # every weight from a trained learnet of the same architecture
+        from motioncore.families.style.train import load_learnet
+
+        start, smeta = load_learnet(resolve(cfg.init_learnet))
+        learnet.load_state_dict({k: v.float() for k, v in start.state_dict().items()})
+        meta["init_learnet"] = cfg.init_learnet
+    elif cfg.init_base:  # the shared weights start as the trained base; the adapters start at zero
         missing, unexpected = learnet.pfnn.load_state_dict(base.state_dict(), strict=False)
         assert not unexpected and all(".adapters" in k or "adapter" in k for k in missing), (missing, unexpected)
-    trained, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg)),  # type: ignore[arg-type]
+    if cfg.adapter_layers:
+        keep = {int(p) for p in cfg.adapter_layers.split(",")}
+        lkey["adapter_layers"] = sorted(keep)
+        drop_adapters(learnet, keep)
+    if cfg.init_learnet and smooth is not None and cfg.roll_weight:  # the walks of the network training starts from
+        smooth.states = walk_states(cfg, prep, learnet, smeta)
+        lkey["continuity"].append([cfg.roll_weight, cfg.roll_clips, cfg.roll_mix, cfg.roll_paths, cfg.roll_frames])
+    trained, info_l = train_stage("learnet", learnet, make_loss(cfg, ExemplarSampler(prep, cfg), smooth),  # type: ignore[arg-type]
                                   prep, cfg, "learnet-pfnn", {"pfnn": asdict(lcfg), "encoder": asdict(ecfg)},  # type: ignore[arg-type]
                                   {**meta, "stage_key": lkey})
     add_fit_metadata(out / "learnet", trained, prep, cfg.window_max_s)  # type: ignore[arg-type]
