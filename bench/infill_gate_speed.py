@@ -15,28 +15,17 @@ import argparse
 import datetime
 import json
 import platform
-import statistics
 import time
 
 import numpy as np
 import torch
-from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
+from _machine import cpu_name, median_time  # noqa: E402  (sibling module: bench scripts run as files)
 
 from motioncore.data import load
 from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
 from motioncore.families.body.gate import fit_gate
 from motioncore.models.registry import load_model
 from motioncore.tasks.infill import fill_clip
-
-
-def _time(fn, calls: int) -> float:
-    fn()  # warm-up (caches the gap curves' projections)
-    ts = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main() -> None:
@@ -56,9 +45,9 @@ def main() -> None:
     s = len(q) // 2
     known[s:s + a.gap] = False
     keys = np.repeat(known[:, None], q.shape[1] + 1, 1)
-    base = _time(lambda: fill_clip(model, meta, q, r, known, gate=False), a.calls)
-    gate = _time(lambda: fit_gate(model, meta, q, r, keys, ~keys), a.calls)
-    full = _time(lambda: fill_clip(model, meta, q, r, known), a.calls)
+    base = median_time(lambda: fill_clip(model, meta, q, r, known, gate=False), a.calls)
+    gate = median_time(lambda: fit_gate(model, meta, q, r, keys, ~keys), a.calls)
+    full = median_time(lambda: fill_clip(model, meta, q, r, known), a.calls)
     t = time.perf_counter()
     ad = adapt_infill(model, meta, q, r, known, seconds=a.adapt)
     adapt_s = time.perf_counter() - t

@@ -23,22 +23,12 @@ import time
 
 import numpy as np
 import torch
-from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run as files)
+from _machine import cpu_name, median_time  # noqa: E402  (sibling module: bench scripts run as files)
 
 from motioncore.data import load
 from motioncore.families.body.fill_plant import JUDGE, plant_filled
 from motioncore.models.registry import load_model
 from motioncore.tasks.infill import fill_clip
-
-
-def _time(fn, calls: int) -> float:
-    fn()  # warm-up
-    ts = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main() -> None:
@@ -62,7 +52,7 @@ def main() -> None:
     keys = np.repeat(known[:, None], q.shape[1] + 1, 1)
     out = fill_clip(model, meta, q, r, known, plant_feet=False)
     fq, fr = out.rotations[0], out.root[0]
-    plant = _time(lambda: plant_filled(meta, fq, fr, keys, ~keys), a.calls)
+    plant = median_time(lambda: plant_filled(meta, fq, fr, keys, ~keys), a.calls)
     pairs = []   # interleaved, so a busy machine slows both alike: the median difference is what planting adds
     for _ in range(a.calls + 1):
         t0 = time.perf_counter()
