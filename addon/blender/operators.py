@@ -403,7 +403,8 @@ class MOTIONCORE_OT_style_adapt(_WalkBase):
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         line, warn = quality.style_report(super().apply(context, value), value[0])
-        _ = warn and self.report({"WARNING"}, f"{self.label}: {warn}")  # the example's problems, above the INFO line
+        if warn:   # the example's problems, above the INFO line
+            self.report({"WARNING"}, f"{self.label}: {warn}")
         return line
 
 
