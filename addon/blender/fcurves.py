@@ -225,8 +225,9 @@ def sample_rotations(action: Any, slot: Any, bones: Sequence[str], frames: Seque
             fc = find_fcurve(action, slot, bone_path(b), i)
             if fc is not None:
                 out[:, j, i] = [fc.evaluate(f) for f in frames]
-    n = np.linalg.norm(out, axis=-1, keepdims=True)
-    return np.where(n > 1e-12, out / np.maximum(n, 1e-12), np.array([1.0, 0.0, 0.0, 0.0]))
+    from ..vendor.quat_np import quat_normalize
+
+    return quat_normalize(out)
 
 
 def sample_location(action: Any, slot: Any, frames: Sequence[float] | np.ndarray, data_path: str = "location"

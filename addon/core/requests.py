@@ -14,7 +14,7 @@ import numpy as np
 
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
 from ..vendor.gaps import whole_frames
-from ..vendor.quat_np import quat_apply, quat_continuity
+from ..vendor.quat_np import quat_align, quat_apply, quat_continuity, quat_normalize
 from . import jobs, keys, rigmap, rigplant
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
@@ -281,8 +281,7 @@ def correct(out: np.ndarray, root: np.ndarray, base: tuple[np.ndarray, np.ndarra
     bez = np.asarray(seg["bezier"], np.float64)
     delta = rigmap.quat_mul(out, rigmap.quat_conj(b_rot))
     fixed = rigmap.quat_mul(delta, bez)
-    fixed = fixed / np.linalg.norm(fixed, axis=-1, keepdims=True)
-    fixed = np.where(np.sum(fixed * out, -1, keepdims=True) < 0, -fixed, fixed)
+    fixed = quat_align(quat_normalize(fixed), out)
     todo = ~np.asarray(known, bool)
     rot = np.where(todo[:, :-1, None], fixed, out)
     r = np.where(todo[:, -1:], np.asarray(seg["bezier_root"], np.float64) + root - b_root, root)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gaps import runs
-from .quat_np import quat_conj, quat_mul
+from .quat_np import quat_align, quat_between_many, quat_conj, quat_mul, quat_normalize
 
 __all__ = ["Leg", "Planted", "plant_feet", "fk", "foot_contacts_filled", "ANKLE_H", "TOE_H"]
 
@@ -279,15 +279,6 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     return o, seg
 
 
-def _between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Shortest-arc unit quaternions (N, 4) taking directions u (N, 3) onto v (N, 3) (never antiparallel here:
-    the swings are small)."""
-    nuv = np.sqrt(np.sum(u * u, -1) * np.sum(v * v, -1))
-    q = np.concatenate([(nuv + np.sum(u * v, -1))[:, None], np.cross(u, v)], -1)
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(n > 1e-12, q / np.maximum(n, 1e-12), np.array([1.0, 0.0, 0.0, 0.0]))
-
-
 def _two_bone(H, K, A, D, gq_hip, gq_knee, gq_ankle):
     """Per frame, the world rotations of thigh, shin and foot that put the ankle on D (the knee in its plane,
     lengths kept, the goal clamped to the reach; the foot keeps its world rotation)."""
@@ -305,7 +296,7 @@ def _two_bone(H, K, A, D, gq_hip, gq_knee, gq_ankle):
     bend = np.concatenate([np.cos(half)[:, None], np.sin(half)[:, None] * nrm], axis=-1)
     gk = quat_mul(bend, gq_knee)
     A1 = K + quat_apply(bend, v)
-    swing = _between(A1 - H, D - H)
+    swing = quat_between_many(A1 - H, D - H)
     return quat_mul(swing, gq_hip), quat_mul(swing, gk), gq_ankle
 
 
@@ -384,8 +375,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         q[sel, lg.hip] = quat_mul(quat_conj(gpar), gh)
         q[sel, lg.knee] = quat_mul(quat_conj(gh), gk)
         q[sel, lg.ankle] = quat_mul(quat_conj(gk), ga)  # the other leg's chain is untouched: no FK again
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    q = np.where(np.sum(q * rotations, -1, keepdims=True) < 0, -q, q)
+    q = quat_align(quat_normalize(q), rotations)
     q = np.where(todo[:, None, None], q, rotations)
     p = np.where(todo[:, None, None], p, positions)
     return Planted(q, p, contacts, offsets, moved, log)

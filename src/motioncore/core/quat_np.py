@@ -30,6 +30,27 @@ def quat_apply(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return quat_mul(quat_mul(q, qv), quat_conj(q))[..., 1:]
 
 
+def quat_normalize(q: np.ndarray) -> np.ndarray:
+    """WXYZ quaternions (..., 4) scaled to unit length; a (near) zero one becomes the identity."""
+    q = np.asarray(q, np.float64)
+    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(n > 1e-12, q / np.maximum(n, 1e-12), IDENT)
+
+
+def quat_align(q: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``q`` (..., 4) with each quaternion's sign flipped where it lies in the other hemisphere from ``ref``: the
+    same rotations, sign-continuous with the reference (q and -q are one rotation)."""
+    q = np.asarray(q, np.float64)
+    return np.where(np.sum(q * np.asarray(ref, np.float64), -1, keepdims=True) < 0, -q, q)
+
+
+def quat_between_many(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Shortest-arc unit WXYZ quaternions (N, 4) taking directions u (N, 3) onto v (N, 3), for directions never
+    antiparallel (a small swing); one that is comes back as the identity."""
+    nuv = np.sqrt(np.sum(u * u, -1) * np.sum(v * v, -1))
+    return quat_normalize(np.concatenate([(nuv + np.sum(u * v, -1))[:, None], np.cross(u, v)], -1))
+
+
 def quat_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Shortest-arc unit WXYZ quaternion taking direction u (3,) onto v (3,) (a 180 degree turn if antiparallel)."""
     nuv = np.sqrt(u @ u * (v @ v))
