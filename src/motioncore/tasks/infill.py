@@ -178,7 +178,9 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     model fills the rest, and each clip element to fill is interpolated between the model frames around its
     time. Elements not filled come back bit-identical, so the motion is the same in seconds whatever the
     scene's rate. A family with a ``fill_at`` hook (``models.kinds``; ``infill-body``: ``families.body.fill_rate``)
-    fills at the clip's own rate instead: nothing is resampled back.
+    fills a clip faster than the checkpoint (60, 120 fps) at its own rate instead: nothing is resampled back. A
+    slower one (a 24 fps scene) still goes through the model's rate: its gate is fitted there, and the own-rate
+    fill it did not judge was worse than Blender's curve on short gaps (docs/infill.md).
 
     ``mirror``: the clip is the mirror image of the checkpoint's skeleton (a left hand for the right-hand
     ``anyorder-hands``): it is mirrored (:func:`mirror_x`, the ``object_track`` too) before the model and the
@@ -196,7 +198,7 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
         return fill_clip(model, meta, rotations, root, known, fill=fill, **kw)
     kind = spec(meta)
-    if kind is not None and kind.fill_at is not None:   # a family that fills at the clip's own rate
+    if kind is not None and kind.fill_at is not None and float(fps) > mfps:   # a family that fills at the clip's own rate
         return hook(kind.fill_at)(model, meta, rotations, root, known, float(fps), fill=fill, **kw)
     T, J = q_in.shape[:2]
     r_in = np.asarray(root, np.float64)

@@ -24,7 +24,7 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
     windows (N, T, J, 4) are filled with the network as trained (no gate). ``plant_feet``: then the feet planted
     (``families.body.fill_plant``) on the gaps whose length the gate keeps planting for; ``"judge"``: judged by the
     gate, not planted (a client that plants its own rig)."""
-    plant = plant_feet
+    plant = plant_feet if residual != 0.0 else False   # weight 0 asks for the base itself: Blender's curve, unplanted
     if np.ndim(rotations) != 3:
         gate = False
     J = Skeleton.from_dict(meta["skeleton"]).num_joints

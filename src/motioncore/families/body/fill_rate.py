@@ -112,6 +112,8 @@ def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.nd
     seed do not apply); elements not filled come back bit-identical. ``plant_feet``: then the feet planted at the
     clip's rate (``families.body.fill_plant``) in the gaps whose length (in model frames) the gate, which judges it at
     the model's rate, keeps planting for; ``"judge"``: judged, not planted (a client that plants its own rig)."""
+    if residual == 0.0:   # weight 0 asks for the base itself: the clip-rate Bezier, unplanted
+        plant_feet = False
     J = Skeleton.from_dict(meta["skeleton"]).num_joints
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     if gate is True:   # pseudo-gaps of the real gaps' lengths, at the model's rate
