@@ -279,7 +279,7 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     return o, seg
 
 
-def _two_bone(H, K, A, D, gq_hip, gq_knee, gq_ankle):
+def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle):
     """Per frame, the world rotations of thigh, shin and foot that put the ankle on D (the knee in its plane,
     lengths kept, the goal clamped to the reach; the foot keeps its world rotation)."""
     l1 = np.linalg.norm(K - H, axis=-1)
@@ -368,7 +368,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         sel = np.flatnonzero(todo & (np.linalg.norm(offsets[:, i], axis=-1) > 1e-9))
         if sel.size == 0:
             continue
-        gh, gk, ga = _two_bone(gp[sel, lg.hip], gp[sel, lg.knee], gp[sel, lg.ankle], goals[sel, i],
+        gh, gk, ga = two_bone_ik(gp[sel, lg.hip], gp[sel, lg.knee], gp[sel, lg.ankle], goals[sel, i],
                                gq[sel, lg.hip], gq[sel, lg.knee], gq[sel, lg.ankle])
         par = parents[lg.hip]
         gpar = gq[sel, par] if par >= 0 else np.tile([1.0, 0.0, 0.0, 0.0], (sel.size, 1))

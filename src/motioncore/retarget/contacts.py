@@ -27,7 +27,8 @@ from ..core import feet
 from ..core.gaps import runs as mask_runs
 from ..core.kinematics import BodyJoints, find_body_joints
 from ..core.motion import Motion
-from ..core.rotations import axis_angle_to_quat, quat_apply, quat_between, quat_inv, quat_mul, quat_normalize
+from ..core.plant import two_bone_ik
+from ..core.rotations import quat_inv, quat_mul, quat_normalize
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from .mapping import RetargetError
@@ -148,24 +149,7 @@ def pin_feet(motion: Motion, contacts: np.ndarray, blend: int = 4,
             continue
         H, K, A = gp[sel, hip], gp[sel, knee], gp[sel, ankle]
         D = A + w[sel, None] * (goal[sel] - A)
-        l1 = np.linalg.norm(K - H, axis=-1)
-        l2 = np.linalg.norm(A - K, axis=-1)
-        dist = np.clip(np.linalg.norm(D - H, axis=-1), np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
-        # knee: bend about the leg plane's normal so that |ankle - hip| = dist
-        u, v = H - K, A - K
-        n = np.cross(u, v)
-        nn = np.linalg.norm(n, axis=-1, keepdims=True)
-        fallback = quat_apply(gq[sel, hip], np.array([1.0, 0.0, 0.0]))   # a straight leg: the hip's x axis
-        n = np.where(nn > 1e-8, n / np.maximum(nn, 1e-12), fallback)
-        cur = np.arccos(np.clip(np.sum(u * v, -1) / (l1 * l2), -1.0, 1.0))
-        want = np.arccos(np.clip((l1 ** 2 + l2 ** 2 - dist ** 2) / (2 * l1 * l2), -1.0, 1.0))
-        bend = axis_angle_to_quat(n * (want - cur)[:, None])                         # (S, 4), world
-        gk = quat_mul(bend, gq[sel, knee])
-        A1 = K + quat_apply(bend, v)
-        # hip: swing the leg so the ankle lands on the goal
-        swing = quat_between(A1 - H, D - H)
-        gh = quat_mul(swing, gq[sel, hip])
-        gk = quat_mul(swing, gk)
+        gh, gk, _ = two_bone_ik(H, K, A, D, gq[sel, hip], gq[sel, knee], gq[sel, ankle])   # core.plant's IK
         parent = sk.parents[hip]
         gpar = gq[sel, parent] if parent >= 0 else np.tile([1.0, 0, 0, 0], (sel.size, 1))
         rot[sel, hip] = quat_mul(quat_inv(gpar), gh)
