@@ -325,11 +325,13 @@ def confidence(layout: BodyLayout, safety: dict, rotations: np.ndarray, position
 
 
 def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.ndarray, known: np.ndarray,
-              batch: int = 64, confidence: np.ndarray | None = None, base: bool = False):
+              batch: int = 64, confidence: np.ndarray | None = None, base: bool = False,
+              contacts: list | None = None):
     """The network on windows (B, T, J, 4) / (B, T, J, 3) with ``known`` (B, T, J + 1): filled locals, keys
     exact. ``confidence`` (B,) or (B, 2) in [0, 1] scales the network's correction (the rotations' and the
     root's; 0: Blender's Bezier exactly). ``base``: also return the Bezier base the network corrected (the same
-    pass: (q, p, base_q, base_p))."""
+    pass: (q, p, base_q, base_p)). ``contacts``: a list that receives the model's contact probabilities (B, T, F)
+    for ``layout.body.feet`` (a model without a contact output appends nothing)."""
     import torch
 
     from motioncore.families.body.model import assemble, basis_of
@@ -344,7 +346,13 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
             c = np.asarray(confidence, np.float64)[s:s + batch]
             w = torch.as_tensor(np.stack([c, c], 1) if c.ndim == 1 else c, dtype=torch.float32, device=dev)
         with torch.no_grad():
-            res = model(torch.from_numpy(prep.features).to(dev)).double()   # the base assembled in float64:
+            feats = torch.from_numpy(prep.features).to(dev)
+            if contacts is not None and getattr(getattr(model, "cfg", None), "contacts", 0):
+                res, logits = model(feats, contacts=True)
+                contacts.append(torch.sigmoid(logits).double().cpu().numpy())
+            else:
+                res = model(feats)
+            res = res.double()   # the base assembled in float64:
             _, quats, root = assemble(torch.from_numpy(prep.exact).to(dev), res,  # weight 0 is the Bezier exactly
                                       torch.from_numpy(prep.known).to(dev), weights=w, basis=basis_of(model))
         q, pp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, r, p, k)
@@ -358,13 +366,16 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
 
 
 def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-              fill: np.ndarray | None = None, residual: float | tuple[float, float] = 1.0, base: bool = False):
+              fill: np.ndarray | None = None, residual: float | tuple[float, float] = 1.0, base: bool = False,
+              contacts: list | None = None):
     """One window on the checkpoint's skeleton, as ``tasks.infill.fill_clip`` hands it: ``rotations`` (T, J, 4),
     ``root`` (T, 3) the local translation of ``meta["root_joint"]``, ``known`` (T, J + 1) bool. Returns the
     filled (T, J, 4), (T, 3); elements not in ``fill`` (default: every unknown one) come back as given.
     A gap longer than ``ONE_PASS`` frames is left to the Bezier (the network is not run on it). ``residual``
     scales the network's correction, one weight or (rotations, root) (0: the Bezier base itself), times the
-    checkpoint's safety confidence. ``base``: also return the Bezier base (T, J, 4), (T, 3) from the same pass."""
+    checkpoint's safety confidence. ``base``: also return the Bezier base (T, J, 4), (T, 3) from the same pass.
+    ``contacts``: a list that receives the model's contact probabilities (T, F) of the skeleton's feet
+    (``find_body_joints(...).feet``), when the model has a contact output."""
     from motioncore.core.skeleton import Skeleton
 
     sk = Skeleton.from_dict(meta["skeleton"])
@@ -381,8 +392,11 @@ def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     if meta.get("safety"):
         conf = conf * confidence(layout, meta["safety"], np.asarray(rotations, np.float64)[None], pos[None],
                                  k[None])[:, None]
+    out: list = []
     q, p, bq, bp = run_model(model, layout, np.asarray(rotations, np.float64)[None], pos[None], k[None],
-                             confidence=conf, base=True)
+                             confidence=conf, base=True, contacts=out)
+    if contacts is not None and out:
+        contacts.append(out[0][0])
     q, r, bq, br = q[0], p[0, :, rj], bq[0], bp[0, :, rj]
     if fill is not None:
         keep = ~fill.astype(bool)
