@@ -12,7 +12,8 @@ from typing import Any
 from ..io.atomic import atomic_write_text
 from .errors import BatchError, ReportError
 
-__all__ = ["REPORT_NAME", "clean_stale", "finish_report", "start_report", "write_report"]
+__all__ = ["REPORT_NAME", "carried", "clean_stale", "finish_report", "previous_entries", "start_report",
+           "write_report"]
 
 REPORT_NAME = "report.json"
 _TMP_GLOBS = (".*.bvh.*.tmp", ".*.tmp.fbx", ".*.tmp.blend",   # temporaries (left only by a killed process)
@@ -24,6 +25,39 @@ def write_report(out_dir: Path, report: Mapping[str, Any]) -> Path:
     path = Path(out_dir) / REPORT_NAME
     atomic_write_text(path, json.dumps(report, indent=2) + "\n")
     return path
+
+
+def previous_entries(out: Path) -> dict[str, dict[str, Any]]:
+    """The per-file entries of the last report in ``out``, read before this run replaces it: {output file name:
+    entry} (outputs are flat, so the name is the file's identity in ``out`` however SRC and --out were spelled),
+    each with ``written``: when that output was written (the entry's own, else that report's ``finished``). Empty
+    when there is none or it cannot be read (a run killed before its end leaves no entries)."""
+    try:
+        old = json.loads((Path(out) / REPORT_NAME).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    if not isinstance(old, dict) or not isinstance(old.get("files"), list):
+        return {}
+    done = old.get("finished")
+    entries: dict[str, dict[str, Any]] = {}
+    for e in old["files"]:
+        o = e.get("out", e.get("output")) if isinstance(e, dict) else None
+        if isinstance(o, str) and e.get("status") in ("ok", "skipped"):
+            entries[Path(o).name] = {**e, "written": e.get("written") or done}
+    return entries
+
+
+def carried(previous: Mapping[str, Mapping[str, Any]], entry: dict[str, Any], now: str) -> dict[str, Any]:
+    """A skipped file's entry: the last run's entry for its output (gate, skate, planting, timings...: what was
+    written) when ``previous`` has one, marked ``"status": "skipped"`` with ``skipped`` (now) and ``written``
+    (when the output was written), its paths as this run names them; else ``entry`` itself, marked the same way
+    (``written`` null: not known)."""
+    out = entry.get("out", entry.get("output"))
+    old = previous.get(Path(out).name) if isinstance(out, str) else None
+    if old is None:
+        return {**entry, "status": "skipped", "skipped": now, "written": None}
+    paths = {"file": entry["file"], "output" if "output" in old else "out": out}
+    return {**old, **paths, "status": "skipped", "skipped": now, "written": old.get("written")}
 
 
 def clean_stale(out: Path) -> None:
