@@ -122,7 +122,7 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
     from motioncore.families.body.evaluate import load_body_clipfill
 
     from ..data.datasets import load
-    from ..eval.clips import evaluate_clips, format_clips, plot_clips
+    from ..eval.clips import clip_unit, evaluate_clips, format_clips, plot_clips
     from ..io.atomic import atomic_write_text
 
     plot = _plot_path(args, f"eval_clips_{_safe_stem(args.data)}")
@@ -147,7 +147,9 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
     if args.adapt:
         fills["adapt"] = load_body_clipfill(args.model, adapt=args.adapt)
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    res = evaluate_clips(clips, fills, args.gaps, tuple(args.lengths), progress=say)
+    # one unit: a registered set's cache is in cm; an outside clip's unit from its naming and legs (CMU's ASF: known)
+    units = [(1.0, "cm") if args.data in REGISTRY else clip_unit(m) for m in clips]
+    res = evaluate_clips(clips, fills, args.gaps, tuple(args.lengths), progress=say, units=units)
     print(f"Whole clips keyed but {args.gaps} gaps per clip ({args.data} test, {len(clips)} clips, model "
           f"{args.model}; lower is better)")
     print(format_clips(res))
@@ -333,7 +335,8 @@ def add_subcommands(sub: Any) -> None:
     e.add_argument("--model", default=default_model("infill"), help="an infill-body checkpoint (default the bundled one)")
     e.add_argument("--data", default="cmu", help="registered dataset (its test split; default cmu: subjects 05 "
                    "and 07, never trained on) or a folder / quoted glob of BVH files (every clip, at 30 fps; a clip "
-                   "whose body cannot be mapped is left out and named)")
+                   "whose body cannot be mapped is left out and named; each clip converted to cm: CMU's ASF units "
+                   "x 2.54 / 0.45, others by their legs, 1 for cm, 100 for metres; the JSON names each clip's)")
     e.add_argument("--subject", action="append", help="only clips whose name starts with this subject (e.g. 07; "
                    "repeatable)")
     e.add_argument("--gaps", type=positive_int, default=12, help="gaps per clip, at least 60 frames apart (default 12)")
