@@ -73,6 +73,6 @@ def test_eval_clips_command_names_each_clips_unit(raw, tmp_path, capsys):
     out = tmp_path / "clips.json"
     assert main(["eval", "clips", "--data", str(src / "*.bvh"), "--lengths", "15", "--gaps", "2", "--quiet",
                  "--threads", "1", "--json", str(out), "--out", str(tmp_path)]) == 0
-    assert "units: every figure in cm (1 clip(s) CMU's ASF units" in capsys.readouterr().out
+    assert "units: every figure in cm (1 clip(s) in CMU's ASF units" in capsys.readouterr().out
     [row] = json.loads(out.read_text())["clips"]
     assert "ASF" in row["unit"] and row["cm_per_unit"] == pytest.approx(2.54 / 0.45)

@@ -329,9 +329,10 @@ def add_subcommands(sub: Any) -> None:
                       description="The animator's benchmark: each test clip keyed at every frame but --gaps gaps of "
                       "each length, filled as the add-on fills (the gate fitted on the clip's own keys; with --adapt, "
                       "Learn This Action first), scored against the deleted truth and against Blender's Bezier of "
-                      "the same keys. The defaults (CMU test subjects 05 and 07: 32 clips, 3 lengths) take ~80 s, plus --adapt "
-                      "seconds per clip and length (measured on a 2-core AMD EPYC, 24 GB, no GPU, --threads 1, "
-                      "2026-11-26).")
+                      "the same keys. The defaults (CMU test subjects 05 and 07: 32 clips, 3 lengths) take ~108 s, plus "
+                      "--adapt seconds per clip and length (measured on a 2-core AMD EPYC, 24 GB, no GPU, --threads 1, "
+                      "2026-11-28, while the machine was shared with other jobs and loaded: python "
+                      "scripts/results_md.py --run clips; 212 s on a busier machine).")
     e.add_argument("--model", default=default_model("infill"), help="an infill-body checkpoint (default the bundled one)")
     e.add_argument("--data", default="cmu", help="registered dataset (its test split; default cmu: subjects 05 "
                    "and 07, never trained on) or a folder / quoted glob of BVH files (every clip, at 30 fps; a clip "

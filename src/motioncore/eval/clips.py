@@ -217,7 +217,7 @@ def _summary(rows: list[dict], models: list[str], lengths) -> dict:
 def format_clips(res: dict) -> str:
     """A line saying the clips' units, then one block per gap length: per model the cm and degree ratios to
     Bezier, jerk over the truth's and the gate's mean weight."""
-    lines = ["units: every figure in cm (" + ", ".join(f"{n} clip(s) {u}" for u, n in res.get("units", {}).items())
+    lines = ["units: every figure in cm (" + ", ".join(f"{n} clip(s) in {u}" for u, n in res.get("units", {}).items())
              + ")"] if res.get("units") else []
     for L, per in res["summary"].items():
         first = next(iter(per.values()))
