@@ -94,3 +94,21 @@ def test_retarget_rerun_keeps_each_skipped_clips_entry(tmp_path, raw):
     for key in ("unmapped", "feet", "below_ground"):
         assert rep2[key] == rep1[key]
     assert rep1["feet"]   # the CMU clips were moved onto the rig's contact height: something to keep
+
+
+def test_batch_generate_rerun_keeps_each_skipped_paths_entry(tmp_path):
+    """A path walked once keeps its frames and distance to the path in the re-run's report."""
+    src = tmp_path / "paths"
+    src.mkdir()
+    (src / "straight.json").write_text(json.dumps({"points": [[0, 0], [0, 2]]}))
+    out = tmp_path / "out"
+    argv = ["batch", "generate", str(src), "--out", str(out), "--quiet", "--threads", "1"]
+    assert main(argv) == 0
+    [old] = _report(out)["files"]
+    assert old["status"] == "ok" and old["path_error_cm"] >= 0 and old["frames"] > 0
+    assert main(argv) == 0
+    rep = _report(out)
+    [new] = rep["files"]
+    assert rep["counts"]["skipped"] == 1 and rep["frames_written"] == 0
+    assert new["status"] == "skipped" and new["written"] == old["written"]
+    assert {k: v for k, v in new.items() if k not in NOW} == {k: v for k, v in old.items() if k not in NOW}

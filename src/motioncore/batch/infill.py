@@ -175,7 +175,7 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         if todo.any():   # the feet over the filled frames against Bezier's and the input's (batch.skate)
             from .skate import skate_report
 
-            res["skate"] = skate_report(m, filled, todo, msk, jm)
+            res["skate"] = skate_report(m, filled, todo)
         stage = "write"
         _write_spliced(path, out, filled, todo)
         res.update(status="ok", stage=None)
