@@ -1,6 +1,6 @@
 """A re-run of a batch job over the same folder skips the finished outputs and keeps what the last report said of
 them: each skipped file's entry is its last entry (gate, skate, planting, timings; for retarget the unmapped joints,
-the feet), marked skipped now and saying when its output was written."""
+the feet), marked skipped now and saying when its output was written, also after a run killed midway."""
 from __future__ import annotations
 
 import json
@@ -94,6 +94,29 @@ def test_retarget_rerun_keeps_each_skipped_clips_entry(tmp_path, raw):
     for key in ("unmapped", "feet", "below_ground"):
         assert rep2[key] == rep1[key]
     assert rep1["feet"]   # the CMU clips were moved onto the rig's contact height: something to keep
+
+    # a run killed by SIGKILL leaves its running report: the next run still keeps the entries it held
+    from motioncore.batch.run import run_batch
+
+    (out / "07_02.bvh").unlink()   # to redo
+    left = []
+
+    def killed(res):   # the report as the kill leaves it, then stop
+        left.append((out / "report.json").read_text())
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(src, target, out, progress=False, on_result=killed)
+    assert json.loads(left[0])["status"] == "running"
+    (out / "report.json").write_text(left[0])   # SIGKILL: no final report written over it
+    assert main(argv) == 0
+    rep4 = _by_name(_report(out))
+    redone = rep4["07_02.bvh"]   # rewritten by the killed run, whose entry died with it: not the old entry
+    assert redone["status"] == "skipped" and redone["written"] is None and "feet" not in redone
+    kept = rep4["07_01.bvh"]
+    assert kept["status"] == "skipped" and kept["written"] == first["07_01.bvh"]["written"]
+    assert {k: v for k, v in kept.items() if k not in NOW} == {k: v for k, v in first["07_01.bvh"].items()
+                                                                  if k not in NOW}
 
 
 def test_batch_generate_rerun_keeps_each_skipped_paths_entry(tmp_path):

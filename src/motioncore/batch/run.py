@@ -29,7 +29,7 @@ from ..io.atomic import atomic_write_text, check_output_dir
 from ..io.files import check_suffix
 from .errors import BatchError
 from .files import CLIP_SUFFIXES, discover, error_text, output_path, read_motion, start_result, write_motion
-from .report import carried, finish_report, previous_entries, start_report
+from .report import carried, finish_report, previous_entries, start_report, written
 from .runner import import_ray, run_files
 
 __all__ = ["MAP_NAME", "STAGES", "below_ground", "check_skeletons", "parse_scale", "process_file", "run_batch"]
@@ -333,7 +333,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
                             "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
-    start_report(out, meta)
+    start_report(out, meta, previous)
     if ov is not None and Path(overrides).resolve() != saved_map.resolve():
         atomic_write_text(saved_map, json.dumps(ov, indent=2) + "\n")   # reused by the next run into --out
     bar = tqdm(total=len(files), initial=len(results), unit="file", desc="retarget", disable=not progress,
@@ -341,7 +341,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
 
     def record(res: dict[str, Any]) -> None:
         if res["status"] == "ok":
-            res["written"] = _now()
+            written(res, _now())
         elif res["status"] == "skipped":   # written by another run since this one was planned
             res = carried(previous, res, _now())
         results.append(res)

@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import BatchError
 from .files import output_path
-from .report import carried, finish_report, previous_entries, start_report
+from .report import carried, finish_report, previous_entries, start_report, written
 
 __all__ = ["default_chunk", "import_ray", "run_chunk", "run_files", "run_job"]
 
@@ -121,7 +121,7 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
 
     t0 = time.perf_counter()
     previous = previous_entries(out)   # before this run's report replaces the last one
-    start_report(out, meta)
+    start_report(out, meta, previous)
     results: list[dict[str, Any]] = []
     todo = []
     for f in files:
@@ -137,7 +137,7 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
 
     def record(r: dict[str, Any]) -> None:
         if r["status"] == "ok":
-            r["written"] = _now()
+            written(r, _now())
         elif r["status"] == "skipped":   # written by another run since this one was planned
             r = carried(previous, r, _now())
         results.append(r)
