@@ -306,8 +306,8 @@ def add_subcommands(sub: Any) -> None:
     ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
     e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)",
                       description="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS). On the Bandai test split the "
-                      f"defaults take ~12 s and --model infill-body ~18 s ({MEASURED_ON}); on the same machine shared "
-                      "with five other jobs (load average 9-10, 2026-11-27) 35 s and 57 s.")
+                      f"defaults take ~26 s and --model infill-body ~36 s ({MEASURED_ON}); 12 s and 18 s on a quieter "
+                      "day (2026-11-25), 35 s and 57 s at load average 9-10 (2026-11-27).")
     e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
                                                     "(repeatable; default: zerovel and interp)")
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
@@ -330,9 +330,8 @@ def add_subcommands(sub: Any) -> None:
                       "each length, filled as the add-on fills (the gate fitted on the clip's own keys; with --adapt, "
                       "Learn This Action first), scored against the deleted truth and against Blender's Bezier of "
                       "the same keys. The defaults (CMU test subjects 05 and 07: 32 clips, 3 lengths) take ~108 s, plus "
-                      "--adapt seconds per clip and length (measured on a 2-core AMD EPYC, 24 GB, no GPU, --threads 1, "
-                      "2026-11-28, while the machine was shared with other jobs and loaded: python "
-                      "scripts/results_md.py --run clips; 212 s on a busier machine).")
+                      f"--adapt seconds per clip and length ({MEASURED_ON}; python scripts/results_md.py --run clips); "
+                      "212 s on a busier machine.")
     e.add_argument("--model", default=default_model("infill"), help="an infill-body checkpoint (default the bundled one)")
     e.add_argument("--data", default="cmu", help="registered dataset (its test split; default cmu: subjects 05 "
                    "and 07, never trained on) or a folder / quoted glob of BVH files (every clip, at 30 fps; a clip "
@@ -351,9 +350,9 @@ def add_subcommands(sub: Any) -> None:
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp, Bezier)",
                       description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp and "
                       "Blender's Bezier). The defaults (infill-hands, tasks wrist-every-10 and wrist-only, all 96 "
-                      f"windows, with and without the object) take ~10 s ({MEASURED_ON}); --adapt S adds about "
-                      "8 S per task. --model anyorder-hands: 12 windows and 5 samples each take ~70 s ("
-                      f"{MEASURED_ON}); the time grows with --max-windows and --samples.")
+                      f"windows, with and without the object) take ~11 s ({MEASURED_ON}); --adapt S adds about "
+                      "8 S per task (2026-11-25). --model anyorder-hands: 12 windows and 5 samples each take ~58 s "
+                      f"({MEASURED_ON}); the time grows with --max-windows and --samples.")
     e.add_argument("--model", default=default_model("infill.hands"), help="hand in-fill checkpoint: infill-hands (default; per take "
                    "and mean with bootstrap intervals) or the any-order anyorder-hands (samples, best of 5)")
     e.add_argument("--adapt", type=nonneg_float, metavar="SECONDS",
