@@ -1,11 +1,13 @@
-"""What `motioncore retarget --contacts` does to foot skate, on the clips the retarget tests use, as a TD runs it.
+"""What `motioncore retarget --contacts` does to foot skate, on the CMU clips of the retarget tests and of
+docs/retarget.md's feet table, as a TD runs it.
 
 Each source BVH as captured (120 fps: CMU 02_01 and 03_01 in cm, CMU 07_01 and 07_03 in ASF units) is retargeted
-onto the Bandai rig of walk_active_005 (cm, the target of tests/retarget/test_retarget_feet.py) by `batch.run.run_batch`
-(the command's own code) with and without ``contacts``; foot skate is ``core.feet.skate`` (cm/s at the clip's rate,
-weighted by nearness to the ground) on the target's ankles and toes, each joint's ground taken from the plain
-output, over every frame but the first (a CMU capture's T-pose). Prints the skate without and with --contacts and their ratio (the same-run baseline is
-the plain retarget), and the source's own skate in cm (its units by `retarget.contacts.source_cm_per_unit`).
+onto the Bandai rig of walk_active_005 (cm: the walk of tests/retarget/test_retarget_feet.py, the target of the feet
+table) by `batch.run.run_batch` (the command's own code) with and without ``contacts``; foot skate is
+``core.feet.skate`` (cm/s at the clip's rate, weighted by nearness to the ground) on the target's ankles and toes,
+each joint's ground taken from the plain output, over every frame but the first (a CMU capture's T-pose). Prints
+the skate without and with --contacts and their ratio (the same-run baseline is the plain retarget), and the
+source's own skate in cm (its units by `retarget.contacts.source_cm_per_unit`).
 
     python bench/retarget_contacts.py
 """

@@ -186,7 +186,7 @@ def add_subcommands(sub: Any) -> None:
     r.add_argument("--scale", default="legs", help="root translation scale: legs (default), none or a number")
     r.add_argument("--contacts", action="store_true",
                    help="pin the ankles where the source's are planted (two-bone leg IK): less foot sliding, not "
-                        "none: on the CMU clips of the retarget tests "
+                        "none: on four CMU clips of the retarget tests and docs "
                         "onto a Bandai rig, foot skate 19.2-40.4 -> 13.8-31.7 cm/s, 0.67-0.81x (python "
                         "bench/retarget_contacts.py, 2026-11-28)")
     r.add_argument("--keep-height", action="store_true",
