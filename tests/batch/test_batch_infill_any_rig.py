@@ -58,7 +58,7 @@ def test_batch_infill_fills_120fps_cmu_files_on_their_own_skeleton(mocap_data, t
         bq, bp = bezier_quat_keys(a.skeleton, a.rotations[None], a.positions[None], known[None])
         truth = a.global_transforms()[1][s:e]
         sk8 = r["skate"]   # the feet on the gap and its keys, on the input's ground, in cm/s (batch.skate)
-        assert sk8["cm_per_unit"] == pytest.approx(ASF_CM, rel=0.15)   # from the legs: ASF units, roughly
+        assert sk8["cm_per_unit"] == pytest.approx(ASF_CM, rel=1e-3)   # CMU's ASF unit, known (not from the legs)
         feet = [a.skeleton.index(n) for n in ("LeftFoot", "LeftToeBase", "RightFoot", "RightToeBase")]
         g = F.ground(a.global_transforms()[1], feet)
         span = F.fill_span(known)

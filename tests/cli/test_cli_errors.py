@@ -130,15 +130,6 @@ def test_out_may_not_be_an_input(clips, capsys):
     one_line_error(capsys, "--out", "is an input")
 
 
-def test_gap_keys_must_name_input_clips(clips, tmp_path, capsys):
-    gaps = tmp_path / "gaps.json"
-    gaps.write_text(json.dumps({"wlak": [[5, 10]], "run": [[5, 10]], "jog": [[1, 2]]}))
-    out = tmp_path / "out"
-    assert main(["batch", "infill", str(clips), "--out", str(out), "--gaps", str(gaps)]) == 2
-    one_line_error(capsys, "--gaps", "2 key(s) name no input clip: 'wlak', 'jog'")
-    assert not out.exists()
-
-
 def test_gap_key_may_be_the_file_name(clips, tmp_path, capsys):
     gaps = tmp_path / "gaps.json"
     gaps.write_text(json.dumps({"walk.bvh": [[10, 20]]}))

@@ -24,6 +24,7 @@ follow the Bezier of their keys). See docs/batch.md.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -174,7 +175,7 @@ def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any],
         if todo.any():   # the feet over the filled frames against Bezier's and the input's (batch.skate)
             from .skate import skate_report
 
-            res["skate"] = skate_report(m, filled, todo, msk, jm)
+            res["skate"] = skate_report(m, filled, todo)
         stage = "write"
         _write_spliced(path, out, filled, todo)
         res.update(status="ok", stage=None)
@@ -237,7 +238,8 @@ def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"
     False leaves the body in-fill's feet unplanted (``--no-plant-feet``). With
     ``use_ray`` / ``ray_address`` the same per-file function runs as Ray tasks (`batch.runner.run_files`).
     Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
-    (an any-order in-filling checkpoint), ``frozen`` >= 0, the gap file (every key names an input clip)."""
+    (an any-order in-filling checkpoint), ``frozen`` >= 0, the gap file (its shape, every gap inside its clip's
+    frames; keys naming no input clip are warned about on stderr and listed in the report's ``gaps_unmatched``)."""
     from ..errors import MotioncoreError
     from ..models.registry import check_model
 
@@ -263,9 +265,17 @@ def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"
     files = discover(src, exclude=out, suffix=CLIP_SUFFIXES)
     if not files:
         raise BatchError(f"no .bvh, .fbx or .blend files under {src!r}")
-    gaps = _match_gaps(gaps, files, gaps_file)
+    gaps, unmatched = _match_gaps(gaps, files, gaps_file)
+    if unmatched and not gaps and not frozen:
+        raise BatchError(f"--gaps {gaps_file}: nothing to fill: no key names a clip in {src} ({_listed(unmatched)}; "
+                         f"keys are clip base names such as {files[0].stem!r})")
+    _check_gap_ranges(gaps, files, gaps_file)
+    if unmatched:   # one gaps file for a shot, this run over part of its folder: said, and the run goes on
+        print(f"batch infill: warning: --gaps {gaps_file}: {len(unmatched)} key(s) name no clip in {src}, left out: "
+              f"{_listed(unmatched)} (report.json: gaps_unmatched)", file=sys.stderr)
     refused = _check_joints(files, model)
     meta: dict[str, Any] = {"job": "infill", "src": str(src), "out": str(out), "model": model, "gaps_file": gaps_file,
+                            "gaps_unmatched": unmatched,
                             "frozen": frozen, "temperature": temperature, "seed": seed, "adapt": adapt,
                             "adapt_steps": adapt_steps,
                             "plant_feet": plant_feet,
@@ -320,9 +330,11 @@ def _read_gaps(gaps_file: str) -> dict[str, Any]:
     return gaps
 
 
-def _match_gaps(gaps: dict[str, Any], files: Sequence[Path], gaps_file: str | None) -> dict[str, Any]:
-    """Gaps keyed by each input's base name; a key may also be the file name (``clip.bvh``). Keys that
-    name no input clip stop the run, listed."""
+def _match_gaps(gaps: dict[str, Any], files: Sequence[Path], gaps_file: str | None
+                ) -> tuple[dict[str, Any], list[str]]:
+    """(gaps keyed by each input's base name, the keys that name no input clip). A key may be the base name or
+    the file name (``clip.bvh``). Keys naming no clip are left for the caller to warn about: one gaps file serves
+    a shot, and a run over part of the shot's folder uses the keys of its clips."""
     stems = {f.stem for f in files}
     names = {f.name: f.stem for f in files}
     out: dict[str, Any] = {}
@@ -333,8 +345,32 @@ def _match_gaps(gaps: dict[str, Any], files: Sequence[Path], gaps_file: str | No
             unknown.append(k)
         else:
             out.setdefault(stem, []).extend(v)
-    if unknown:
-        shown = ", ".join(repr(u) for u in unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
-        raise BatchError(f"--gaps {gaps_file}: {len(unknown)} key(s) name no input clip: {shown}; keys are clip base "
-                         f"names such as {sorted(stems)[0]!r}")
-    return out
+    return out, unknown
+
+
+def _listed(keys: Sequence[str], most: int = 8) -> str:
+    return ", ".join(repr(u) for u in keys[:most]) + (f" and {len(keys) - most} more" if len(keys) > most else "")
+
+
+def _check_gap_ranges(gaps: Mapping[str, Any], files: Sequence[Path], gaps_file: str | None) -> None:
+    """Before any work (nothing written): every gap of every BVH input against its clip's frame count, read from
+    its header (`io.bvh.read_bvh_header`). A gap past a clip's end stops the run (``BatchError``, exit 2) with
+    one line naming the clip, the gap and the clip's length (and how many more are out). A header that cannot
+    be read, and .fbx / .blend clips, are left to the per-file job (stage ``gaps``)."""
+    from ..errors import MotioncoreError
+    from ..io.bvh import read_bvh_header
+
+    bad = []
+    for f in files:
+        if f.stem not in gaps or f.suffix.lower() != ".bvh":
+            continue
+        try:
+            T = read_bvh_header(f)[2]
+        except (MotioncoreError, OSError):
+            continue
+        bad += [(f, g, T) for g in gaps[f.stem] if g[1] > T]
+    if bad:
+        f, g, T = bad[0]
+        more = f" ({len(bad) - 1} more gap(s) past their clip's end)" if len(bad) > 1 else ""
+        raise BatchError(f"--gaps {gaps_file}: {f.stem!r} ({f}): gap [{g[0]}, {g[1]}] is past the clip's end: it has "
+                         f"{T} frames (0-{T - 1}; end exclusive, so end <= {T}){more}; nothing was written")

@@ -29,7 +29,7 @@ from ..io.atomic import atomic_write_text, check_output_dir
 from ..io.files import check_suffix
 from .errors import BatchError
 from .files import CLIP_SUFFIXES, discover, error_text, output_path, read_motion, start_result, write_motion
-from .report import finish_report, start_report
+from .report import carried, finish_report, previous_entries, start_report, written
 from .runner import import_ray, run_files
 
 __all__ = ["MAP_NAME", "STAGES", "below_ground", "check_skeletons", "parse_scale", "process_file", "run_batch"]
@@ -216,9 +216,13 @@ def _build_report(meta: dict[str, Any], results: Iterable[dict[str, Any]], total
     unmapped = {r["file"]: r["unmapped"] for r in results if r.get("unmapped")}   # held at rest, per file
     below = {r["file"]: r["below_ground"] for r in results if r.get("below_ground")}
     feet = {r["file"]: r["feet"] for r in results if r.get("feet")}   # moved onto the target's contact height
-    return {**{k: v for k, v in meta.items() if k != "ray_init_s"}, "finished": datetime.now(UTC).isoformat(),
+    return {**{k: v for k, v in meta.items() if k != "ray_init_s"}, "finished": _now(),
             "interrupted": interrupted, "counts": counts, "timings": timings, "errors": errors,
-            "unmapped": unmapped, "below_ground": below, "feet": feet}
+            "unmapped": unmapped, "below_ground": below, "feet": feet, "files": results}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
@@ -299,6 +303,7 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
     results: list[dict[str, Any]] = []
     todo: list[str] = []
     refused = check_skeletons(files, tgt_skel, ov, tgt_poses)
+    previous = previous_entries(out)   # a skipped file keeps its last entry (`report.carried`)
     seen: dict[Path, Path] = {}
     inputs = {f.resolve() for f in files}
     for f in files:
@@ -311,8 +316,8 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
             continue
         seen[o] = f
         if o.exists():
-            results.append({"file": str(f), "out": str(o), "status": "skipped", "stage": None, "error": None,
-                            "frames": 0, "seconds": 0.0})
+            results.append(carried(previous, {"file": str(f), "out": str(o), "stage": None, "error": None,
+                                              "frames": 0, "seconds": 0.0}, _now()))
         elif f in refused:
             results.append({"file": str(f), "out": str(o), "status": "failed", "stage": "map", "error": refused[f],
                             "frames": 0, "seconds": 0.0})
@@ -328,13 +333,17 @@ def run_batch(src: str | os.PathLike[str], target: str | os.PathLike[str], out_d
                             "mode": mode, "workers": n_workers if mode == "ray" else 1,
                             "ray_address": ray_address, "host": platform.node(),
                             "started": datetime.now(UTC).isoformat()}
-    start_report(out, meta)
+    start_report(out, meta, previous)
     if ov is not None and Path(overrides).resolve() != saved_map.resolve():
         atomic_write_text(saved_map, json.dumps(ov, indent=2) + "\n")   # reused by the next run into --out
     bar = tqdm(total=len(files), initial=len(results), unit="file", desc="retarget", disable=not progress,
                dynamic_ncols=True)
 
     def record(res: dict[str, Any]) -> None:
+        if res["status"] == "ok":
+            written(res, _now())
+        elif res["status"] == "skipped":   # written by another run since this one was planned
+            res = carried(previous, res, _now())
         results.append(res)
         bar.update(1)
         if res["status"] == "failed":

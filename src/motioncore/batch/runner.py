@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import BatchError
 from .files import output_path
-from .report import finish_report, start_report
+from .report import carried, finish_report, previous_entries, start_report, written
 
 __all__ = ["default_chunk", "import_ray", "run_chunk", "run_files", "run_job"]
 
@@ -102,6 +102,10 @@ def run_files(fn: Callable[..., dict[str, Any]], todo: list[str], out_dir: str, 
             ray.shutdown()
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path, fmt: str,
             kwargs: Mapping[str, Any], meta: dict[str, Any], *, desc: str, unit: str, progress: bool = True,
             use_ray: bool = False, ray_address: str | None = None, workers: int | None = None,
@@ -111,17 +115,19 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
     outputs, run ``fn`` over the rest with a progress bar (`run_files`: in-process or Ray), and write
     ``out/report.json`` (settings, counts, wall time, ``totals(results)``, per-file results, errors),
     also when interrupted. ``refused`` ({file: one line}, checked before any work) are failed at stage map
-    and not run. Returns the report."""
+    and not run. A skipped file keeps the last report's entry for it (`report.carried`: marked skipped now, with
+    when it was written); a file written now gets ``written``. Returns the report."""
     from tqdm import tqdm
 
     t0 = time.perf_counter()
-    start_report(out, meta)
+    previous = previous_entries(out)   # before this run's report replaces the last one
+    start_report(out, meta, previous)
     results: list[dict[str, Any]] = []
     todo = []
     for f in files:
         o = output_path(f, out, fmt)
         if o.exists():
-            results.append({"file": str(f), "out": str(o), "status": "skipped", "seconds": 0.0})
+            results.append(carried(previous, {"file": str(f), "out": str(o), "seconds": 0.0}, _now()))
         elif refused and f in refused:
             results.append({"file": str(f), "out": str(o), "status": "failed", "stage": "map", "error": refused[f],
                             "seconds": 0.0})
@@ -130,6 +136,10 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
     bar = tqdm(total=len(files), initial=len(results), desc=desc, unit=unit, disable=not progress)
 
     def record(r: dict[str, Any]) -> None:
+        if r["status"] == "ok":
+            written(r, _now())
+        elif r["status"] == "skipped":   # written by another run since this one was planned
+            r = carried(previous, r, _now())
         results.append(r)
         bar.update(1)
 
@@ -143,7 +153,7 @@ def run_job(fn: Callable[..., dict[str, Any]], files: Sequence[Path], out: Path,
     finally:
         bar.close()
         counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
-        report = {**meta, "finished": datetime.now(UTC).isoformat(), "interrupted": interrupted,
+        report = {**meta, "finished": _now(), "interrupted": interrupted,
                   "counts": {"total": len(files), **counts, "not_run": len(files) - len(results)},
                   "wall_s": round(time.perf_counter() - t0, 3), **(totals(results) if totals else {}),
                   "files": results,

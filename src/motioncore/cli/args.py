@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 PREFIX = "motioncore: error:"
-# where the run times in help texts were measured (with --threads 1 while another job held the other core)
-MEASURED_ON = "measured on a 2-core AMD EPYC, 24 GB, no GPU, --threads 1, 2026-11-25"
+# where the run times in help texts were measured (wall time of the command, --threads 1, the machine loaded)
+MEASURED_ON = ("measured on a 2-core AMD EPYC, 24 GB, no GPU, --threads 1, 2026-11-28, while the machine was shared "
+               "with other jobs and loaded: load average 5-7")
 
 
 class Parser(argparse.ArgumentParser):

@@ -382,7 +382,7 @@ def add_subcommands(subparsers: Any) -> None:
         "controllers", help="PFNN vs PhaseMLP, MANN vs single expert on held-out clips: next-frame error, foot "
                             "skating, path following, PFNN runtime forms",
         description="PFNN vs PhaseMLP, MANN vs single expert on held-out clips: next-frame error, foot skating, "
-                    f"path following, PFNN runtime forms. The defaults take ~2 min ({MEASURED_ON}).")
+                    f"path following, PFNN runtime forms. The defaults take ~2 min (132 s, {MEASURED_ON}).")
     e.add_argument("--model", action="append", help="checkpoint or bundled name (repeatable; default: "
                                                     + ", ".join(RUN_CHECKPOINTS) + " where present)")
     e.add_argument("--max-clips", type=positive_int, default=64, help="test clips driven along their own paths (default 64)")

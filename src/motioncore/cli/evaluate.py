@@ -130,7 +130,7 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
     from motioncore.families.body.evaluate import load_body_clipfill
 
     from ..data.datasets import load
-    from ..eval.clips import evaluate_clips, format_clips, plot_clips
+    from ..eval.clips import clip_unit, evaluate_clips, format_clips, plot_clips
     from ..io.atomic import atomic_write_text
 
     plot = _plot_path(args, f"eval_clips_{_safe_stem(args.data)}")
@@ -155,7 +155,9 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
     if args.adapt:
         fills["adapt"] = load_body_clipfill(args.model, adapt=args.adapt)
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    res = evaluate_clips(clips, fills, args.gaps, tuple(args.lengths), progress=say)
+    # one unit: a registered set's cache is in cm; an outside clip's unit from its naming and legs (CMU's ASF: known)
+    units = [(1.0, "cm") if args.data in REGISTRY else clip_unit(m) for m in clips]
+    res = evaluate_clips(clips, fills, args.gaps, tuple(args.lengths), progress=say, units=units)
     print(f"Whole clips keyed but {args.gaps} gaps per clip ({args.data} test, {len(clips)} clips, model "
           f"{args.model}; lower is better)")
     print(format_clips(res))
@@ -312,8 +314,8 @@ def add_subcommands(sub: Any) -> None:
     ev = sub.add_parser("eval", help="evaluation").add_subparsers(dest="action", required=True)
     e = ev.add_parser("infill", help="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS)",
                       description="LaFAN1 in-betweening benchmark (L2Q, L2P, NPSS). On the Bandai test split the "
-                      f"defaults take ~12 s and --model infill-body ~18 s ({MEASURED_ON}); on the same machine shared "
-                      "with five other jobs (load average 9-10, 2026-11-27) 35 s and 57 s.")
+                      f"defaults take ~26 s and --model infill-body ~36 s ({MEASURED_ON}); 12 s and 18 s on a quieter "
+                      "day (2026-11-25), 35 s and 57 s at load average 9-10 (2026-11-27).")
     e.add_argument("--model", action="append", help="zerovel, interp, bezier, bezier-quat, a bundled model or a checkpoint "
                                                     "(repeatable; default: zerovel and interp)")
     e.add_argument("--data", default="bandai", help="registered dataset or folder/glob of BVH (default bandai)")
@@ -335,13 +337,14 @@ def add_subcommands(sub: Any) -> None:
                       description="The animator's benchmark: each test clip keyed at every frame but --gaps gaps of "
                       "each length, filled as the add-on fills (the gate fitted on the clip's own keys; with --adapt, "
                       "Learn This Action first), scored against the deleted truth and against Blender's Bezier of "
-                      "the same keys. The defaults (CMU test subjects 05 and 07: 32 clips, 3 lengths) take ~80 s, plus --adapt "
-                      "seconds per clip and length (measured on a 2-core AMD EPYC, 24 GB, no GPU, --threads 1, "
-                      "2026-11-26).")
+                      "the same keys. The defaults (CMU test subjects 05 and 07: 32 clips, 3 lengths) take ~108 s, plus "
+                      f"--adapt seconds per clip and length ({MEASURED_ON}; python scripts/results_md.py --run clips); "
+                      "212 s on a busier machine.")
     e.add_argument("--model", default=default_model("infill"), help="an infill-body checkpoint (default the bundled one)")
     e.add_argument("--data", default="cmu", help="registered dataset (its test split; default cmu: subjects 05 "
                    "and 07, never trained on) or a folder / quoted glob of BVH files (every clip, at 30 fps; a clip "
-                   "whose body cannot be mapped is left out and named)")
+                   "whose body cannot be mapped is left out and named; each clip converted to cm: CMU's ASF units "
+                   "x 2.54 / 0.45, others by their legs, 1 for cm, 100 for metres; the JSON names each clip's)")
     e.add_argument("--subject", action="append", help="only clips whose name starts with this subject (e.g. 07; "
                    "repeatable)")
     e.add_argument("--gaps", type=positive_int, default=12, help="gaps per clip, at least 60 frames apart (default 12)")
@@ -355,9 +358,9 @@ def add_subcommands(sub: Any) -> None:
     e = ev.add_parser("hands", help="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp, Bezier)",
                       description="ManipNet hands: wrist keyed every N frames, fill the fingers (vs Interp and "
                       "Blender's Bezier). The defaults (infill-hands, tasks wrist-every-10 and wrist-only, all 96 "
-                      f"windows, with and without the object) take ~10 s ({MEASURED_ON}); --adapt S adds about "
-                      "8 S per task. --model anyorder-hands: 12 windows and 5 samples each take ~70 s ("
-                      f"{MEASURED_ON}); the time grows with --max-windows and --samples.")
+                      f"windows, with and without the object) take ~11 s ({MEASURED_ON}); --adapt S adds about "
+                      "8 S per task (2026-11-25). --model anyorder-hands: 12 windows and 5 samples each take ~58 s "
+                      f"({MEASURED_ON}); the time grows with --max-windows and --samples.")
     e.add_argument("--model", default=default_model("infill.hands"), help="hand in-fill checkpoint: infill-hands (default; per take "
                    "and mean with bootstrap intervals) or the any-order anyorder-hands (samples, best of 5)")
     e.add_argument("--adapt", type=nonneg_float, metavar="SECONDS",

@@ -12,7 +12,14 @@ Rows, per clip and gap length:
   costs no error;
 - ``adapt``: Learn This Action first (``families.body.adapt``, ``adapt`` seconds), then the gate.
 
-Measures over the gap frames: mean global joint position error (cm, the data's units) and mean global rotation
+Units: every clip is measured in cm. A registered set's clips are in cm (its cache converts them); an outside
+clip's unit is `clip_unit`: CMU's ASF unit (2.54 / 0.45 cm, ``data.registry.ASF_UNIT_CM``) for a clip in CMU's
+joint naming whose legs say it is not in a power of ten of cm, else its legs against a human's
+(``retarget.contacts.source_cm_per_unit``: 1 for cm, 100 for metres; the ratio itself when neither). `in_cm` scales
+a clip to cm before anything is measured, so the feet's thresholds are in cm too and the summary pools one unit;
+each row names its clip's ``cm_per_unit`` and where it came from (``unit``).
+
+Measures over the gap frames: mean global joint position error (cm) and mean global rotation
 error (degrees); jerk over the gaps and ``JERK_PAD`` keyed frames either side, over the truth's; foot skate
 (``core.feet``, cm/s) over the gaps and the keys either side, on the truth's ground, over the truth's skate there,
 and GMD's skating ratio. cm and degree ratios are to Bezier on the same clip; the summary is the ratio of the sums
@@ -21,19 +28,21 @@ over clips (skate: of the pooled weighted speeds).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
 
 from ..core import feet as foots
 from ..core.gaps import runs as _runs
+from ..core.motion import Motion
 from ..core.rotations import quat_angle, quat_continuity
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from .infill import JERK_PAD, jerk_sum, skate_feet
 from .keyed import bezier_keys
 
-__all__ = ["cut_gaps", "evaluate_clips", "format_clips", "plot_clips"]
+__all__ = ["clip_unit", "cut_gaps", "evaluate_clips", "format_clips", "in_cm", "plot_clips"]
 
 SPACING = 60  # frames at least between gaps (and from the clip's ends: CONTEXT keys at least)
 
@@ -50,6 +59,31 @@ def cut_gaps(T: int, n: int, length: int, spacing: int = SPACING) -> np.ndarray:
     for s in starts:
         known[s:s + length] = False
     return known
+
+
+def clip_unit(motion: Motion) -> tuple[float, str]:
+    """(cm per unit of ``motion``'s positions, where that comes from) for an outside clip (module doc)."""
+    from ..data.registry import ASF_UNIT_CM, HAHNE_TO_ASF
+    from ..retarget.contacts import source_cm_per_unit
+
+    legs = source_cm_per_unit(motion.skeleton)
+    power = bool(np.isclose(np.log10(legs), np.round(np.log10(legs)), atol=1e-9))
+    if power:
+        return legs, "cm" if legs == 1.0 else f"x {legs:g} (a power of ten of cm, from its legs)"
+    names = set(motion.skeleton.names)
+    if names <= set(HAHNE_TO_ASF) | set(HAHNE_TO_ASF.values()):
+        return ASF_UNIT_CM, f"CMU's ASF units (x {ASF_UNIT_CM:.4f})"
+    return legs, f"x {legs:.3f} (from its legs against a human's)"
+
+
+def in_cm(motion: Motion, cm_per_unit: float) -> Motion:
+    """``motion`` with its lengths (offsets, end sites, translations) in cm: times ``cm_per_unit``."""
+    if cm_per_unit == 1.0:
+        return motion
+    sk = motion.skeleton
+    scaled = Skeleton(sk.names, sk.parents, sk.offsets * cm_per_unit, sk.channels,
+                      tuple((j, tuple(float(v) * cm_per_unit for v in o)) for j, o in sk.end_sites))
+    return Motion(scaled, motion.rotations, motion.positions * cm_per_unit, motion.fps, motion.name)
 
 
 def _scores(sk: Skeleton, q, p, tq, tp, known) -> tuple[float, float, float, float]:
@@ -78,19 +112,26 @@ def _skate(sk: Skeleton, q, p, truth_gp: np.ndarray, fps: float, feet: list[int]
 
 
 def evaluate_clips(clips, fills: dict[str, Callable], n_gaps: int = 12, lengths=(5, 15, 30),
-                   progress: Callable[[str], None] | None = None) -> dict:
-    """``clips``: Motions; ``fills``: name -> fill(skeleton, q (T, J, 4), p (T, J, 3), known (T,)) -> (q, p).
-    Returns {"clips": [{clip, length, gaps, <model>: {cm, deg, jerk, seconds}}], "summary": {L: {model: {cm, deg,
-    jerk}}}} with cm and deg as ratios to ``bezier`` and jerk over the truth's."""
+                   progress: Callable[[str], None] | None = None, units: list[tuple[float, str]] | None = None) -> dict:
+    """``clips``: Motions; ``fills``: name -> fill(skeleton, q (T, J, 4), p (T, J, 3), known (T,)) -> (q, p);
+    ``units``: per clip (cm per unit, where from) (`clip_unit`; default: every clip in cm), each clip scaled to cm
+    first (`in_cm`). Returns {"clips": [{clip, length, gaps, cm_per_unit, unit, <model>: {cm, deg, jerk,
+    seconds}}], "summary": {L: {model: {cm, deg, jerk}}}, "units": {where from: clips}} with cm and deg as ratios to
+    ``bezier`` and jerk over the truth's, all in cm."""
+    units = list(units) if units is not None else [(1.0, "cm")] * len(clips)
+    if len(units) != len(clips):
+        raise MotioncoreError(f"units: expected one per clip ({len(clips)}), got {len(units)}")
     rows = []
-    for m in clips:
+    for m0, (k, unit) in zip(clips, units, strict=True):
+        m = in_cm(m0, k)
         q = quat_continuity(np.asarray(m.rotations, np.float64), axis=0)
         p = np.asarray(m.positions, np.float64)
         for L in lengths:
             known = cut_gaps(len(q), n_gaps, L)
             if known.all():
                 continue
-            row: dict = {"clip": m.name, "length": int(L), "gaps": int(len(_runs(~known))), "frames": len(q)}
+            row: dict = {"clip": m.name, "length": int(L), "gaps": int(len(_runs(~known))), "frames": len(q),
+                         "cm_per_unit": round(float(k), 6), "unit": unit}
             _, tgp = m.skeleton.forward_kinematics(q, p)
             truth_jerk = _scores(m.skeleton, q, p, q, p, known)[3]
             feet = skate_feet(m.skeleton, q[None], p[None])
@@ -117,7 +158,8 @@ def evaluate_clips(clips, fills: dict[str, Callable], n_gaps: int = 12, lengths=
             if progress:
                 progress(f"{m.name} L={L}: " + ", ".join(
                     f"{k} {row[k]['cm'] / max(row['bezier']['cm'], 1e-12):.2f}" for k in fills))
-    return {"clips": [_public(r) for r in rows], "summary": _summary(rows, ["bezier", *fills], lengths)}
+    return {"clips": [_public(r) for r in rows], "summary": _summary(rows, ["bezier", *fills], lengths),
+            "units": dict(Counter(u for _, u in units))}
 
 
 def _bezier(sk, q, p, known):
@@ -173,9 +215,10 @@ def _summary(rows: list[dict], models: list[str], lengths) -> dict:
 
 
 def format_clips(res: dict) -> str:
-    """One block per gap length: per model the cm and degree ratios to Bezier, jerk over the truth's and the
-    gate's mean weight."""
-    lines = []
+    """A line saying the clips' units, then one block per gap length: per model the cm and degree ratios to
+    Bezier, jerk over the truth's and the gate's mean weight."""
+    lines = ["units: every figure in cm (" + ", ".join(f"{n} clip(s) in {u}" for u, n in res.get("units", {}).items())
+             + ")"] if res.get("units") else []
     for L, per in res["summary"].items():
         first = next(iter(per.values()))
         truth = f", skate / truth (truth {first['skate_truth']:.1f} cm/s)" if "skate_truth" in first else ""
