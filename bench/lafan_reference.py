@@ -79,7 +79,8 @@ def _mapping(mo, meta: dict) -> list[int]:
 
 
 def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | None = None,
-                 bez_root: np.ndarray | None = None, adapt: float = 0.0) -> dict[str, np.ndarray]:
+                 bez_root: np.ndarray | None = None, adapt: float = 0.0, curve: str | None = None,
+                 plant: bool = False) -> dict[str, np.ndarray]:
     """The library's in-fill of the file's action with ``gaps`` (Blender frames, inclusive) cut, the clip
     at ``fps`` (the scene's rate, as the add-on sends it), carried onto the rig: per gap frame (rows ``frames``)
     the rig locals (G, B, 4) and the root (G, 3) Y-up of the model's answer (``answer``, ``answer_root``),
@@ -121,7 +122,9 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
         if c >= 0:
             km[:, j] = known
     km[:, -1] = known
-    kw: dict = {"plant_feet": False}   # the add-on's run is Plant Feet off (tests/blender/infill_bvh.py's default)
+    # the add-on's run is Plant Feet off (tests/blender/infill_bvh.py's default), or judged (the add-on plants its rig);
+    # ``curve``: the user's keys' interpolation, for the gate's blend from the curve they have
+    kw: dict = {"plant_feet": "judge" if plant else False, "curve": curve}
     if adapt:
         from motioncore.families.body.adapt import adapt_infill
         from motioncore.tasks.infill import at_model_rate
@@ -143,7 +146,10 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
         out["correct"] = fixed / np.linalg.norm(fixed, axis=-1, keepdims=True)
         out["correct_root"] = bez_root + out["answer_root"] - out["base_root"]
     fits = sorted(f.gate.fits.items()) if f.gate else []
-    out["gate"] = np.array([[k, v.rot, v.root] for k, v in fits]).reshape(-1, 3)
+    out["gate"] = np.array([[k, v.rot, v.root, v.blend, v.length] for k, v in fits]).reshape(-1, 5)
+    # with ``curve``: the gate's estimate over the user's curve (its pseudo-gaps, blended): cm, deg
+    out["curve_est"] = np.array([[v.curve_error["blended"][i] / v.curve_error["curve"][i] for i in (0, 1)]
+                                 for _, v in fits if v.curve_error.get("curve")]).reshape(-1, 2)
     # the gate's estimate of what the gaps get, over Blender's curve (its pseudo-gaps, gated weights): cm, deg
     out["gate_est"] = np.array([[v.error["gated"][i] / v.error["bezier"][i] for i in (0, 1)] for _, v in fits
                                 if v.error.get("gated")]).reshape(-1, 2)

@@ -204,18 +204,20 @@ class _InfillBase(_ServerOperator):
         key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
                                                     for g in segs], *[g["frames"] for g in segs],
                           *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts,
-                          sorted(self.job_options().items()))
+                          sorted(self.job_options().items()), segs[0].get("curve") if segs else None)
         self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
         extra = self.job_options()
         if key in _REPLIES and not extra.get("adapt"):
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_segments_job(
-            [{k: g[k] for k in (*sent, "bezier", "bezier_root") if k in g} for g in segs], rig["bones"], rig["heads"],
+            [{k: g[k] for k in (*sent, "bezier", "bezier_root", "keys_bezier", "keys_bezier_root") if k in g}
+             for g in segs], rig["bones"], rig["heads"],
             rig["parents"], opts[0] or None, _preset(context), fps=opts[6], temperature=opts[3],
             samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
             root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1,
-            object_name=opts[7], root_bone=rig["root"], side=opts[8], **extra)
+            object_name=opts[7], root_bone=rig["root"], side=opts[8],
+            curve=segs[0].get("curve") if segs else None, **extra)
 
     def job_options(self) -> dict[str, Any]:
         """Extra keywords for `requests.infill_segments_job` (Learn This Action: its budget)."""

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
-from ..vendor.gaps import whole_frames
+from ..vendor.gaps import runs, whole_frames
 from ..vendor.quat_np import quat_align, quat_apply, quat_continuity, quat_normalize
 from . import jobs, keys, rigmap, rigplant
 
@@ -138,7 +138,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
                         up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
                         root_bone: str | None = None, side: str | None = None, adapt: float | None = None,
-                        plant_feet: bool | None = None) -> Job:
+                        plant_feet: bool | None = None, curve: str | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
@@ -156,6 +156,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     the model's). ``plant_feet`` (the body in-fill): plant the feet in contact: the server's gate judges planting
     on test gaps cut from the keys (``"judge"``), and where it keeps it the rig's own feet are planted after the
     correction, with the rig's own bone lengths (`rigplant`); None: the server's default (it plants its answer).
+    ``curve`` ("bezier", "linear", "constant"): the interpolation of the user's keys (`fcurves.user_interpolation`):
+    the server's gate weighs the fill against that curve too, and the answer is blended from it (`correct`).
     Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
@@ -183,7 +185,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         settings = {"model": info["name"], "joints": mnames, "temperature": float(temperature),
                     "samples": int(samples), "order": order, "seed": int(seed), "fps": float(fps) if fps else None,
                     "mirror": True if mirror else None,
-                    "plant_feet": None if plant_feet is None else "judge" if plant_feet else False}
+                    "plant_feet": None if plant_feet is None else "judge" if plant_feet else False,
+                    "curve": curve or None}
         unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
@@ -254,10 +257,12 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 base = to_rig(np.asarray(ra["base_rotations"][0], np.float64), ra["base_root"][0])
             feet = rigplant.rig_feet(rc, known, names, info, bones, ups, root_bone, root_parent, fps) if base is not None \
                 and plant_feet is not False else None
+            blend = gap_blend(known, rc.get("gate") or [], fps, float(info.get("fps") or 30.0)) \
+                if base is not None else None
             for s in range(ra["rotations"].shape[0]):
                 out, r = to_rig(np.asarray(ra["rotations"][s], np.float64), ra["root"][s])
                 if base is not None:
-                    out, r = correct(out, r, base, seg, known)
+                    out, r = correct(out, r, base, seg, known, blend)
                 if feet is not None:   # the server planted its answer: the rig's own feet planted again
                     rb, legs, kf, todo = feet
                     out, r = rigplant.plant_rig(out, r, heads, ups, rb, legs, kf, todo,
@@ -271,21 +276,59 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
 
 
 def correct(out: np.ndarray, root: np.ndarray, base: tuple[np.ndarray, np.ndarray], seg: Mapping[str, Any],
-            known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A deterministic model's answer as a correction of the rig's own curves: where a bone is filled, its
-    rotation is ``(answer base^-1) bezier`` (the change the model makes to the Bezier of the keys, in the bone's
-    parent frame, applied to what Blender gives for the user's keys), the root ``bezier + answer - base``. A
-    model that returns its base returns Blender's curves exactly, so the mapping between the rig and the
-    model's skeleton adds no error of its own. Keys stay as they are."""
+            known: np.ndarray, blend: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A deterministic model's answer as a correction of the rig's own curves. The model's base is Blender's
+    default Bezier of the keys (``keys_bezier``: Auto Clamped, whatever the keys' interpolation); where a bone is
+    filled, the full fill is ``(answer base^-1) keys_bezier`` (the change the model makes to that Bezier, in the
+    bone's parent frame, applied to the rig's own Bezier of the same keys), the root ``keys_bezier_root + answer -
+    base``, so the mapping between the rig and the model's skeleton adds no error of its own. It is then blended
+    from the curve the user has (``bezier``: what Blender gives for their keys, LINEAR or CONSTANT ones too) by
+    ``blend`` (T,) (the gate's weight per frame, `gap_blend`; None: 1): 0 gives the user's curve exactly. Keys stay
+    as they are."""
     b_rot, b_root = base
-    bez = np.asarray(seg["bezier"], np.float64)
+    user = np.asarray(seg["bezier"], np.float64)
+    user_root = np.asarray(seg["bezier_root"], np.float64)
+    kb = np.asarray(seg.get("keys_bezier", user), np.float64)
+    kb_root = np.asarray(seg.get("keys_bezier_root", user_root), np.float64)
     delta = rigmap.quat_mul(out, rigmap.quat_conj(b_rot))
-    fixed = rigmap.quat_mul(delta, bez)
-    fixed = quat_align(quat_normalize(fixed), out)
+    fixed = quat_align(quat_normalize(rigmap.quat_mul(delta, kb)), out)
+    full_root = kb_root + root - b_root
+    if blend is not None:
+        w = np.asarray(blend, np.float64)[:, None]   # (T, 1): every bone of a frame alike
+        fixed, full_root = blend_pose(user, user_root, fixed, full_root, w)
     todo = ~np.asarray(known, bool)
     rot = np.where(todo[:, :-1, None], fixed, out)
-    r = np.where(todo[:, -1:], np.asarray(seg["bezier_root"], np.float64) + root - b_root, root)
+    r = np.where(todo[:, -1:], full_root, root)
     return rot, r
+
+
+def blend_pose(uq: np.ndarray, ur: np.ndarray, fq: np.ndarray, fr: np.ndarray, w: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """From the user's curve (``uq`` (T, B, 4), ``ur`` (T, 3)) toward the fill (``fq``, ``fr``) by ``w`` (T, 1):
+    rotations by normalised linear interpolation on the user's hemisphere, the root linearly, as the server's gate
+    scores it (``motioncore.families.body.gate_curve.blend_pose``); ``w`` 0: the user's curve exactly."""
+    wq = w[..., None]   # (T, 1, 1)
+    f = np.where(np.sum(uq * fq, -1, keepdims=True) < 0, -fq, fq)
+    q = np.where(wq == 0.0, uq, quat_normalize(uq + wq * (f - uq)))
+    return q, np.where(w == 0.0, ur, ur + w * (fr - ur))
+
+
+def gap_blend(known: np.ndarray, fits: Sequence[Mapping[str, Any]], fps: float | None, model_fps: float) -> np.ndarray:
+    """(T,) the gate's blend weight from the user's curve (its ``blend`` per gap length; 1 where it gives none) on
+    each frame of each gap of ``known`` (T, B + 1): a gap takes the fit whose gap length (model frames, ``length``)
+    is nearest its own in model frames (the buckets are the server's; the nearest median is the gap's own)."""
+    k = np.asarray(known, bool).all(axis=1)
+    w = np.ones(k.size)
+    fits = [f for f in fits if "blend" in f and f.get("length")]
+    if not fits:
+        return w
+    ratio = model_fps / float(fps) if fps else 1.0
+    for s, e in runs(~k):
+        n = max(1.0, (e - s) * ratio)
+        f = min(fits, key=lambda f: abs(np.log(float(f["length"]) / n)))
+        w[s:e] = float(f["blend"])
+    return w
+
 
 
 def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,

@@ -51,12 +51,13 @@ class AdaptCache:
         gate = bool(content.get("gate", True))
         plant = content.get("plant_feet", True)
         plant = plant if plant == "judge" else bool(plant)
+        curve = content.get("curve")   # the user's keys' interpolation: the gate's blend from the curve they have
         key = keys_hash(q, root, known)
         ad = self.get(key)
         log.info("infill keys", extra={"fields": {"keys": key, "adapted": ad is not None}})
         if ad is None:
-            return model, {"gate": gate, "plant_feet": plant}, {}
-        return (ad.model, {"gate": gate, "gate_limit": ad.held or None, "plant_feet": plant},
+            return model, {"gate": gate, "plant_feet": plant, "curve": curve}, {}
+        return (ad.model, {"gate": gate, "gate_limit": ad.held or None, "plant_feet": plant, "curve": curve},
                 {"adapted": ad.summary()})
 
 
