@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from motioncore.core.gaps import runs
 from motioncore.core.rotations import quat_normalize
 
 __all__ = ["CURVES", "user_curve", "blend_pose", "fit_blend", "pose_errors"]
@@ -24,16 +25,12 @@ GRID = np.round(np.linspace(0.0, 1.0, 11), 2)   # candidate blend weights
 
 
 def user_curve(q: np.ndarray, pos: np.ndarray, frames: np.ndarray, curve: str) -> tuple[np.ndarray, np.ndarray]:
-    """What the user's keys give on the gap ``frames`` (B, T) of windows ``q`` (B, T, J, 4) / ``pos`` (B, T, J, 3):
+    """What the user's keys give on the gaps ``frames`` (B, T; each run with a key either side) of windows ``q`` (B, T, J, 4) / ``pos`` (B, T, J, 3):
     ``linear``: each element interpolated linearly between the keys either side (quaternion components, then
     normalised; what LINEAR keys on Euler or quaternion channels give to within a fraction of a degree over a gap),
     ``constant``: the key before held. Outside the gaps: the keys."""
     uq, up = np.array(q, np.float64), np.array(pos, np.float64)
-    for i in range(len(q)):
-        idx = np.flatnonzero(frames[i])
-        if not idx.size:
-            continue
-        s, e = int(idx[0]), int(idx[-1]) + 1   # one gap per window, [s, e), keys at s - 1 and e
+    for i, s, e in ((i, s, e) for i in range(len(q)) for s, e in runs(frames[i])):   # keys at s - 1 and e
         a = q[i, s - 1]
         b = np.where(np.sum(a * q[i, e], -1, keepdims=True) < 0, -q[i, e], q[i, e])
         t = (np.arange(s, e) - (s - 1.0)) / (e - (s - 1.0)) if curve == "linear" else np.zeros(e - s)
