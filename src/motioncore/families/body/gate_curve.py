@@ -30,7 +30,7 @@ def user_curve(q: np.ndarray, pos: np.ndarray, frames: np.ndarray, curve: str) -
     normalised; what LINEAR keys on Euler or quaternion channels give to within a fraction of a degree over a gap),
     ``constant``: the key before held. Outside the gaps: the keys."""
     uq, up = np.array(q, np.float64), np.array(pos, np.float64)
-    for i, s, e in ((i, s, e) for i in range(len(q)) for s, e in runs(frames[i])):   # keys at s - 1 and e
+    for i, s, e in [(b, s, e) for b in range(len(q)) for s, e in runs(frames[b])]:   # keys at s - 1 and e
         a = q[i, s - 1]
         b = np.where(np.sum(a * q[i, e], -1, keepdims=True) < 0, -q[i, e], q[i, e])
         t = (np.arange(s, e) - (s - 1.0)) / (e - (s - 1.0)) if curve == "linear" else np.zeros(e - s)
