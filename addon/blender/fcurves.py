@@ -392,7 +392,7 @@ def user_interpolation(fcmap: dict[tuple[str, int], Any], paths: Sequence[str]) 
             user = types != _enum_value(kp, GENERATED)
             kinds = [names.get(int(v), "BEZIER") for v in vals[user]]
         except (TypeError, RuntimeError, AttributeError, KeyError):
-            kinds = [str(k.interpolation) for k in kp if k.type != GENERATED]
+            kinds = [str(getattr(k, "interpolation", "BEZIER")) for k in kp if k.type != GENERATED]
         for k in kinds:
             c = INTERPOLATIONS.get(k, "bezier")
             counts[c] = counts.get(c, 0) + 1

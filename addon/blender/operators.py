@@ -163,6 +163,10 @@ class _InfillBase(_ServerOperator):
                                          description="0: the most likely motion; 1: the model's spread")
     order: bpy.props.EnumProperty(name="Order", items=ORDERS, default="bisection")  # type: ignore[valid-type]
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)  # type: ignore[valid-type]
+    best_rate: bpy.props.BoolProperty(  # type: ignore[valid-type]
+        name="Best Rate", default=True,
+        description="Fill at the common frame rate that test gaps cut from your keys fill closer (a 30 fps capture "
+                    "in a 24 fps scene: 30); your keys stay on their frames. Off: the scene's rate")
 
     def bones(self, arm: Any) -> list[str]:
         return [pb.name for pb in arm.pose.bones]
@@ -204,7 +208,8 @@ class _InfillBase(_ServerOperator):
         key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
                                                     for g in segs], *[g["frames"] for g in segs],
                           *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts,
-                          sorted(self.job_options().items()), segs[0].get("curve") if segs else None)
+                          sorted(self.job_options().items()), segs[0].get("curve") if segs else None,
+                          bool(self.best_rate))
         self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
         extra = self.job_options()
         if key in _REPLIES and not extra.get("adapt"):
@@ -217,7 +222,7 @@ class _InfillBase(_ServerOperator):
             samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
             root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1,
             object_name=opts[7], root_bone=rig["root"], side=opts[8],
-            curve=segs[0].get("curve") if segs else None, **extra)
+            curve=segs[0].get("curve") if segs else None, rate="best" if self.best_rate else "scene", **extra)
 
     def job_options(self) -> dict[str, Any]:
         """Extra keywords for `requests.infill_segments_job` (Learn This Action: its budget)."""

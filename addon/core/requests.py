@@ -138,7 +138,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
                         up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
                         root_bone: str | None = None, side: str | None = None, adapt: float | None = None,
-                        plant_feet: bool | None = None, curve: str | None = None) -> Job:
+                        plant_feet: bool | None = None, curve: str | None = None, rate: str | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
@@ -158,6 +158,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     correction, with the rig's own bone lengths (`rigplant`); None: the server's default (it plants its answer).
     ``curve`` ("bezier", "linear", "constant"): the interpolation of the user's keys (`fcurves.user_interpolation`):
     the server's gate weighs the fill against that curve too, and the answer is blended from it (`correct`).
+    ``rate``: "best" (the body in-fill) fills at the common rate test gaps cut from the keys fill closer than
+    ``fps`` (the reply's ``rate.filled_at``); "scene" or None at ``fps``.
     Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
@@ -186,7 +188,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                     "samples": int(samples), "order": order, "seed": int(seed), "fps": float(fps) if fps else None,
                     "mirror": True if mirror else None,
                     "plant_feet": None if plant_feet is None else "judge" if plant_feet else False,
-                    "curve": curve or None}
+                    "curve": curve or None, "rate": rate or None}
         unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
@@ -252,12 +254,13 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 return out, y_up_to_z_up(r)
 
             rots, roots = [], []
+            rate_used = (rc.get("rate") or {}).get("filled_at") or fps   # the rate the action was filled at
             base = None
             if "base_rotations" in ra and "bezier" in seg:   # a deterministic model: its correction over its base
                 base = to_rig(np.asarray(ra["base_rotations"][0], np.float64), ra["base_root"][0])
-            feet = rigplant.rig_feet(rc, known, names, info, bones, ups, root_bone, root_parent, fps) if base is not None \
-                and plant_feet is not False else None
-            blend = gap_blend(known, rc.get("gate") or [], fps, float(info.get("fps") or 30.0)) \
+            feet = rigplant.rig_feet(rc, known, names, info, bones, ups, root_bone, root_parent, rate_used) \
+                if base is not None and plant_feet is not False else None
+            blend = gap_blend(known, rc.get("gate") or [], rate_used, float(info.get("fps") or 30.0)) \
                 if base is not None else None
             for s in range(ra["rotations"].shape[0]):
                 out, r = to_rig(np.asarray(ra["rotations"][s], np.float64), ra["root"][s])
@@ -266,7 +269,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 if feet is not None:   # the server planted its answer: the rig's own feet planted again
                     rb, legs, kf, todo = feet
                     out, r = rigplant.plant_rig(out, r, heads, ups, rb, legs, kf, todo,
-                                                fps or float(info.get("fps") or 30.0))
+                                                rate_used or float(info.get("fps") or 30.0))
                 rots.append(out)
                 roots.append(r)
             arrays[f"rotations.{i}"] = np.stack(rots)

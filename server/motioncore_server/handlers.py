@@ -277,6 +277,7 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
         raise InvalidRequest(f"field 'plant_feet' must be true, false or \"judge\", got {c['plant_feet']!r}")
     check_field(c, "learn", (int, float), default=None, lo=0.0, hi=120.0)
     check_field(c, "curve", str, default=None, choices=("bezier", "linear", "constant"))
+    check_field(c, "rate", str, default="scene", choices=("scene", "best"))
     only_arrays(req.arrays, {"rotations", "root", "known", "fill", *OBJECT_ARRAYS})
     rot, root = check_rotations(req.arrays, c)
     T, J = rot.shape[:2]
