@@ -213,7 +213,7 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
     deg = angle(add, want).max(axis=0)
     return {"deg": float(deg.max()), "cm": float(np.linalg.norm(add_root - want_root, axis=-1).max()),
             "worst_bone": info["bones"][int(np.argmax(deg))], "gate_est": ref["gate_est"], "gate": ref["gate"],
-            "curve_est": ref["curve_est"], "blend": w}
+            "curve_est": ref["curve_est"], "blend": w, "per_bone": dict(zip(info["bones"], deg.tolist(), strict=True))}
 
 
 def library_errors(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]]) -> tuple[float, float]:

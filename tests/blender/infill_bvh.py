@@ -11,7 +11,7 @@ range is the whole action, not each gap's window), "profile": bool (cProfile of 
 default off), "keys": how the keys are interpolated when In-fill runs (null: set to Bezier, Auto Clamped, as before;
 "imported": as Blender's importer left them, LINEAR; "BEZIER", "LINEAR", "CONSTANT"; "VECTOR": Bezier with Vector
 handles), "update_fps": bool (the importer's Update Scene FPS), "best_rate": bool (In-fill's Best Rate, default on),
-"jerk": bool (also evaluate the
+"once": bool (with full_range: one In-fill, no warm rerun), "jerk": bool (also evaluate the
 gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon), "all_frames": bool (NAME/all: every frame
 before the keys are deleted)}], NAME/user: the gap frames as the user's keys give them when In-fill runs,
 "checks": bool}.
@@ -241,7 +241,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
     # named every time (the operator remembers its last setting); off unless asked: the parity checks compare the
     # correction with fill_clip unplanted (the rig's planting has its own parity test, tests/addon/test_addon_rigplant.py)
     plant = bool(clip.get("plant_feet", False))
-    for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
+    for a, b in (gaps[:1] if full and clip.get("once") else gaps):   # "once": one In-fill over the whole range
+        # the operator remembers its last settings (as Blender's do): name the defaults
         ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
         lo, hi = (lo_all, hi_all) if full else (a - ctx, b + ctx)
         m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0, plant_feet=plant,
@@ -250,7 +251,7 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
             info["profile"], prof = prof["text"], None
         msgs.append(m)
         times.append(s)
-    if full:   # again with the server warm: the generated keys deleted, the same gaps filled anew
+    if full and not clip.get("once"):   # again with the server warm: the generated keys deleted, the same gaps anew
         delete_inside(obj, gaps)
         prof = {} if clip.get("profile") else None
         # seed 1: a new request (the same one would be answered from the add-on's reply cache). CPU seconds
