@@ -138,7 +138,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
                         up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
                         root_bone: str | None = None, side: str | None = None, adapt: float | None = None,
-                        plant_feet: bool | None = None, curve: str | None = None, rate: str | None = None) -> Job:
+                        plant_feet: bool | None = None, curve: str | None = None, rate: str | None = None,
+                        adapt_steps: int | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
@@ -158,7 +159,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     correction, with the rig's own bone lengths (`rigplant`); None: the server's default (it plants its answer).
     ``curve`` ("bezier", "linear", "constant"): the interpolation of the user's keys (`fcurves.user_interpolation`):
     the server's gate weighs the fill against that curve too, and the answer is blended from it (`correct`).
-    ``rate``: "best" (the body in-fill) fills at the common rate test gaps cut from the keys fill closer than
+    ``adapt`` (seconds, the time limit) and ``adapt_steps`` (the budget in steps): Learn This Action instead of
+    a fill. ``rate``: "best" (the body in-fill) fills at the common rate test gaps cut from the keys fill closer than
     ``fps`` (the reply's ``rate.filled_at``); "scene" or None at ``fps``.
     Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
@@ -229,7 +231,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 try:
                     if adapt:   # Learn This Action: the server fine-tunes on these keys and caches the copy
                         rc, ra = plain(c.adapt(q, rel * scale, km, model=info["name"], joints=mnames,
-                                               fps=settings["fps"], seconds=float(adapt), **live()))
+                                               fps=settings["fps"], seconds=float(adapt), steps=adapt_steps,
+                                               **live()))
                         return {"adapted": rc.get("adapted"), "cached": rc.get("cached"), "model": info["name"]}, {}
                     rc, ra = plain(c.infill_rotations(q, rel * scale, km, object_track=obj, **settings, **live()))
                     break

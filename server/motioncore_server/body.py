@@ -65,7 +65,7 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
                content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
     """The ``adapt`` request: Learn This Action on the request's keys (at the model's rate), with progress and
     cancellation; the copy is cached for later ``infill`` requests with the same keys."""
-    from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill, keys_hash
+    from motioncore.families.body.adapt import DEFAULT_SECONDS, DEFAULT_STEPS, adapt_infill, keys_hash
     from motioncore.tasks.infill import at_model_rate
 
     key = keys_hash(q, root, known)
@@ -79,9 +79,9 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
         ctx.progress(int(round(frac * 100)), 100, message)
 
     try:
-        steps = content.get("steps")
+        steps = int(content.get("steps") or DEFAULT_STEPS)   # the budget in steps; ``seconds`` limits it
         ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled,
-                          steps=None if steps is None else int(steps))
+                          steps=steps)
     except MotioncoreError as e:
         raise InvalidRequest(str(e)) from None
     ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation

@@ -304,7 +304,8 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
 
 def adapt(req: Message, ctx: Context) -> Result:
     """Learn This Action (the body in-fill's ``adapt``): the rotation form of ``infill`` (rotations, root, known;
-    joints, fps) plus ``seconds`` (the budget, default 20) or ``steps`` (a budget in learning steps) -> ``adapted``
+    joints, fps) plus ``steps`` (the budget in learning steps, default 40) and ``seconds`` (its time limit, default
+    300) -> ``adapted``
     (pseudo-gap error before and after, steps, whether the copy is used and why not). Later ``infill`` requests
     with the same keys use the adapted copy."""
     c = req.content

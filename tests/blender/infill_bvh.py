@@ -7,7 +7,8 @@ SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's defa
 null: as the importer leaves it),
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
-"adapt": seconds (Learn This Action over the whole action before the in-fill), "plant_feet": bool (In-fill's Plant Feet;
+"adapt": seconds, its time limit, or true: its defaults (Learn This Action over the whole action before the in-fill;
+"adapt_steps": its budget in steps, default the operator's), "plant_feet": bool (In-fill's Plant Feet;
 default off), "keys": how the keys are interpolated when In-fill runs (null: set to Bezier, Auto Clamped, as before;
 "imported": as Blender's importer left them, LINEAR; "BEZIER", "LINEAR", "CONSTANT"; "VECTOR": Bezier with Vector
 handles), "update_fps": bool (the importer's Update Scene FPS), "best_rate": bool (In-fill's Best Rate, default on),
@@ -232,7 +233,10 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
         sc.frame_start, sc.frame_end = lo_all, hi_all
         t = time.perf_counter()
         try:
-            bpy.ops.motioncore.adapt_action("EXEC_DEFAULT", True, seconds=float(clip["adapt"]))
+            kw = {} if clip["adapt"] is True else {"seconds": float(clip["adapt"])}   # True: its defaults
+            if clip.get("adapt_steps"):
+                kw["steps"] = int(clip["adapt_steps"])
+            bpy.ops.motioncore.adapt_action("EXEC_DEFAULT", True, **kw)
             info["adapt_report"] = last_report()
         except RuntimeError as e:
             info["adapt_report"] = "ERROR " + str(e)
