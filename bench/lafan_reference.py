@@ -208,7 +208,8 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
         q = user + w[:, None, None] * (f - user)
         want = np.where(w[:, None, None] == 0.0, user, q / np.linalg.norm(q, axis=-1, keepdims=True))
         want_root = user_root + w[:, None] * (want_root - user_root)
-        # a bone no model joint maps to is not filled: it keeps the user's curve (the add-on's report names it)
+    if f"{name}/user" in d:   # a bone no model joint maps to is not filled: it keeps the user's curve (the report
+        user, _ = rig_space(d[f"{name}/user"], rest_m, par)   # names it), whatever its interpolation
         want = np.where(ref["mapped"][None, :, None], want, user)
     deg = angle(add, want).max(axis=0)
     return {"deg": float(deg.max()), "cm": float(np.linalg.norm(add_root - want_root, axis=-1).max()),

@@ -126,6 +126,8 @@ def import_clip(clip: dict, tmp: str):
     for a in list(bpy.data.actions):
         bpy.data.actions.remove(a)
     kw = {} if not clip.get("rotate_mode") else {"rotate_mode": clip["rotate_mode"]}
+    sc = bpy.context.scene
+    sc.render.fps, sc.render.fps_base = 24, 1.0   # Blender's default scene (an earlier clip's import may have set it)
     if clip.get("update_fps"):
         kw["update_scene_fps"] = True
     bpy.ops.import_anim.bvh(filepath=clip["path"], **kw)
