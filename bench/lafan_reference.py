@@ -179,7 +179,7 @@ def scores(bvh: str, ref: dict[str, np.ndarray], locs: np.ndarray, root: np.ndar
 
 def gap_weights(gaps: list[list[int]], gate: np.ndarray, fps: float, model_fps: float = 30.0) -> np.ndarray:
     """(G,) per gap frame the gate's blend from the user's curve (``gate`` rows: bucket, rot, root, blend, length):
-    each gap takes the fit whose length (model frames) is nearest its own, as the add-on does (requests.gap_blend)."""
+    each gap takes the fit whose length (model frames) is nearest its own, as the add-on does (addon/core/correct.gap_blend)."""
     out = []
     for a, b in gaps:
         n = max(1.0, (b - a + 1) * model_fps / fps)

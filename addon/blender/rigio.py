@@ -174,7 +174,7 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
         locs, cq, off = _chain_channels(arm, rig, frames, user=True)
         bez_root = rigclip.root_in_parent(rig["rests"], locs, cq, off) if rig["chain"] else np.zeros((frames.size, 3))
         # Blender's default Bezier of the same keys (the model's base: its correction is applied to this, then
-        # blended from the user's curve above by the gate's weight; requests.correct)
+        # blended from the user's curve above by the gate's weight; correct.correct)
         kb = np.stack([rigmap.to_model(rigclip.to_quat(_rotations(rig, bone, frames, bez=True)[0],
                                                        _rotations(rig, bone, frames[:1])[1]), rig["offsets"][bone])
                        for bone in bones], axis=1)

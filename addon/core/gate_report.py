@@ -1,4 +1,5 @@
-"""What the body in-fill's request-time gate did, as one clause of the In-fill report (bpy-free)."""
+"""What the body in-fill's request-time gate did, as one clause of the In-fill report, and what Learn This Action did,
+as its report (bpy-free)."""
 from __future__ import annotations
 
 from typing import Any
@@ -39,3 +40,23 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
             out.append(f"gaps of {n}: feet not planted (on {f['pseudo']} test gaps cut from your keys "
                        f"planting cost error: {pe['unplanted'][0]:.1f} -> {pe['planted'][0]:.1f} cm)")
     return ("; " + "; ".join(out)) if out else ""
+
+
+def adapt_message(content: dict[str, Any]) -> str:
+    """What Learn This Action did, for its report (the server's ``adapted``): steps and seconds, the held-out test
+    gaps' error before and after, and whether In-fill uses the learnt copy, or why not (a time limit that stopped it
+    under its minimum of steps, no gain on the held-out gaps, or too short an action to hold some back)."""
+    ad = content.get("adapted") or {}
+    if content.get("cached"):
+        return "this action is learnt already (same keys): In-fill uses it"
+    before = sum(ad.get("before_cm", {}).values())
+    after = sum(ad.get("after_cm", {}).values())
+    judged = f": test-gap error {before:.2f} -> {after:.2f} cm ({ad.get('held', 0)} held out)" if before else ""
+    if not ad.get("used", True) and ad.get("steps", 0) < ad.get("min_steps", 0):   # too short for this machine
+        return f"learnt for {ad['seconds']:.0f} s ({ad['steps']} steps){judged}: {ad['why']}; shipped model kept"
+    if not ad.get("used", True):
+        return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, " + (
+            "which did not help" if ad.get("before_cm") else "but the action is too short to hold some keys "
+            "back and check it") + ": In-fill keeps the shipped model" + ("" if before else " (key more frames)"))
+    return (f"learnt this action in {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}; "
+            "In-fill uses it until the keys change")

@@ -7,7 +7,7 @@ pseudo-gaps (keys the clip has, cut out; ``families.body.gate``) the user's curv
 side (``user_curve``), the gated fill is blended from it (``blend_pose``: weight 0 the user's curve exactly, 1 the
 fill), and the weight that lowers position error over the user's curve's plus rotation error over its most is kept
 (ties to the smaller weight: a fill that does not beat the user's curve leaves it as it is). The add-on applies the
-same blend to the rig (``addon/core/requests.correct``).
+same blend to the rig (``addon/core/correct.py``).
 
 Legend: B windows, T frames, J joints.
 """
