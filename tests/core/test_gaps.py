@@ -43,3 +43,19 @@ def test_context_frames_and_whole_frames():
     w = gaps.whole_frames(k)
     assert w.tolist() == [[True] * 3, [False] * 3, [True] * 3]
     assert gaps.is_whole_frames(w, ~w) and not gaps.is_whole_frames(k, ~k)
+
+
+def test_gap_runs_fill_blocked_gaps_together_and_dense_gaps_apart():
+    from motioncore.core.gaps import gap_runs
+
+    missing = np.ones(200, bool)
+    missing[::10] = False          # blocking: a pose every 10 frames up to frame 100 ...
+    missing[100:] = False
+    missing[130:140] = True        # ... then one gap between fully keyed stretches
+    runs_ = gap_runs(missing, context=10, max_len=64)
+    assert [len(g) for g, _, _ in runs_] == [5, 4, 1, 1]   # windows of at most 64 frames: 5 gaps, 4, the last
+    for run, a, b in runs_:
+        assert b - a <= 64 and a == max(0, run[0][0] - 10) and b == min(200, run[-1][1] + 10)
+        assert all(s2 - e1 == 1 for (_, e1), (s2, _) in zip(run, run[1:]))   # one key between them
+    assert runs_[-1][0] == [(130, 140)]
+    assert sum(len(g) for g, _, _ in runs_) == len(gaps.gap_windows(missing))

@@ -342,3 +342,18 @@ def test_reports_table_markdown_json_plot(bench, tmp_path):
     data = (tmp_path / "res.png").read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 1000
     assert sorted(f.name for f in tmp_path.iterdir()) == ["res.json", "res.png"]  # no temp files left
+
+
+def test_keys_saved_is_the_sparsest_spacing_at_or_below_bezier_every_8():
+    from motioncore.eval.keyed import format_keys_saved, keys_saved
+
+    res = {"bezier": {"L2Q": {"8": 0.355, "12": 0.5, "16": 0.7}},
+           "infill-body": {"L2Q": {"8": 0.2, "12": 0.35, "16": 0.36}},
+           "interp": {"L2Q": {"8": 0.4, "12": 0.6, "16": 0.8}}}
+    saved = keys_saved(res)
+    assert saved["infill-body"] == {"every": 12, "fewer_keys": 1.5, "l2q": 0.35, "reference_l2q": 0.355}
+    assert saved["interp"]["every"] is None
+    text = format_keys_saved(saved)
+    assert "infill-body with a key every 12 frames" in text and "1.50x fewer keys" in text
+    assert "interp never reaches" in text
+    assert keys_saved({"infill-body": {"L2Q": {"8": 0.2}}}) == {}

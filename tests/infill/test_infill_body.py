@@ -268,7 +268,7 @@ def test_the_cmu_share_of_a_batch_follows_the_recipe(share):
                                                                                    None], J, 1).repeat(3, 2)}
     rng, cmu, total = np.random.default_rng(0), 0, 0
     for _ in range(200):
-        _, p, _, _ = sample_batch(rng, data, BodyRecipe(cmu_share=share))
+        _, p, _, _, _ = sample_batch(rng, data, BodyRecipe(cmu_share=share))
         cmu += int((p[:, 0, 0, 0] >= 3000).sum())
         total += p.shape[0]
     assert abs(cmu / total - share) < 0.03, cmu / total

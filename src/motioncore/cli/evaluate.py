@@ -79,13 +79,21 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
                                    overrides=args.map, plant_feet=args.plant_feet)
         print(f"Sparse keys on {args.data} (a key pose every {args.keys_every} frames; {n} test windows; "
               "L2Q/L2P between the keys; lower is better)")
+        from ..eval.keyed import format_keys_saved, keys_saved
+
+        saved = keys_saved(results)
     else:
         results, n = run_infill_eval(args.data, models, tuple(args.lengths), progress=not args.quiet,
                                      overrides=args.map, plant_feet=args.plant_feet)
         print(f"In-betweening on {args.data} ({n} test windows; lower is better)")
     print(format_table(results))
+    if args.keys_every:
+        print(format_keys_saved(saved))
     plot_results(results, plot)
     print(f"plot: {plot}")
+    if args.keys_every:
+        for name, entry in saved.items():   # in the JSON beside the model's metrics
+            results[name]["KeysSaved"] = entry
     if args.json:
         write_json(results, args.json)
         print(f"json: {args.json}")

@@ -28,6 +28,25 @@ def gap_windows(missing: np.ndarray, context: int = CONTEXT) -> list[tuple[int, 
     return [(s, e, max(0, s - context), min(T, e + context)) for s, e in runs(missing)]
 
 
+def gap_runs(missing: np.ndarray, context: int = CONTEXT, max_len: int = 128
+             ) -> list[tuple[list[tuple[int, int]], int, int]]:
+    """Gaps separated by single keys (an animator's blocking), filled together: per run, its gaps [(s, e)] and
+    its window [a, b), up to ``context`` frames either side, clipped to the clip. A run grows while the next gap
+    starts right after one keyed frame and the window stays within ``max_len`` frames; any other gap is a run
+    of its own with the window of ``gap_windows``."""
+    out: list[tuple[list[tuple[int, int]], int, int]] = []
+    T = np.asarray(missing).shape[0]
+    for s, e, a, b in gap_windows(missing, context):
+        if out:
+            gaps, a0, _ = out[-1]
+            if s - gaps[-1][1] == 1 and b - a0 <= max_len:
+                out[-1] = (gaps + [(s, e)], a0, b)
+                continue
+        out.append(([(s, e)], a, b))
+    assert all(0 <= a and b <= T for _, a, b in out)
+    return out
+
+
 def windows(missing: np.ndarray, context: int = CONTEXT) -> list[tuple[int, int]]:
     """The spans to read for a (T,) mask: inclusive [a, b] per gap with up to ``context`` frames on either
     side, overlapping or touching spans merged (what the add-on evaluates and sends)."""

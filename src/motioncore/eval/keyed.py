@@ -40,7 +40,7 @@ from ..errors import MotioncoreError
 from .baselines import Fill
 from .infill import Results, _Sums, results_of, skate_feet
 
-__all__ = ["KeyFill", "KEY_BASELINES", "keys_every", "evaluate_keys", "on_skeleton", "lafan_fill", "key_fill"]
+__all__ = ["KeyFill", "KEY_BASELINES", "keys_every", "evaluate_keys", "keys_saved", "format_keys_saved", "on_skeleton", "lafan_fill", "key_fill"]
 
 KeyFill = Callable[[Skeleton, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -279,3 +279,39 @@ def evaluate_keys(models: Mapping[str, KeyFill], skeleton: Skeleton, rotations: 
                         sums[name, n].add_gmd(pp, gp, np.arange(T), g[:, [feet.index(j) for j in toes]], fps, toes)
                 bar.update(1)
     return results_of(models, sums)
+
+
+def keys_saved(results: Results, reference: str = "bezier", at: int = 8) -> dict[str, dict]:
+    """How many fewer keys each model needs for the reference's quality: per model, the sparsest spacing N among
+    those measured whose L2Q is at or below ``reference``'s with a key every ``at`` frames: {"every": N,
+    "fewer_keys": N / at, "l2q": its L2Q, "reference_l2q": the reference's}; N is None when even the densest
+    spacing measured is worse. Empty when the reference or spacing ``at`` was not measured."""
+    ref = results.get(reference, {}).get("L2Q", {}).get(str(at))
+    if ref is None:
+        return {}
+    out = {}
+    for name, per in results.items():
+        l2q = per.get("L2Q", {})
+        ok = [int(n) for n, v in l2q.items() if v <= ref]
+        n = max(ok, default=None)
+        out[name] = {"every": n, "fewer_keys": None if n is None else n / at,
+                     "l2q": None if n is None else l2q[str(n)], "reference_l2q": ref}
+    return out
+
+
+def format_keys_saved(saved: dict[str, dict], reference: str = "bezier", at: int = 8) -> str:
+    """One line per model: the keys it saves against the reference keyed every ``at`` frames."""
+    if not saved:
+        return (f"keys saved: not measured (needs --model {reference} and --keys-every {at})")
+    lines = []
+    for name, s in saved.items():
+        if name == reference:
+            continue
+        if s["every"] is None:
+            lines.append(f"keys saved: {name} never reaches {reference}'s L2Q with a key every {at} frames "
+                         f"({s['reference_l2q']:.3f}) at the spacings measured")
+        else:
+            lines.append(f"keys saved: {name} with a key every {s['every']} frames (L2Q {s['l2q']:.3f}) is at or "
+                         f"below {reference} with a key every {at} ({s['reference_l2q']:.3f}): "
+                         f"{s['fewer_keys']:.2f}x fewer keys")
+    return "\n".join(lines)

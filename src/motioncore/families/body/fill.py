@@ -332,7 +332,7 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
     pass: (q, p, base_q, base_p))."""
     import torch
 
-    from motioncore.families.body.model import assemble
+    from motioncore.families.body.model import assemble, basis_of
 
     qs, ps, bqs, bps = [], [], [], []
     for s in range(0, len(rotations), batch):
@@ -346,7 +346,7 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
         with torch.no_grad():
             res = model(torch.from_numpy(prep.features).to(dev)).double()   # the base assembled in float64:
             _, quats, root = assemble(torch.from_numpy(prep.exact).to(dev), res,  # weight 0 is the Bezier exactly
-                                      torch.from_numpy(prep.known).to(dev), weights=w)
+                                      torch.from_numpy(prep.known).to(dev), weights=w, basis=basis_of(model))
         q, pp = finish(layout, prep, quats.double().cpu().numpy(), root.double().cpu().numpy() / POS_SCALE, r, p, k)
         qs.append(q)
         ps.append(pp)

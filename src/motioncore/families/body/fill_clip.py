@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from motioncore.core.gaps import gap_windows
+from motioncore.core.gaps import gap_runs, gap_windows
 from motioncore.core.rotations import quat_continuity, quat_normalize
 from motioncore.core.skeleton import Skeleton
 from motioncore.families.body.fill import fill_body
 from motioncore.families.body.gate import MAX_PSEUDO, Gate, fit_gate
+from motioncore.families.body.model import basis_of
 from motioncore.tasks.infill import Filled, _checked_window
 
 
@@ -38,18 +39,21 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
         gate = None
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
     planted = np.zeros(len(q), bool)  # the gap frames whose feet are planted
-    for s, e, a, b in gap_windows(frames):
+    for gaps, a, b in _runs(model, meta, frames):
         if check is not None:
             check()
         sel = np.zeros((b - a, J + 1), bool)
-        sel[s - a:e - a] = todo[s:e]
-        w = residual * np.asarray(gate.weights(e - s) if gate is not None else (1.0, 1.0))
+        for s, e in gaps:
+            sel[s - a:e - a] = todo[s:e]
+        longest = max(e - s for s, e in gaps)
+        w = residual * np.asarray(gate.weights(longest) if gate is not None else (1.0, 1.0))
         fq, fr, bq, br = _fill_body_window(model, meta, q[a:b], r[a:b], keys[a:b], sel, (float(w[0]), float(w[1])))
         out_q[a:b] = np.where(sel[:, :J, None], fq, out_q[a:b])
         out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
         base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
         base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
-        planted[s:e] = bool(plant) and (gate is None or gate.plant(e - s))
+        for s, e in gaps:
+            planted[s:e] = bool(plant) and (gate is None or gate.plant(e - s))
     plant_info = None
     if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
@@ -65,6 +69,15 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
     base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
     out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
     return Filled(out_q, out_r, keys, todo, base_q, base_r, gate, plant_info)
+
+
+def _runs(model, meta: dict, frames: np.ndarray) -> list[tuple[list[tuple[int, int]], int, int]]:
+    """The windows the gaps are filled in: with the spline correction (one curve through single keys) the gaps of a
+    blocked stretch go together (``core.gaps.gap_runs``, up to the model's window), so the curve shares its slope
+    at every key between them; a model with the per-gap basis fills each gap in its own window, as trained."""
+    if basis_of(model) == "spline":
+        return gap_runs(frames, max_len=int(meta.get("config", {}).get("max_frames", 128)))
+    return [([(s, e)], a, b) for s, e, a, b in gap_windows(frames)]
 
 
 def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,

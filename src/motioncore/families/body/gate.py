@@ -140,7 +140,7 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
     from motioncore.core.rotations import quat_to_matrix
     from motioncore.families.body.fill import POS_SCALE, confidence, prepare
     from motioncore.families.body.loss import Net
-    from motioncore.families.body.model import assemble, smooth_residual
+    from motioncore.families.body.model import assemble, basis_of, smooth_residual
 
     net = Net(layout.skeleton)
     prep = prepare(layout, q, p, known)
@@ -150,7 +150,7 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
     kn = torch.from_numpy(prep.known).to(dev)
     off = torch.from_numpy(p[:, :, list(layout.joints)] * POS_SCALE).float().to(dev)
     with torch.no_grad():
-        res = smooth_residual(model(feats).float(), kn)
+        res = smooth_residual(model(feats).float(), kn, basis_of(model))
         tL = torch.from_numpy(quat_to_matrix(t_rot)).float().to(dev)  # local rotations (the root's: global)
         _, tP = net.fk(tL, torch.from_numpy(t_root * POS_SCALE).float().to(dev), off)
     conf = torch.as_tensor(np.ones(len(q)) if not safety else confidence(layout, safety, q, p, known),

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from motioncore.core.rotations import matrix_to_quat, rot6d_to_matrix
 
 __all__ = ["InfillBodyConfig", "InfillBody", "assemble", "smooth_residual", "gap_basis", "gap_projection", "gap_blocks",
-           "MAX_TERMS"]
+           "MAX_TERMS", "basis_of"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class InfillBodyConfig:
     d_ff: int = 768
     dropout: float = 0.0
     max_frames: int = 128
+    basis: str = "sine"  # the correction's curves: "sine" (a bump per gap, ``gap_basis``) | "spline" (``model_spline``)
+    contacts: int = 0  # contact logits per frame (the skeleton's feet, ``find_body_joints(...).feet``); 0: none
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -55,26 +57,41 @@ class InfillBody(nn.Module):
         self.out = nn.Linear(d, R * 6 + 3)
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
+        if cfg.basis not in ("sine", "spline"):
+            raise ValueError(f"basis: expected 'sine' or 'spline', got {cfg.basis!r}")
+        self.contact = nn.Linear(d, cfg.contacts) if cfg.contacts else None
 
-    def forward(self, features: Tensor) -> Tensor:
-        """(B, T, R*7+4) -> residual (B, T, R*6+3)."""
+    def forward(self, features: Tensor, contacts: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        """(B, T, R*7+4) -> residual (B, T, R*6+3); ``contacts``: also the contact logits (B, T, cfg.contacts)
+        (a model without a contact output raises)."""
         B, T, _ = features.shape
         if T > self.cfg.max_frames:
             raise ValueError(f"{T} frames in one pass; this model takes at most {self.cfg.max_frames}")
-        h = self.inp(features) + self.frame(torch.arange(T, device=features.device))
-        return self.out(self.norm(self.encoder(h)))
+        h = self.norm(self.encoder(self.inp(features) + self.frame(torch.arange(T, device=features.device))))
+        if not contacts:
+            return self.out(h)
+        if self.contact is None:
+            raise ValueError("this in-fill model has no contact output (config contacts = 0)")
+        return self.out(h), self.contact(h)
+
+
+def basis_of(model) -> str:
+    """The correction basis a model was trained with ("sine" for checkpoints from before the field)."""
+    return getattr(getattr(model, "cfg", None), "basis", "sine")
 
 
 def assemble(features: Tensor, residual: Tensor, known: Tensor, smooth: bool = True,
-             weights: Tensor | None = None, quats: bool = True) -> tuple[Tensor, Tensor | None, Tensor]:
+             weights: Tensor | None = None, quats: bool = True, basis: str = "sine"
+             ) -> tuple[Tensor, Tensor | None, Tensor]:
     """Base + residual where not keyed: local rotation matrices (B, T, R, 3, 3), quaternions (B, T, R, 4) WXYZ
     and the root position in metres (B, T, 3). ``known`` (B, T, R + 1) bool. ``smooth``: the residual as smooth
     curves over each gap (``smooth_residual``; False only for the parity test). ``weights`` (B, 2): the scale of
     the rotations' and the root's correction (the request-time gate; 0 gives the Bezier base exactly). ``quats``
-    False: no quaternions (None in their place), for callers that need only matrices."""
+    False: no quaternions (None in their place), for callers that need only matrices. ``basis``: the model's
+    (``basis_of``)."""
     B, T, _ = features.shape
     if smooth:
-        residual = smooth_residual(residual, known)
+        residual = smooth_residual(residual, known, basis)
     if weights is not None:
         R6 = residual.shape[-1] - 3
         scale = torch.cat([weights[:, :1].expand(B, R6), weights[:, 1:].expand(B, 3)], -1).to(residual)
@@ -159,14 +176,18 @@ def _smooth_rows(x: Tensor, known: np.ndarray) -> Tensor:
     return out
 
 
-def smooth_residual(residual: Tensor, known: Tensor) -> Tensor:
-    """The residual (B, T, R*6+3) projected per element and gap onto ``gap_basis`` (``known`` (B, T, R + 1))."""
+def smooth_residual(residual: Tensor, known: Tensor, basis: str = "sine") -> Tensor:
+    """The residual (B, T, R*6+3) projected per element onto smooth curves (``known`` (B, T, R + 1)): per gap
+    onto ``gap_basis`` (``basis="sine"``), or per run of gaps onto one C2 spline (``"spline"``, ``model_spline``)."""
+    from .model_spline import smooth_spline
+
+    smooth = _smooth_rows if basis == "sine" else smooth_spline
     B, T, _ = residual.shape
     E = known.shape[-1]
     R = E - 1
     km = np.moveaxis(known.detach().cpu().numpy().astype(bool), 1, -1)  # (B, E, T)
     rot = residual[..., : R * 6].reshape(B, T, R, 6).permute(0, 2, 1, 3).reshape(B * R, T, 6)
     root = residual[..., R * 6 :]  # (B, T, 3)
-    rot = _smooth_rows(rot, km[:, :R].reshape(B * R, T)).reshape(B, R, T, 6).permute(0, 2, 1, 3)
-    root = _smooth_rows(root, km[:, R])
+    rot = smooth(rot, km[:, :R].reshape(B * R, T)).reshape(B, R, T, 6).permute(0, 2, 1, 3)
+    root = smooth(root, km[:, R])
     return torch.cat([rot.reshape(B, T, R * 6), root], dim=-1)

@@ -61,6 +61,9 @@ class BodyRecipe:
     save_every: float = 180.0
     val_every: float = 300.0
     val_windows: int = 160  # per validation set
+    basis: str = "spline"  # the correction's curves (``families.body.model_spline``; "sine": the older per-gap bumps)
+    contacts: bool = True  # a contact output per foot and toe, trained on the capture's labels (``core.feet``)
+    blocking: float = 0.5  # the share of batches keyed as an animator blocks: a pose every N frames, nothing else
 
     def __post_init__(self) -> None:
         if not 0.0 < self.cmu_share < 1.0:

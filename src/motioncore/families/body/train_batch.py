@@ -17,9 +17,11 @@ from motioncore.families.body.train import BodyRecipe
 __all__ = ["sample_task", "sample_batch", "Net", "batch_loss", "JERK_WEIGHT"]
 
 
-def sample_task(rng: np.random.Generator, J: int, max_gap: int = 60) -> tuple[np.ndarray, int]:
-    """One key pattern ``known`` (T, J + 1) bool (channel J: the root translation) and its longest gap."""
-    if rng.random() < 0.6:  # dense context around a gap
+def sample_task(rng: np.random.Generator, J: int, max_gap: int = 60, blocking: float = 0.4
+                ) -> tuple[np.ndarray, int]:
+    """One key pattern ``known`` (T, J + 1) bool (channel J: the root translation) and its longest gap;
+    ``blocking`` the share of sparse patterns (a pose every N frames)."""
+    if rng.random() >= blocking:  # dense context around a gap
         lengths = np.arange(1, max_gap + 1)
         p = 1.0 / lengths
         gap = int(rng.choice(lengths, p=p / p.sum()))
@@ -29,8 +31,8 @@ def sample_task(rng: np.random.Generator, J: int, max_gap: int = 60) -> tuple[np
         frames = np.zeros(T, bool)
         frames[:ctx] = True
         frames[ctx + gap:] = True
-    else:  # sparse keys every N frames
-        N = int(rng.integers(2, 31))
+    else:  # sparse keys every N frames: mostly an animator's blocking, a pose every 6-24 frames
+        N = int(rng.integers(6, 25)) if rng.random() < 0.75 else int(rng.integers(2, 31))
         k = max(2, int(math.ceil(48 / N)))
         while N * k + 1 > 121:
             k -= 1
@@ -55,9 +57,10 @@ def sample_task(rng: np.random.Generator, J: int, max_gap: int = 60) -> tuple[np
 
 
 def sample_batch(rng: np.random.Generator, data: dict[str, Any], recipe: BodyRecipe):
-    """(rotations (B, T, J, 4), positions (B, T, J, 3), known (B, T, J + 1), gap)."""
+    """(rotations (B, T, J, 4), positions (B, T, J, 3), known (B, T, J + 1), gap, contacts (B, T, F) or None:
+    the capture's contact labels of the feet, when ``data`` has them)."""
     J = data["skeleton"].num_joints
-    known, gap = sample_task(rng, J, recipe.max_gap)
+    known, gap = sample_task(rng, J, recipe.max_gap, recipe.blocking)
     T = known.shape[0]
     B = int(np.clip(recipe.tokens // T, 16, 160 * max(1, recipe.tokens // 2560)))  # a GPU's large batch: more windows
     bounds, source = data["bounds"], data["source"]
@@ -70,5 +73,6 @@ def sample_batch(rng: np.random.Generator, data: dict[str, Any], recipe: BodyRec
     clip = rng.choice(len(bounds), size=B, p=w / w.sum())
     start = bounds[clip, 0] + (rng.random(B) * lengths[clip]).astype(np.int64)
     idx = start[:, None] + np.arange(T)
+    labels = data["contacts"][idx] if "contacts" in data else None
     return (data["rotations"][idx].astype(np.float64), data["positions"][idx].astype(np.float64),
-            np.broadcast_to(known, (B,) + known.shape).copy(), gap)
+            np.broadcast_to(known, (B,) + known.shape).copy(), gap, labels)

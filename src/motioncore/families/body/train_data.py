@@ -15,7 +15,7 @@ import numpy as np
 
 from motioncore.errors import MotioncoreError
 
-__all__ = ["build_data"]
+__all__ = ["build_data", "contact_labels"]
 
 FPS = 30.0
 SPEEDS = (1.0, 0.8, 1.25)
@@ -94,6 +94,29 @@ def build_data(data: str, cache: Path, progress: bool = True) -> dict[str, Any]:
     tmp.replace(f)
     meta_f.write_text(json.dumps({"skeleton": sk.to_dict(), "convention": conv.tolist(), "describe": describe}))
     return {**arrays, "skeleton": sk, "convention": conv, "describe": describe}
+
+
+def contact_labels(data: dict[str, Any], cache: Path) -> np.ndarray:
+    """(N, F) bool: the capture's contact labels of the skeleton's feet (``find_body_joints(...).feet``) for every
+    training frame, each clip on its own ground (``core.feet.contacts``), cached beside the data."""
+    from motioncore.core.feet import contacts
+    from motioncore.core.kinematics import find_body_joints
+
+    sk = data["skeleton"]
+    feet = list(find_body_joints(sk).feet)
+    f = cache / f"contacts-{len(data['rotations'])}-{'-'.join(map(str, feet))}.npy"
+    if f.is_file():
+        return np.load(f)
+    out = np.zeros((len(data["rotations"]), len(feet)), bool)
+    for a, b in np.asarray(data["bounds"]):
+        _, gp = sk.forward_kinematics(np.asarray(data["rotations"][a:b], np.float64),
+                                      np.asarray(data["positions"][a:b], np.float64))
+        out[a:b] = contacts(gp, FPS, feet)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / ".contacts-tmp.npy"
+    np.save(tmp, out)
+    tmp.replace(f)
+    return out
 
 
 def validation_sets(skeleton, convention, n: int, progress: bool = True) -> dict[str, tuple]:

@@ -24,7 +24,7 @@ import numpy as np
 from motioncore.errors import MotioncoreError
 from motioncore.families.body.train import BodyRecipe
 from motioncore.families.body.train_batch import Net, batch_loss, sample_batch
-from motioncore.families.body.train_data import build_data, validation_sets
+from motioncore.families.body.train_data import build_data, contact_labels, validation_sets
 from motioncore.families.body.train_export import export
 
 __all__ = ["train_infill_body", "add_infill_body_arguments", "train_infill_body_from_args"]
@@ -204,8 +204,11 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
     run.mkdir(parents=True, exist_ok=True)
     data = data or build_data(recipe.data, run.parent / "cache", progress)
     net = Net(data["skeleton"])
+    if recipe.contacts and "contacts" not in data:
+        data = {**data, "contacts": contact_labels(data, run.parent / "cache")}
     torch.manual_seed(recipe.seed)  # weight initialisation
-    cfg = InfillBodyConfig(net.layout.num_model_joints, recipe.d_model, recipe.n_layers, recipe.n_heads, recipe.d_ff)
+    cfg = InfillBodyConfig(net.layout.num_model_joints, recipe.d_model, recipe.n_layers, recipe.n_heads, recipe.d_ff,
+                           basis=recipe.basis, contacts=len(net.layout.body.feet) if recipe.contacts else 0)
     model = InfillBody(cfg)
     ema = InfillBody(cfg)
     ema.load_state_dict(model.state_dict())
@@ -221,11 +224,17 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
             from motioncore.models.registry import load_model
 
             init, meta = load_model(warm_start)
-            if meta.get("config") != cfg.to_dict():
+            shape = ("num_joints", "d_model", "n_layers", "n_heads", "d_ff", "max_frames")
+            if any(meta.get("config", {}).get(k) != cfg.to_dict()[k] for k in shape):
                 raise MotioncoreError(f"--warm-start {warm_start}: its config {meta.get('config')} is not this "
                                       f"recipe's {cfg.to_dict()}")
-            model.load_state_dict({k: v.to(device) for k, v in init.state_dict().items()})
-            ema.load_state_dict({k: v.to(device) for k, v in init.state_dict().items()})
+            # the transformer and its residual head carry over (a new basis re-reads the same per-frame residual);
+            # a contact output the checkpoint lacks starts from its fresh initialisation
+            for m in (model, ema):
+                missing, unexpected = m.load_state_dict({k: v.to(device) for k, v in init.state_dict().items()},
+                                                        strict=False)
+                if unexpected or any(not k.startswith("contact.") for k in missing):
+                    raise MotioncoreError(f"--warm-start {warm_start}: weights do not match ({missing}, {unexpected})")
             state["warm_start"] = {"from": str(warm_start), "steps": meta.get("steps"),
                                    "train_wall_s": meta.get("train_wall_s")}
     elif state["recipe"] != recipe.to_dict():
@@ -270,10 +279,10 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
         if done:
             return state
         rng = np.random.default_rng([recipe.seed, state["step"]])
-        r, p, k, gap = sample_batch(rng, data, recipe)
+        r, p, k, gap, labels = sample_batch(rng, data, recipe)
         for g in opt.param_groups:
             g["lr"] = _lr(recipe, state["step"], wall)
-        loss, raw = batch_loss(model, net, r, p, k, gap, recipe.loss)
+        loss, raw = batch_loss(model, net, r, p, k, gap, recipe.loss, contacts=labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
