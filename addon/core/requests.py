@@ -241,7 +241,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                     if whole or attempt or getattr(e, "code", None) != "whole_frames":
                         raise
                     whole = True
-            replies.append({**rc, "unmapped": unmapped})
+            replies.append({**rc, "unmapped": unmapped, "gate": scene_frames(rc.get("gate"), (rc.get("rate") or {})
+                                                                   .get("filled_at") or fps, info.get("fps"))})
             if ra is None:
                 arrays[f"rotations.{i}"] = loc[None].astype(np.float32)
                 arrays[f"root.{i}"] = np.asarray(seg["root"], np.float64)[None]
@@ -280,6 +281,17 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
             arrays[f"root.{i}"] = np.stack(roots)
         return {"segments": replies, "scale": scale, "model": info["name"], "rest_same": al["rest_same"]}, arrays
     return job
+
+
+def scene_frames(fits: Sequence[dict[str, Any]] | None, fps: float | None, model_fps: float | None
+                 ) -> list[dict[str, Any]] | None:
+    """The gate's fits with each one's gap length in the action's own frames (``frames``) where the server gave
+    it in the model's only (a 24 fps action filled through the model's 30: a gap of 15 frames, not "20")."""
+    if not fits:
+        return None if fits is None else []
+    k = float(fps) / float(model_fps) if fps and model_fps else 1.0
+    return [f if "frames" in f or "length" not in f else {**f, "frames": max(1, int(round(f["length"] * k)))}
+            for f in fits]
 
 
 def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,

@@ -37,3 +37,12 @@ def test_the_gate_clause_names_the_curve_the_user_has():
         [{**fit, "blend": 0.4, "curve": "constant"}])
     bez = {**fit, "curve": "bezier", "curve_error": {}}
     assert "Blender's curve 4.4 cm" in gate_report.gate_message([bez]) and "your linear" not in gate_report.gate_message([bez])
+
+
+def test_the_gate_clause_counts_the_actions_own_frames():
+    """A 24 fps action filled through the model's 30 fps: the server's fit says 19 model frames; the report says 15."""
+    requests = addon_module("core.requests")
+    fits = requests.scene_frames([{"length": 19, "rot": 1.0, "root": 1.0}, {"length": 8, "frames": 6}], 24.0, 30.0)
+    assert [f["frames"] for f in fits] == [15, 6]
+    assert requests.scene_frames([{"length": 15}], 30.0, 30.0)[0]["frames"] == 15
+    assert requests.scene_frames(None, 24.0, 30.0) is None
