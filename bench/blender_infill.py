@@ -138,6 +138,17 @@ def run_driver(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
     return dict(np.load(out)), json.loads(Path(str(out) + ".json").read_text())
 
 
+def filled_fps(info: dict, scene_fps: float) -> float:
+    """The rate the add-on filled at: the one its report names ("filled at 30 fps": In-fill's Best Rate), else the
+    scene's (a standard rate when within 0.1% of one, as the add-on reads it)."""
+    import re
+    m = re.search(r"filled at ([\d.]+) fps", str((info.get("reports") or [""])[0]))
+    if m:
+        return float(m.group(1))
+    near = min((23.976, 24.0, 25.0, 29.97, 30.0, 48.0, 50.0, 59.94, 60.0, 100.0, 120.0), key=lambda r: abs(r - scene_fps))
+    return near if abs(near - scene_fps) <= 0.001 * near else float(scene_fps)
+
+
 def failure(info: dict) -> str | None:
     """Why a clip's run is not a result (None: it is): the driver's traceback, or an In-fill or Learn This Action
     that failed (reported an error, or nothing at all). The keys then stay Blender's Bezier, which would read as

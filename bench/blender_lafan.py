@@ -75,7 +75,7 @@ def main() -> None:
             print(f"  {c['name']}: ERROR {info['error'][-300:]}")
             continue
         add, bez = bi.errors(d, info, c["name"], "addon"), bi.errors(d, info, c["name"], "bezier")
-        fps = a.fps or 24.0
+        fps = bi.filled_fps(info, a.fps or info.get("scene_fps") or 24.0)   # Best Rate may fill at another
         par = lr.parity(d, info, c["name"], str(bvh), c["gaps"], fps) if c["mode"] == "default" else None
         lib = lr.library_errors(d, info, c["name"], str(bvh), c["gaps"]) if c["mode"] == "default" else None
         rep = info["reports"][0]

@@ -79,7 +79,8 @@ def _mapping(mo, meta: dict) -> list[int]:
 
 
 def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | None = None,
-                 bez_root: np.ndarray | None = None, adapt: float = 0.0) -> dict[str, np.ndarray]:
+                 bez_root: np.ndarray | None = None, adapt: float = 0.0, curve: str | None = None,
+                 plant: bool = False) -> dict[str, np.ndarray]:
     """The library's in-fill of the file's action with ``gaps`` (Blender frames, inclusive) cut, the clip
     at ``fps`` (the scene's rate, as the add-on sends it), carried onto the rig: per gap frame (rows ``frames``)
     the rig locals (G, B, 4) and the root (G, 3) Y-up of the model's answer (``answer``, ``answer_root``),
@@ -121,7 +122,9 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
         if c >= 0:
             km[:, j] = known
     km[:, -1] = known
-    kw: dict = {"plant_feet": False}   # the add-on's run is Plant Feet off (tests/blender/infill_bvh.py's default)
+    # the add-on's run is Plant Feet off (tests/blender/infill_bvh.py's default), or judged (the add-on plants its rig);
+    # ``curve``: the user's keys' interpolation, for the gate's blend from the curve they have
+    kw: dict = {"plant_feet": "judge" if plant else False, "curve": curve}
     if adapt:
         from motioncore.families.body.adapt import adapt_infill
         from motioncore.tasks.infill import at_model_rate
@@ -131,7 +134,7 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
     todo = np.broadcast_to(~known[:, None], (T, B))
     sel = ~known
     out: dict[str, np.ndarray] = {"frames": np.flatnonzero(sel) + 1, "truth": truth,
-                                  "truth_root": mo.positions[sel, 0]}
+                                  "truth_root": mo.positions[sel, 0], "mapped": np.isin(np.arange(B), cols)}
     for key, rq, rr in (("answer", f.rotations[0], f.root[0]), ("base", f.base_rotations[0], f.base_root[0])):
         r = np.asarray(rr, np.float64)
         if mp >= 0:
@@ -143,7 +146,10 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
         out["correct"] = fixed / np.linalg.norm(fixed, axis=-1, keepdims=True)
         out["correct_root"] = bez_root + out["answer_root"] - out["base_root"]
     fits = sorted(f.gate.fits.items()) if f.gate else []
-    out["gate"] = np.array([[k, v.rot, v.root] for k, v in fits]).reshape(-1, 3)
+    out["gate"] = np.array([[k, v.rot, v.root, v.blend, v.length] for k, v in fits]).reshape(-1, 5)
+    # with ``curve``: the gate's estimate over the user's curve (its pseudo-gaps, blended): cm, deg
+    out["curve_est"] = np.array([[v.curve_error["blended"][i] / v.curve_error["curve"][i] for i in (0, 1)]
+                                 for _, v in fits if v.curve_error.get("curve")]).reshape(-1, 2)
     # the gate's estimate of what the gaps get, over Blender's curve (its pseudo-gaps, gated weights): cm, deg
     out["gate_est"] = np.array([[v.error["gated"][i] / v.error["bezier"][i] for i in (0, 1)] for _, v in fits
                                 if v.error.get("gated")]).reshape(-1, 2)
@@ -171,17 +177,44 @@ def scores(bvh: str, ref: dict[str, np.ndarray], locs: np.ndarray, root: np.ndar
     return float(np.linalg.norm(p - t, axis=-1).mean()), float(angle(locs, ref["truth"]).mean())
 
 
-def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps: float) -> dict[str, float]:
+def gap_weights(gaps: list[list[int]], gate: np.ndarray, fps: float, model_fps: float = 30.0) -> np.ndarray:
+    """(G,) per gap frame the gate's blend from the user's curve (``gate`` rows: bucket, rot, root, blend, length):
+    each gap takes the fit whose length (model frames) is nearest its own, as the add-on does (addon/core/correct.gap_blend)."""
+    out = []
+    for a, b in gaps:
+        n = max(1.0, (b - a + 1) * model_fps / fps)
+        row = min(gate, key=lambda g: abs(np.log(g[4] / n))) if len(gate) else None
+        out.append(np.full(b - a + 1, 1.0 if row is None else float(row[3])))
+    return np.concatenate(out)
+
+
+def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps: float,
+           curve: str | None = None) -> dict[str, float]:
     """The largest difference between the add-on's written pose on the gap frames and ``library_fill``'s
     composition on Blender's Bezier of the same keys: rotations (deg, per bone) and the root (cm); with the
-    reference's gate (``gate``, ``gate_est``: see ``library_fill``)."""
+    reference's gate (``gate``, ``gate_est``: see ``library_fill``). ``curve`` ("linear", "constant": the keys'
+    interpolation when In-fill ran): the composition blended from the user's curve (NAME/user) by the reference
+    gate's blend per gap, as the add-on blends it (``blend``: the weights per gap frame)."""
     rest_m, par = d[f"{name}/rest"], info["parents"]
     add, add_root = rig_space(d[f"{name}/addon"], rest_m, par)
     bez, bez_root = rig_space(d[f"{name}/bezier"], rest_m, par)
-    ref = library_fill(bvh, gaps, fps, bez, bez_root)
-    deg = angle(add, ref["correct"]).max(axis=0)
-    return {"deg": float(deg.max()), "cm": float(np.linalg.norm(add_root - ref["correct_root"], axis=-1).max()),
-            "worst_bone": info["bones"][int(np.argmax(deg))], "gate_est": ref["gate_est"], "gate": ref["gate"]}
+    ref = library_fill(bvh, gaps, fps, bez, bez_root, curve=curve)
+    want, want_root = ref["correct"], ref["correct_root"]
+    w = np.ones(len(want))
+    if curve in ("linear", "constant"):
+        user, user_root = rig_space(d[f"{name}/user"], rest_m, par)
+        w = gap_weights(gaps, ref["gate"], fps)
+        f = np.where(np.sum(user * want, -1, keepdims=True) < 0, -want, want)
+        q = user + w[:, None, None] * (f - user)
+        want = np.where(w[:, None, None] == 0.0, user, q / np.linalg.norm(q, axis=-1, keepdims=True))
+        want_root = user_root + w[:, None] * (want_root - user_root)
+    if f"{name}/user" in d:   # a bone no model joint maps to is not filled: it keeps the user's curve (the report
+        user, _ = rig_space(d[f"{name}/user"], rest_m, par)   # names it), whatever its interpolation
+        want = np.where(ref["mapped"][None, :, None], want, user)
+    deg = angle(add, want).max(axis=0)
+    return {"deg": float(deg.max()), "cm": float(np.linalg.norm(add_root - want_root, axis=-1).max()),
+            "worst_bone": info["bones"][int(np.argmax(deg))], "gate_est": ref["gate_est"], "gate": ref["gate"],
+            "curve_est": ref["curve_est"], "blend": w, "per_bone": dict(zip(info["bones"], deg.tolist(), strict=True))}
 
 
 def library_errors(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]]) -> tuple[float, float]:

@@ -79,6 +79,7 @@ ARCHIVES = {  # short names for `raw_file`
     "cmu": "cmu_01-03/cmu_bvh_converted_subjects_01-03.tar.xz",
     "hands": "manipnet_hands/manipnet_8takes_hands_objects.tar.xz",
     "dog": "mann_dog/mann_dog_bvh_46clips.tar.xz",
+    "lafan1": "lafan1_sample/lafan1_sample.tar.xz",   # evaluation and tests only, never training
 }
 
 

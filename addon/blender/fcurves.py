@@ -337,6 +337,68 @@ def evaluate_user(fcmap: dict[tuple[str, int], Any], path: str, default: Sequenc
     return out
 
 
+def evaluate_keys_bezier(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray,
+                         cache: KeyCache | None = None) -> np.ndarray:
+    """(T, n) Blender's default Bezier of the user's keys of ``path`` (Auto Clamped handles, the curve's auto
+    smoothing, constant extrapolation; ``vendor.fcurve``) whatever interpolation and handles the keys have: the
+    curve the model's base is (a LINEAR import, CONSTANT keys or hand-set handles give another curve in Blender)."""
+    from ..vendor.fcurve import fcurve_evaluate
+
+    frames = np.asarray(frames, np.float64)
+    out = np.tile(np.asarray(default, np.float64), (len(frames), 1))
+    for i in range(out.shape[1]):
+        fc = fcmap.get((path, i))
+        if fc is None:
+            continue
+        x, y, gen = cached_keys(fcmap, (path, i), cache)
+        x, y = x[~gen], y[~gen]
+        if x.size == 0:
+            continue
+        if x.size == 1:
+            out[:, i] = y[0]
+            continue
+        smooth = str(getattr(fc, "auto_smoothing", "NONE"))
+        inside = (frames >= x[0]) & (frames <= x[-1])
+        col = np.where(frames < x[0], y[0], y[-1])
+        if inside.any():
+            col[inside] = fcurve_evaluate(x, y[None], frames[inside], smooth if smooth in ("CONT_ACCEL", "NONE")
+                                          else "NONE")[0]
+        out[:, i] = col
+    return out
+
+
+INTERPOLATIONS = {"BEZIER": "bezier", "LINEAR": "linear", "CONSTANT": "constant"}   # the rest: eased, as Bezier
+
+
+def user_interpolation(fcmap: dict[tuple[str, int], Any], paths: Sequence[str]) -> str:
+    """The interpolation most of the user's keys (not GENERATED) on the curves of ``paths`` have, as the server's
+    ``curve`` field names it: "linear" (Blender's BVH importer leaves every key LINEAR), "constant" or "bezier"
+    (any handle type; the easing modes count as Bezier). "bezier" when there is no key."""
+    counts: dict[str, int] = {}
+    for (p, _), fc in fcmap.items():
+        if p not in paths:
+            continue
+        kp = fc.keyframe_points
+        n = len(kp)
+        if not n:
+            continue
+        try:
+            vals = np.empty(n, np.int32)
+            kp.foreach_get("interpolation", vals)
+            types = np.empty(n, np.int32)
+            kp.foreach_get("type", types)
+            items = kp[0].bl_rna.properties["interpolation"].enum_items
+            names = {items[k].value: k for k in INTERPOLATIONS}
+            user = types != _enum_value(kp, GENERATED)
+            kinds = [names.get(int(v), "BEZIER") for v in vals[user]]
+        except (TypeError, RuntimeError, AttributeError, KeyError):
+            kinds = [str(getattr(k, "interpolation", "BEZIER")) for k in kp if k.type != GENERATED]
+        for k in kinds:
+            c = INTERPOLATIONS.get(k, "bezier")
+            counts[c] = counts.get(c, 0) + 1
+    return max(counts, key=lambda c: counts[c]) if counts else "bezier"
+
+
 def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray) -> np.ndarray:
     """(T, n) the channels of ``path`` evaluated at ``frames`` (``default`` where a channel has no f-curve)."""
     out = np.tile(np.asarray(default, np.float64), (len(frames), 1))

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import connect, keys, quality, rates, requests, rigmap
 from ..core.feet_report import report_feet
-from ..core.gate_report import gate_message
+from ..core.gate_report import adapt_message, gate_message
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
@@ -135,6 +135,7 @@ ORDERS = [("bisection", "Bisection", "Halve the gaps: far keys first (the defaul
           ("entropy", "Most certain first", "Lowest-entropy element first (slowest)")]
 _REPLIES: dict[str, Any] = {}   # request fingerprint -> reply: picking another variation asks nothing
 _REPLIES_KEPT = 4
+CURVES = ("bezier", "bezier_root", "keys_bezier", "keys_bezier_root")   # the user's curve, Blender's Bezier of the keys
 
 
 def fingerprint(*parts: Any) -> str:
@@ -163,6 +164,9 @@ class _InfillBase(_ServerOperator):
                                          description="0: the most likely motion; 1: the model's spread")
     order: bpy.props.EnumProperty(name="Order", items=ORDERS, default="bisection")  # type: ignore[valid-type]
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)  # type: ignore[valid-type]
+    best_rate: bpy.props.BoolProperty(name="Best Rate", default=True, description=(  # type: ignore[valid-type]
+        "Fill at the common frame rate that test gaps cut from your keys fill closer (a 30 fps capture in a 24 fps "
+        "scene: 30); your keys stay on their frames. Off: the scene's rate"))
 
     def bones(self, arm: Any) -> list[str]:
         return [pb.name for pb in arm.pose.bones]
@@ -200,22 +204,23 @@ class _InfillBase(_ServerOperator):
         opts = (self.model_name(context), _preset(context), int(self.variations), float(self.temperature),
                 str(self.order), int(self.seed), _scene_fps(context), None if held is None else held.name,
                 self.side(context, arm, rig["bones"]))
+        curve, rate = segs[0].get("curve") if segs else None, "best" if self.best_rate else "scene"   # keys, rate
         # only the keyed values identify the request (the rest is filled): a pick after a write hits the cache
         key = fingerprint(arm.name, rig["bones"], *[np.where(g["known"][..., :-1, None], g["rotations"], 0.0)
                                                     for g in segs], *[g["frames"] for g in segs],
                           *[g[k] for g in segs for k in sent[3:]], sorted(bone_map(arm).items()), *opts,
-                          sorted(self.job_options().items()))
+                          sorted(self.job_options().items()), curve, rate)
         self._state.update(armature=arm.name, rig=rig, segments=segs, key=key, held=opts[7], side=opts[8])
         extra = self.job_options()
         if key in _REPLIES and not extra.get("adapt"):
             cached = _REPLIES[key]
             return lambda c: cached
         return requests.infill_segments_job(
-            [{k: g[k] for k in (*sent, "bezier", "bezier_root") if k in g} for g in segs], rig["bones"], rig["heads"],
+            [{k: g[k] for k in (*sent, *CURVES) if k in g} for g in segs], rig["bones"], rig["heads"],
             rig["parents"], opts[0] or None, _preset(context), fps=opts[6], temperature=opts[3],
             samples=opts[2], order=opts[4], seed=opts[5], overrides=bone_map(arm), up=rig["up"],
             root_parent=rig["up"][rig["bones"].index(rig["root"])] if rig["root"] in rig["bones"] else -1,
-            object_name=opts[7], root_bone=rig["root"], side=opts[8], **extra)
+            object_name=opts[7], root_bone=rig["root"], side=opts[8], curve=curve, rate=rate, **extra)
 
     def job_options(self) -> dict[str, Any]:
         """Extra keywords for `requests.infill_segments_job` (Learn This Action: its budget)."""
@@ -314,32 +319,21 @@ class MOTIONCORE_OT_adapt_action(_InfillBase):
     bl_label = "Learn This Action"
     label = "Learn This Action"
     whole_range = True
-    seconds: bpy.props.FloatProperty(name="Seconds", default=20.0, min=2.0, max=600.0,  # type: ignore[valid-type]
-                                     description="How long to learn (one CPU thread on the server)")
+    steps: bpy.props.IntProperty(name="Steps", default=40, min=1, max=2000, description=(  # type: ignore[valid-type]
+        "How much to learn, in learning steps (the same on any machine; 40 took 17 s on a busy 2-core machine)"))
+    seconds: bpy.props.FloatProperty(name="At Most Seconds", default=300.0, min=2.0, max=600.0,  # type: ignore[valid-type]
+                                     description="The time limit on learning: stops early on a slow machine")
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         return "use:infill"
 
     def job_options(self) -> dict[str, Any]:
-        return {"adapt": float(self.seconds)}
+        return {"adapt": float(self.seconds), "adapt_steps": int(self.steps)}
 
     def apply(self, context: bpy.types.Context, value: Any) -> str:
         content, _ = value
-        ad = content.get("adapted") or {}
         _REPLIES.clear()   # In-fill's cached answers predate what was learnt: the next In-fill asks the server
-        if content.get("cached"):
-            return "this action is learnt already (same keys): In-fill uses it"
-        before = sum(ad.get("before_cm", {}).values())
-        after = sum(ad.get("after_cm", {}).values())
-        judged = f": test-gap error {before:.2f} -> {after:.2f} cm ({ad.get('held', 0)} held out)" if before else ""
-        if not ad.get("used", True) and "steps in the budget" in ad.get("why", ""):   # too short for this machine
-            return f"learnt for {ad['seconds']:.0f} s ({ad['steps']} steps){judged}: {ad['why']}; shipped model kept"
-        if not ad.get("used", True):
-            return (f"learnt for {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}, " + (
-                "which did not help" if ad.get("before_cm") else "but the action is too short to hold some keys "
-                "back and check it") + ": In-fill keeps the shipped model" + ("" if before else " (key more frames)"))
-        return (f"learnt this action in {ad.get('seconds', 0):.0f} s ({ad.get('steps', 0)} steps){judged}; "
-                "In-fill uses it until the keys change")
+        return adapt_message(content)
 
 
 class MOTIONCORE_OT_hands_infill(_InfillBase):

@@ -90,32 +90,37 @@ def _keyed_ancestor(bone: Any, idx: dict[str, int]) -> int:
     return idx[p.name] if p is not None else -1
 
 
-def _rotations(rig: dict[str, Any], bone: str, frames: np.ndarray, user: bool = False) -> tuple[np.ndarray, str]:
+def _rotations(rig: dict[str, Any], bone: str, frames: np.ndarray, user: bool = False, bez: bool = False
+               ) -> tuple[np.ndarray, str]:
     """(T, C) raw channel values of ``bone`` at ``frames`` and its mode (``user``: the curve of the user's keys
-    alone, `fcurves.evaluate_user`)."""
+    alone, `fcurves.evaluate_user`; ``bez``: Blender's default Bezier of those keys, `fcurves.evaluate_keys_bezier`)."""
     mode = rig["modes"][rig["bones"].index(bone)] if bone in rig["bones"] else None
     if mode is None:
         mode = "QUATERNION"
     path, n = rigclip.CHANNELS[mode]
     default = {"QUATERNION": [1.0, 0, 0, 0], "AXIS_ANGLE": [0.0, 0, 1, 0]}.get(mode, [0.0, 0, 0])
+    if bez:
+        return fcurves.evaluate_keys_bezier(rig["fcmap"], _path(bone, path), default, frames, rig.get("keys")), mode
     if user:
         return fcurves.evaluate_user(rig["fcmap"], _path(bone, path), default, frames, rig.get("keys")), mode
     return fcurves.evaluate(rig["fcmap"], _path(bone, path), default, frames), mode
 
 
 def _chain_channels(arm: Any, rig: dict[str, Any], frames: np.ndarray, quats: dict[str, np.ndarray] | None = None,
-                    user: bool = False) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray | None]:
+                    user: bool = False, bez: bool = False) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray | None]:
     """Location and rotation channels of the root chain at ``frames`` (``quats`` overrides rotations), and
-    the object's location in armature axes (None when it carries no motion); ``user``: the user's keys alone."""
+    the object's location in armature axes (None when it carries no motion); ``user``: the user's keys alone;
+    ``bez``: Blender's default Bezier of them."""
     locs, qs = [], []
-    ev = (lambda p, d, f: fcurves.evaluate_user(rig["fcmap"], p, d, f, rig.get("keys"))) if user else \
+    ev = (lambda p, d, f: fcurves.evaluate_keys_bezier(rig["fcmap"], p, d, f, rig.get("keys"))) if bez else \
+        (lambda p, d, f: fcurves.evaluate_user(rig["fcmap"], p, d, f, rig.get("keys"))) if user else \
         (lambda p, d, f: fcurves.evaluate(rig["fcmap"], p, d, f))
     for b in rig["chain"]:
         locs.append(ev(_path(b, "location"), [0.0, 0, 0], frames))
         if quats is not None and b in quats:
             qs.append(quats[b])
         else:
-            raw, mode = _rotations(rig, b, frames, user)
+            raw, mode = _rotations(rig, b, frames, user, bez)
             qs.append(rigclip.to_quat(raw, mode))
     off = None
     if rig["root_on_object"]:
@@ -149,6 +154,9 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
                          "should be filled (keys typed GENERATED count as missing)")
     segs = []
     spans = [(0, missing.size - 1)] if whole else gaps.windows(missing, gaps.context_frames(fps))
+    # the interpolation of the user's keys: the curve they see in a gap (LINEAR from Blender's BVH importer)
+    curve = fcurves.user_interpolation(rig["fcmap"], [_path(b, rigclip.CHANNELS[m][0]) for b, m in
+                                                      zip(bones, rig["modes"], strict=True)])
     for a, b in spans:
         frames = np.arange(lo + a, lo + b + 1, dtype=np.float64)
         raws, qs = [], []
@@ -165,8 +173,16 @@ def infill_segments(arm: Any, rig: dict[str, Any], rng: tuple[int, int], fps: fl
                         for bone in bones], axis=1)
         locs, cq, off = _chain_channels(arm, rig, frames, user=True)
         bez_root = rigclip.root_in_parent(rig["rests"], locs, cq, off) if rig["chain"] else np.zeros((frames.size, 3))
+        # Blender's default Bezier of the same keys (the model's base: its correction is applied to this, then
+        # blended from the user's curve above by the gate's weight; correct.correct)
+        kb = np.stack([rigmap.to_model(rigclip.to_quat(_rotations(rig, bone, frames, bez=True)[0],
+                                                       _rotations(rig, bone, frames[:1])[1]), rig["offsets"][bone])
+                       for bone in bones], axis=1)
+        locs, cq, off = _chain_channels(arm, rig, frames, bez=True)
+        kb_root = rigclip.root_in_parent(rig["rests"], locs, cq, off) if rig["chain"] else np.zeros((frames.size, 3))
         segs.append({"frames": frames, "rotations": np.stack(qs, axis=1), "known": known[a:b + 1],
-                     "root": root, "raw": raws, "bezier": bez, "bezier_root": bez_root})
+                     "root": root, "raw": raws, "bezier": bez, "bezier_root": bez_root,
+                     "keys_bezier": kb, "keys_bezier_root": kb_root, "curve": curve})
     return segs
 
 

@@ -25,8 +25,11 @@ def _scene_frames(context: bpy.types.Context) -> tuple[int, int]:
 
 
 def _scene_fps(context: bpy.types.Context) -> float:
+    """The scene's rate, a standard one when within 0.1% of it (`rates.standard_rate`: 30.0003 fps is 30)."""
+    from ..core.rates import standard_rate
+
     r = scene(context).render
-    return float(r.fps) / float(r.fps_base)
+    return standard_rate(float(r.fps) / float(r.fps_base))
 
 
 def _is_selected(pb: Any) -> bool:

@@ -14,8 +14,9 @@ import numpy as np
 
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
 from ..vendor.gaps import whole_frames
-from ..vendor.quat_np import quat_align, quat_apply, quat_continuity, quat_normalize
+from ..vendor.quat_np import quat_apply, quat_continuity
 from . import jobs, keys, rigmap, rigplant
+from .correct import correct, gap_blend
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
 PROTOCOL_VERSION = 2   # what the bundled protocol speaks (vendor/protocol.py; issue 18 made it 2)
@@ -138,7 +139,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                         order: str = "bisection", seed: int = 0, overrides: Mapping[str, str] | None = None,
                         up: Sequence[int] | None = None, root_parent: int = -1, object_name: str | None = None,
                         root_bone: str | None = None, side: str | None = None, adapt: float | None = None,
-                        plant_feet: bool | None = None) -> Job:
+                        plant_feet: bool | None = None, curve: str | None = None, rate: str | None = None,
+                        adapt_steps: int | None = None) -> Job:
     """In-fill the windows of a rig's action, one request each. A segment: ``rotations`` (T, B, 4) the
     bones' pose rotations in model axes with the rig's rest as identity (`rigmap.to_model`), ``known``
     (T, B + 1) (column B: the root translation), ``root`` (T, 3) the root bone's head relative to its parent
@@ -156,6 +158,11 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     the model's). ``plant_feet`` (the body in-fill): plant the feet in contact: the server's gate judges planting
     on test gaps cut from the keys (``"judge"``), and where it keeps it the rig's own feet are planted after the
     correction, with the rig's own bone lengths (`rigplant`); None: the server's default (it plants its answer).
+    ``curve`` ("bezier", "linear", "constant"): the interpolation of the user's keys (`fcurves.user_interpolation`):
+    the server's gate weighs the fill against that curve too, and the answer is blended from it (addon/core/correct.py).
+    ``adapt`` (seconds, the time limit) and ``adapt_steps`` (the budget in steps): Learn This Action instead of
+    a fill. ``rate``: "best" (the body in-fill) fills at the common rate test gaps cut from the keys fill closer than
+    ``fps`` (the reply's ``rate.filled_at``); "scene" or None at ``fps``.
     Returns ({"segments": [reply content, ...], "scale": s, "rest_same": bool},
     {"rotations.i": (S, T, B, 4) the bones' rotations as sent in, "root.i": (S, T, 3) in the rig's units,
     Z-up, and for a model that fills whole frames "known.i" (T, B + 1), the mask used (`whole_frames`)})."""
@@ -183,7 +190,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
         settings = {"model": info["name"], "joints": mnames, "temperature": float(temperature),
                     "samples": int(samples), "order": order, "seed": int(seed), "fps": float(fps) if fps else None,
                     "mirror": True if mirror else None,
-                    "plant_feet": None if plant_feet is None else "judge" if plant_feet else False}
+                    "plant_feet": None if plant_feet is None else "judge" if plant_feet else False,
+                    "curve": curve or None, "rate": rate or None}
         unmapped = [b for i, b in enumerate(bones) if i not in set(cols)]
         replies: list[dict[str, Any]] = []
         arrays: dict[str, np.ndarray] = {}
@@ -224,7 +232,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 try:
                     if adapt:   # Learn This Action: the server fine-tunes on these keys and caches the copy
                         rc, ra = plain(c.adapt(q, rel * scale, km, model=info["name"], joints=mnames,
-                                               fps=settings["fps"], seconds=float(adapt), **live()))
+                                               fps=settings["fps"], seconds=float(adapt), steps=adapt_steps,
+                                               **live()))
                         return {"adapted": rc.get("adapted"), "cached": rc.get("cached"), "model": info["name"]}, {}
                     rc, ra = plain(c.infill_rotations(q, rel * scale, km, object_track=obj, **settings, **live()))
                     break
@@ -232,7 +241,8 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                     if whole or attempt or getattr(e, "code", None) != "whole_frames":
                         raise
                     whole = True
-            replies.append({**rc, "unmapped": unmapped})
+            replies.append({**rc, "unmapped": unmapped, "gate": scene_frames(rc.get("gate"), (rc.get("rate") or {})
+                                                                   .get("filled_at") or fps, info.get("fps"))})
             if ra is None:
                 arrays[f"rotations.{i}"] = loc[None].astype(np.float32)
                 arrays[f"root.{i}"] = np.asarray(seg["root"], np.float64)[None]
@@ -249,19 +259,22 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 return out, y_up_to_z_up(r)
 
             rots, roots = [], []
+            rate_used = (rc.get("rate") or {}).get("filled_at") or fps   # the rate the action was filled at
             base = None
             if "base_rotations" in ra and "bezier" in seg:   # a deterministic model: its correction over its base
                 base = to_rig(np.asarray(ra["base_rotations"][0], np.float64), ra["base_root"][0])
-            feet = rigplant.rig_feet(rc, known, names, info, bones, ups, root_bone, root_parent, fps) if base is not None \
-                and plant_feet is not False else None
+            feet = rigplant.rig_feet(rc, known, names, info, bones, ups, root_bone, root_parent, rate_used) \
+                if base is not None and plant_feet is not False else None
+            blend = gap_blend(known, rc.get("gate") or [], rate_used, float(info.get("fps") or 30.0)) \
+                if base is not None else None
             for s in range(ra["rotations"].shape[0]):
                 out, r = to_rig(np.asarray(ra["rotations"][s], np.float64), ra["root"][s])
                 if base is not None:
-                    out, r = correct(out, r, base, seg, known)
+                    out, r = correct(out, r, base, seg, known, blend)
                 if feet is not None:   # the server planted its answer: the rig's own feet planted again
                     rb, legs, kf, todo = feet
                     out, r = rigplant.plant_rig(out, r, heads, ups, rb, legs, kf, todo,
-                                                fps or float(info.get("fps") or 30.0))
+                                                rate_used or float(info.get("fps") or 30.0))
                 rots.append(out)
                 roots.append(r)
             arrays[f"rotations.{i}"] = np.stack(rots)
@@ -270,22 +283,15 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
     return job
 
 
-def correct(out: np.ndarray, root: np.ndarray, base: tuple[np.ndarray, np.ndarray], seg: Mapping[str, Any],
-            known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A deterministic model's answer as a correction of the rig's own curves: where a bone is filled, its
-    rotation is ``(answer base^-1) bezier`` (the change the model makes to the Bezier of the keys, in the bone's
-    parent frame, applied to what Blender gives for the user's keys), the root ``bezier + answer - base``. A
-    model that returns its base returns Blender's curves exactly, so the mapping between the rig and the
-    model's skeleton adds no error of its own. Keys stay as they are."""
-    b_rot, b_root = base
-    bez = np.asarray(seg["bezier"], np.float64)
-    delta = rigmap.quat_mul(out, rigmap.quat_conj(b_rot))
-    fixed = rigmap.quat_mul(delta, bez)
-    fixed = quat_align(quat_normalize(fixed), out)
-    todo = ~np.asarray(known, bool)
-    rot = np.where(todo[:, :-1, None], fixed, out)
-    r = np.where(todo[:, -1:], np.asarray(seg["bezier_root"], np.float64) + root - b_root, root)
-    return rot, r
+def scene_frames(fits: Sequence[dict[str, Any]] | None, fps: float | None, model_fps: float | None
+                 ) -> list[dict[str, Any]] | None:
+    """The gate's fits with each one's gap length in the action's own frames (``frames``) where the server gave
+    it in the model's only (a 24 fps action filled through the model's 30: a gap of 15 frames, not "20")."""
+    if not fits:
+        return None if fits is None else []
+    k = float(fps) / float(model_fps) if fps and model_fps else 1.0
+    return [f if "frames" in f or "length" not in f else {**f, "frames": max(1, int(round(f["length"] * k)))}
+            for f in fits]
 
 
 def mirrored_skeleton(names: Sequence[str], parents: Sequence[int], offsets: Any, convention: Any,

@@ -51,12 +51,13 @@ class AdaptCache:
         gate = bool(content.get("gate", True))
         plant = content.get("plant_feet", True)
         plant = plant if plant == "judge" else bool(plant)
+        curve = content.get("curve")   # the user's keys' interpolation: the gate's blend from the curve they have
         key = keys_hash(q, root, known)
         ad = self.get(key)
         log.info("infill keys", extra={"fields": {"keys": key, "adapted": ad is not None}})
         if ad is None:
-            return model, {"gate": gate, "plant_feet": plant}, {}
-        return (ad.model, {"gate": gate, "gate_limit": ad.held or None, "plant_feet": plant},
+            return model, {"gate": gate, "plant_feet": plant, "curve": curve}, {}
+        return (ad.model, {"gate": gate, "gate_limit": ad.held or None, "plant_feet": plant, "curve": curve},
                 {"adapted": ad.summary()})
 
 
@@ -64,7 +65,7 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
                content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
     """The ``adapt`` request: Learn This Action on the request's keys (at the model's rate), with progress and
     cancellation; the copy is cached for later ``infill`` requests with the same keys."""
-    from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill, keys_hash
+    from motioncore.families.body.adapt import DEFAULT_SECONDS, DEFAULT_STEPS, adapt_infill, keys_hash
     from motioncore.tasks.infill import at_model_rate
 
     key = keys_hash(q, root, known)
@@ -78,9 +79,9 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
         ctx.progress(int(round(frac * 100)), 100, message)
 
     try:
-        steps = content.get("steps")
+        steps = int(content.get("steps") or DEFAULT_STEPS)   # the budget in steps; ``seconds`` limits it
         ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled,
-                          steps=None if steps is None else int(steps))
+                          steps=steps)
     except MotioncoreError as e:
         raise InvalidRequest(str(e)) from None
     ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation

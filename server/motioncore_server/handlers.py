@@ -276,6 +276,8 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
     if isinstance(c.get("plant_feet"), str) and c["plant_feet"] != "judge":
         raise InvalidRequest(f"field 'plant_feet' must be true, false or \"judge\", got {c['plant_feet']!r}")
     check_field(c, "learn", (int, float), default=None, lo=0.0, hi=120.0)
+    check_field(c, "curve", str, default=None, choices=("bezier", "linear", "constant"))
+    check_field(c, "rate", str, default="scene", choices=("scene", "best"))
     only_arrays(req.arrays, {"rotations", "root", "known", "fill", *OBJECT_ARRAYS})
     rot, root = check_rotations(req.arrays, c)
     T, J = rot.shape[:2]
@@ -302,7 +304,8 @@ def _infill_rotations(req: Message, ctx: Context) -> Result:
 
 def adapt(req: Message, ctx: Context) -> Result:
     """Learn This Action (the body in-fill's ``adapt``): the rotation form of ``infill`` (rotations, root, known;
-    joints, fps) plus ``seconds`` (the budget, default 20) or ``steps`` (a budget in learning steps) -> ``adapted``
+    joints, fps) plus ``steps`` (the budget in learning steps, default 40) and ``seconds`` (its time limit, default
+    300) -> ``adapted``
     (pseudo-gap error before and after, steps, whether the copy is used and why not). Later ``infill`` requests
     with the same keys use the adapted copy."""
     c = req.content

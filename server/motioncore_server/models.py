@@ -209,8 +209,17 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
                                      f"{name!r} is {kind!r}: send an 'adapt' request for the body (Learn This "
                                      "Action), or leave 'learn' out")
             body["learn"] = float(content["learn"])
+        fps = content.get("fps")
+        if adapted is not None and fps:   # the body in-fill: another rate fills the keys closer? (test gaps)
+            from motioncore.families.body.gate_rate import rate_check
+            rc = rate_check(net, meta, q, inputs["root"], km, ~km if fm is None else fm, float(fps))
+            if rc is not None:
+                reply["rate"] = rc.summary()
+                if rc.best is not None and content.get("rate") == "best":   # filled at that rate; keys stay put
+                    fps = rc.best
+                    reply["rate"]["filled_at"] = float(rc.best)
         try:
-            out = fill_clip_at(net, meta, q, inputs["root"], km, content.get("fps"), fill=fm,
+            out = fill_clip_at(net, meta, q, inputs["root"], km, fps, fill=fm,
                             order=str(content.get("order") or "bisection"),
                             temperature=float(content.get("temperature") or 0.0), n_samples=S,
                             seed=int(content.get("seed") or 0), check=check, object_track=track,
@@ -228,7 +237,7 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             # curves, so its rig adds no error of its own
             bq, br = out.base_rotations, out.base_root
             if bq is None or br is None:  # infill-hands: its fill with the correction off
-                base = fill_clip_at(model, meta, q, inputs["root"], km, content.get("fps"), fill=fm, n_samples=1,
+                base = fill_clip_at(model, meta, q, inputs["root"], km, fps, fill=fm, n_samples=1,
                                     mirror=bool(content.get("mirror")), residual=0.0)
                 bq, br = base.rotations, base.root
             b = np.repeat(rot[None], S, 0).astype(np.float32)
@@ -238,11 +247,6 @@ def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device
             reply["gate"] = out.gate.summary()
         if adapted is not None:  # the body in-fill: what planting the feet did (None: off, or the gate kept it off)
             reply["plant"] = out.plant
-        if adapted is not None and content.get("fps"):   # the body in-fill: another rate fills the keys closer?
-            from motioncore.families.body.gate_rate import rate_check
-            rc = rate_check(net, meta, q, inputs["root"], km, ~km if fm is None else fm, float(content["fps"]))
-            if rc is not None:
-                reply["rate"] = rc.summary()
         return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
                  "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
                  "unmapped": [n for n in names if n not in set(model_names)],

@@ -7,10 +7,14 @@ SPEC: {"clips": [{"name", "path" (BVH), "rotate_mode" (null: the importer's defa
 null: as the importer leaves it),
 "gaps": [[first, last], ...] (Blender frames deleted, inclusive), "fbx": bool, "full_range": bool (the scene
 range is the whole action, not each gap's window), "profile": bool (cProfile of the first operator call),
-"adapt": seconds (Learn This Action over the whole action before the in-fill), "plant_feet": bool (In-fill's Plant Feet;
-default off), "jerk": bool (also evaluate the
+"adapt": seconds, its time limit, or true: its defaults (Learn This Action over the whole action before the in-fill;
+"adapt_steps": its budget in steps, default the operator's), "plant_feet": bool (In-fill's Plant Feet;
+default off), "keys": how the keys are interpolated when In-fill runs (null: set to Bezier, Auto Clamped, as before;
+"imported": as Blender's importer left them, LINEAR; "BEZIER", "LINEAR", "CONSTANT"; "VECTOR": Bezier with Vector
+handles), "update_fps": bool (the importer's Update Scene FPS), "best_rate": bool (In-fill's Best Rate, default on),
+"once": bool (with full_range: one In-fill, no warm rerun), "jerk": bool (also evaluate the
 gaps and 3 frames either side: NAME/j_truth, j_bezier, j_addon), "all_frames": bool (NAME/all: every frame
-before the keys are deleted)}],
+before the keys are deleted)}], NAME/user: the gap frames as the user's keys give them when In-fill runs,
 "checks": bool}.
 Per clip: import, evaluate the truth on the gap frames, delete the keys strictly inside the gaps, evaluate
 Blender's BEZIER (auto-clamped) and LINEAR interpolation of the remaining keys, then run
@@ -83,7 +87,26 @@ def delete_inside(obj, gaps) -> None:
         fc.update()
 
 
+def interpolations(obj) -> list:
+    """Every key's interpolation, per f-curve (to put back as the importer left them)."""
+    out = []
+    for fc in fcurves_of(obj):
+        kp = fc.keyframe_points
+        v = np.empty(len(kp), np.int32)
+        kp.foreach_get("interpolation", v)
+        out.append(v)
+    return out
+
+
+def restore_interpolations(obj, saved: list) -> None:
+    for fc, v in zip(fcurves_of(obj), saved):
+        fc.keyframe_points.foreach_set("interpolation", v)
+        fc.update()
+
+
 def set_interpolation(obj, kind: str) -> None:
+    handles = "VECTOR" if kind == "VECTOR" else "AUTO_CLAMPED"
+    kind = "BEZIER" if kind == "VECTOR" else kind
     for fc in fcurves_of(obj):
         kp = fc.keyframe_points
         if not len(kp):
@@ -91,7 +114,7 @@ def set_interpolation(obj, kind: str) -> None:
         enum = kp[0].bl_rna.properties["interpolation"].enum_items[kind].value
         kp.foreach_set("interpolation", np.full(len(kp), enum, np.int32))
         if kind == "BEZIER":
-            h = kp[0].bl_rna.properties["handle_left_type"].enum_items["AUTO_CLAMPED"].value
+            h = kp[0].bl_rna.properties["handle_left_type"].enum_items[handles].value
             kp.foreach_set("handle_left_type", np.full(len(kp), h, np.int32))
             kp.foreach_set("handle_right_type", np.full(len(kp), h, np.int32))
         fc.update()
@@ -103,6 +126,10 @@ def import_clip(clip: dict, tmp: str):
     for a in list(bpy.data.actions):
         bpy.data.actions.remove(a)
     kw = {} if not clip.get("rotate_mode") else {"rotate_mode": clip["rotate_mode"]}
+    sc = bpy.context.scene
+    sc.render.fps, sc.render.fps_base = 24, 1.0   # Blender's default scene (an earlier clip's import may have set it)
+    if clip.get("update_fps"):
+        kw["update_scene_fps"] = True
     bpy.ops.import_anim.bvh(filepath=clip["path"], **kw)
     obj = bpy.context.active_object
     if clip.get("fbx"):   # through an FBX export and re-import
@@ -186,12 +213,21 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
         arrays[f"{name}/j_truth"] = evaluate(obj, jframes)
     delete_inside(obj, gaps)
     user = keys_of(obj)
+    imported = interpolations(obj)
+    info["scene_fps"] = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     for kind in ("BEZIER", "LINEAR"):
         set_interpolation(obj, kind)
         arrays[f"{name}/{kind.lower()}"] = evaluate(obj, frames)
         if clip.get("jerk") and kind == "BEZIER":
             arrays[f"{name}/j_bezier"] = evaluate(obj, jframes)
-    set_interpolation(obj, "BEZIER")
+    keys = clip.get("keys") or "BEZIER"   # null: Bezier, as every run before keys were named
+    if keys == "imported":
+        restore_interpolations(obj, imported)
+    else:
+        set_interpolation(obj, keys)
+    arrays[f"{name}/user"] = evaluate(obj, frames)
+    if clip.get("jerk"):
+        arrays[f"{name}/j_user"] = evaluate(obj, jframes)
     msgs, times = [], []
     full = clip.get("full_range")
     if clip.get("adapt"):   # Learn This Action over the whole action first (the server caches the copy)
@@ -199,7 +235,10 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
         sc.frame_start, sc.frame_end = lo_all, hi_all
         t = time.perf_counter()
         try:
-            bpy.ops.motioncore.adapt_action("EXEC_DEFAULT", True, seconds=float(clip["adapt"]))
+            kw = {} if clip["adapt"] is True else {"seconds": float(clip["adapt"])}   # True: its defaults
+            if clip.get("adapt_steps"):
+                kw["steps"] = int(clip["adapt_steps"])
+            bpy.ops.motioncore.adapt_action("EXEC_DEFAULT", True, **kw)
             info["adapt_report"] = last_report()
         except RuntimeError as e:
             info["adapt_report"] = "ERROR " + str(e)
@@ -208,22 +247,24 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
     # named every time (the operator remembers its last setting); off unless asked: the parity checks compare the
     # correction with fill_clip unplanted (the rig's planting has its own parity test, tests/addon/test_addon_rigplant.py)
     plant = bool(clip.get("plant_feet", False))
-    for a, b in gaps:   # the operator remembers its last settings (as Blender's do): name the defaults
+    for a, b in (gaps[:1] if full and clip.get("once") else gaps):   # "once": one In-fill over the whole range
+        # the operator remembers its last settings (as Blender's do): name the defaults
         ctx = int(clip.get("context", CONTEXT))   # scene frames covering the model's context
         lo, hi = (lo_all, hi_all) if full else (a - ctx, b + ctx)
-        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0, plant_feet=plant)
+        m, s = infill(obj, lo, hi, prof, variations=1, temperature=0.0, plant_feet=plant,
+                      best_rate=bool(clip.get("best_rate", True)))
         if prof:
             info["profile"], prof = prof["text"], None
         msgs.append(m)
         times.append(s)
-    if full:   # again with the server warm: the generated keys deleted, the same gaps filled anew
+    if full and not clip.get("once"):   # again with the server warm: the generated keys deleted, the same gaps anew
         delete_inside(obj, gaps)
         prof = {} if clip.get("profile") else None
         # seed 1: a new request (the same one would be answered from the add-on's reply cache). CPU seconds
         # too (this process, and the server's from /proc): on a loaded machine they say what a quiet one takes
         srv0, cpu0 = server_cpu(), time.process_time()
         info["op_s_warm"] = [infill(obj, lo_all, hi_all, prof, variations=1, temperature=0.0, seed=1,
-                                    plant_feet=plant)[1]]
+                                    plant_feet=plant, best_rate=bool(clip.get("best_rate", True)))[1]]
         info["op_cpu_warm"] = [time.process_time() - cpu0, server_cpu() - srv0]
         if prof:
             info["profile_warm"] = prof["text"]

@@ -113,14 +113,15 @@ def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.
              info: dict | None, steps: int = 0) -> tuple[Any, dict[str, Any]]:
     """Learn This Action on the clip's keys at the model's rate: (the network to fill with, fill_clip's gate
     arguments). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
-    from motioncore.families.body.adapt import adapt_infill
+    from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
 
     from ..errors import MotioncoreError
     from ..tasks.infill import at_model_rate
 
     mq, mr, mk = at_model_rate(meta, q, root, known, fps)
     try:
-        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, steps=steps or None)
+        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds if seconds > 0 else DEFAULT_SECONDS,  # a limit
+                          steps=steps or None)
     except MotioncoreError as e:
         if info is not None:
             info["adapt"] = {"skipped": str(e)}

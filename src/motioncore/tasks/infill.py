@@ -98,7 +98,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               fill: np.ndarray | None = None, window: int | None = 80,
               object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
               gate: Any = True, gate_limit: int | None = None, learn: float | None = None,
-              plant_feet: bool | str = True) -> Filled:
+              plant_feet: bool | str = True, curve: str | None = None) -> Filled:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
     also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
     Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
@@ -106,7 +106,9 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     ``gate_limit`` pseudo-gaps per length), a ``Gate`` uses those weights, False uses the network as trained.
     ``plant_feet`` (``infill-body`` only): plant the feet in contact by IK on the legs (``families.body.fill_plant``; the
     gate turns it off for a gap length where its pseudo-gaps say it costs error); ``"judge"``: the gate judges it
-    but the feet are left as filled (a client that plants its own rig, as the add-on). ``learn`` (``infill-hands``
+    but the feet are left as filled (a client that plants its own rig, as the add-on). ``curve`` (``infill-body``
+    only): the user's keys' interpolation, for the gate's blend from the curve they have
+    (``families.body.gate_curve``). ``learn`` (``infill-hands``
     only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
     the request-time gate alone; ``families.hands.gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
     elements to fill (default every
@@ -121,7 +123,8 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     if kind is not None and kind.fill is not None:  # a deterministic family fills the whole clip its own way
         return hook(kind.fill)(model, meta, rotations, root, known, n_samples=n_samples, fill=fill,
                                residual=residual, gate=gate, gate_limit=gate_limit, check=check,
-                               object_track=object_track, learn=learn, plant_feet=plant_feet)
+                               object_track=object_track, learn=learn, plant_feet=plant_feet,
+                               **({"curve": curve} if curve else {}))
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track, residual)

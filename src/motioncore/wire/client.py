@@ -394,7 +394,7 @@ class Client:
                          samples: int | None = None, object_track: tuple[np.ndarray, np.ndarray] | None = None,
                          joints: list[str] | None = None, fps: float | None = None, mirror: bool | None = None,
                          gate: bool | None = None, learn: float | None = None, plant_feet: bool | str | None = None,
-                         **kw: Any) -> P.Message:
+                         curve: str | None = None, rate: str | None = None, **kw: Any) -> P.Message:
         """The rotation form of ``infill`` (any-order checkpoints): rotations (T, J, 4) WXYZ, root (T, 3),
         known (T,) or (T, J + 1) bool -> buffers rotations (S, T, J, 4), root (S, T, 3). ``object_track``
         (hands, a checkpoint with ``object_cond``): the object's (T, 4) WXYZ rotations and (T, 3) positions in
@@ -404,7 +404,11 @@ class Client:
         frames (the reply's ``gate`` says what was fitted); ``plant_feet`` (``infill-body``, default true): plant
         the feet in contact by IK on the legs (the gate keeps it off for a gap length where it costs error; the
         reply's ``plant`` and ``gate`` say so; ``"judge"``: judged, not planted, for a client that plants its own
-        rig); ``learn`` (``infill-hands``): seconds of learning on
+        rig); ``curve`` (``infill-body``): the user's keys' interpolation ("bezier", "linear", "constant"), so the
+        gate also weighs the fill against the curve the user has (each reply ``gate`` entry's ``blend``); ``rate``
+        (``infill-body``): "best" fills at the common rate that test gaps cut from the keys say fills them closer
+        than ``fps`` (the reply's ``rate``, with ``filled_at``; the keys stay on their frames), "scene" (default) at ``fps``;
+        ``learn`` (``infill-hands``): seconds of learning on
         the clip's fully keyed frames (0: the gate alone; the body learns through ``adapt``)."""
         arrays = {"rotations": np.asarray(rotations, np.float32), "root": np.asarray(root, np.float32),
                   "known": np.asarray(known, bool)}
@@ -414,7 +418,8 @@ class Client:
         return self.call("infill", _drop_none({"model": model, "seed": seed, "temperature": temperature,
                                                 "order": order, "samples": samples, "joints": joints, "fps": fps,
                                                 "mirror": mirror, "gate": gate, "learn": learn,
-                                                "plant_feet": plant_feet}), arrays, **kw)
+                                                "plant_feet": plant_feet, "curve": curve,
+                                                "rate": rate}), arrays, **kw)
 
     def adapt(self, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, model: str | None = None,
               seconds: float | None = None, joints: list[str] | None = None, fps: float | None = None,

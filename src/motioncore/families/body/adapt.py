@@ -4,7 +4,7 @@ request time, in a few seconds of CPU.
 The clip's keyed frames are motion the model never saw, with the truth known. Windows of ``CONTEXT`` keys, a
 pseudo-gap of a real gap's length and ``CONTEXT`` keys are cut from the fully keyed stretches (never from a
 frame to be filled) and the copy is trained on them with the training loss (``families.body.loss``) for a
-wall-time budget. The gate's pseudo-gaps (``families.body.gate.pseudo_windows``) are held out of training: the
+budget of learning steps, with a wall-time limit. The gate's pseudo-gaps (``families.body.gate.pseudo_windows``) are held out of training: the
 error there before and after says whether adapting helped, and the adapted copy is kept only if it did. The
 gate is then fitted on those same held-out pseudo-gaps, so a clip where adapting over-fits still ends no worse
 than Blender's curve.
@@ -23,9 +23,10 @@ from motioncore.core.gaps import CONTEXT, runs
 from motioncore.errors import MotioncoreError
 from motioncore.families.body.gate import bucket, pseudo_windows
 
-__all__ = ["Adapted", "adapt_infill", "keys_hash", "DEFAULT_SECONDS"]
+__all__ = ["Adapted", "adapt_infill", "keys_hash", "DEFAULT_SECONDS", "DEFAULT_STEPS"]
 
-DEFAULT_SECONDS = 20.0  # the default budget on one thread
+DEFAULT_STEPS = 40  # the default budget, in learning steps: the same learning on any machine
+DEFAULT_SECONDS = 300.0  # the time limit on it (one thread): 40 steps took 17 s on a loaded 2-core VM
 LR = 2e-4
 TOKENS = 1280  # frames per step
 MIN_WINDOWS = 2  # fewer training windows than this: nothing to learn from
@@ -109,10 +110,10 @@ def _held_error(model, layout, q, pos, windows) -> float:
 def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
                  seconds: float = DEFAULT_SECONDS, todo: np.ndarray | None = None,
                  progress: Callable[[float, str], None] | None = None, cancel: Callable[[], bool] | None = None,
-                 seed: int = 0, steps: int | None = None) -> Adapted:
+                 seed: int = 0, steps: int | None = DEFAULT_STEPS) -> Adapted:
     """Fine-tune a copy of ``model`` on the clip's keyed frames (``rotations`` (T, J, 4), ``root`` (T, 3) on the
-    checkpoint's skeleton, ``known`` (T,) or (T, J + 1) bool) for ``seconds`` of wall time, or ``steps`` learning
-    steps when given (then the time is not limited: the same result on any machine). ``todo`` (T,) the frames to
+    checkpoint's skeleton, ``known`` (T,) or (T, J + 1) bool) for ``steps`` learning steps (the same learning on any
+    machine), with ``seconds`` of wall time as a limit (None steps: for ``seconds``). ``todo`` (T,) the frames to
     be filled (default: every frame not fully keyed); their lengths set the pseudo-gaps' lengths.
     ``progress(fraction, message)``; ``cancel()`` True stops early (what was learnt so far is judged as usual).
     Fewer than ``MIN_STEPS`` steps: the shipped model is kept and ``why`` says the budget was too short."""
@@ -155,7 +156,7 @@ def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     budget = steps
     steps = 0
     while steps == 0 or (not (cancel is not None and cancel())
-                         and (steps < budget if budget is not None else time.monotonic() - t0 < seconds)):
+                         and (budget is None or steps < budget) and time.monotonic() - t0 < seconds):
         L = int(rng.choice(usable))
         W = L + 2 * CONTEXT
         a = rng.choice(starts[L], size=max(1, min(64, TOKENS // W)))
@@ -169,7 +170,7 @@ def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         opt.step()
         steps += 1
         if progress is not None:
-            done = steps / budget if budget is not None else (time.monotonic() - t0) / seconds
+            done = max(steps / budget if budget is not None else 0.0, (time.monotonic() - t0) / seconds)
             progress(min(1.0, done), f"Learn This Action: step {steps}")
     work.eval()
     after = {str(L): _held_error(work, layout, q, pos, held[L]) for L in lengths}
@@ -179,8 +180,10 @@ def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     helped = bool(scored) and sum(after[str(L)] for L in scored) < sum(before[str(L)] for L in scored)
     used = helped and steps >= MIN_STEPS
     why = "" if used else (
-        f"only {steps} steps in the budget (at least {MIN_STEPS}): too short for this machine; give more seconds "
-        "or a step budget" if steps < MIN_STEPS else
+        (f"the {seconds:g} s limit stopped it after {steps} of {budget} steps (at least {MIN_STEPS}): too short for "
+         "this machine; give it more seconds" if budget is not None and budget >= MIN_STEPS else
+         f"only {steps} steps in the budget (at least {MIN_STEPS}): too short; give more steps or seconds")
+        if steps < MIN_STEPS else
         "no held-out gap to judge by (a short clip)" if not scored else
         "the held-out gaps got no better")
     return Adapted(work if used else model, used, before, after, steps, time.monotonic() - t0, n_win,

@@ -19,12 +19,13 @@ from motioncore.tasks.infill import Filled, _checked_window
 def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int = 1,
                    fill: np.ndarray | None = None, residual: float = 1.0, gate: Any = True,
                    check: Callable[[], None] | None = None, gate_limit: int | None = None,
-                   plant_feet: bool | str = False, **_: Any) -> Filled:
+                   plant_feet: bool | str = False, curve: str | None = None, **_: Any) -> Filled:
     """``tasks.infill.fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its
     own window (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass. Batched
     windows (N, T, J, 4) are filled with the network as trained (no gate). ``plant_feet``: then the feet planted
     (``families.body.fill_plant``) on the gaps whose length the gate keeps planting for; ``"judge"``: judged by the
-    gate, not planted (a client that plants its own rig)."""
+    gate, not planted (a client that plants its own rig). ``curve``: the user's keys' interpolation, for the gate's
+    blend from the user's curve (``families.body.gate_curve``; the fill itself does not change)."""
     plant = plant_feet if residual != 0.0 else False   # weight 0 asks for the base itself: Blender's curve, unplanted
     if np.ndim(rotations) != 3:
         gate = False
@@ -32,7 +33,8 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
     q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
     frames = todo.any(1)
     if gate is True:
-        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=bool(plant))
+        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=bool(plant),
+                        curve=curve)
     elif not isinstance(gate, Gate):
         gate = None
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()

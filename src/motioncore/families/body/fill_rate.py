@@ -105,13 +105,14 @@ class ClipGate(Gate):
 def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
                            fill: np.ndarray | None = None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
                            gate_limit: int | None = None, check: Callable[[], None] | None = None,
-                           plant_feet: bool | str = True, **_: Any) -> Filled:
+                           plant_feet: bool | str = True, curve: str | None = None, **_: Any) -> Filled:
     """``tasks.infill.fill_clip_at`` for ``infill-body`` at another rate than the checkpoint's (its ``fill_at`` hook
     in ``models.kinds``): the gate fitted on the clip at the model's rate (``gate`` True; a ``Gate``: those weights;
     False: none), then ``fill_body_at_rate``. One answer, repeated for every sample asked (temperature, order and
     seed do not apply); elements not filled come back bit-identical. ``plant_feet``: then the feet planted at the
     clip's rate (``families.body.fill_plant``) in the gaps whose length (in model frames) the gate, which judges it at
-    the model's rate, keeps planting for; ``"judge"``: judged, not planted (a client that plants its own rig)."""
+    the model's rate, keeps planting for; ``"judge"``: judged, not planted (a client that plants its own rig).
+    ``curve``: the user's keys' interpolation, for the gate's blend from the user's curve (``fill_clip_body``)."""
     if residual == 0.0:   # weight 0 asks for the base itself: the clip-rate Bezier, unplanted
         plant_feet = False
     J = Skeleton.from_dict(meta["skeleton"]).num_joints
@@ -120,7 +121,7 @@ def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.nd
         mq, mr, mk = at_model_rate(meta, q, r, keys, fps)
         i0, i1, _ = resample_frames(len(q), fps, float(meta["fps"]))
         gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO,
-                        plant=bool(plant_feet))
+                        plant=bool(plant_feet), curve=curve)
     fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, residual, gate, check)
     planted = np.zeros(len(q), bool)   # the gaps whose length (in model frames) the gate plants
     for s, e in runs(todo.any(axis=1)):

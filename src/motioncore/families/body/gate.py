@@ -54,6 +54,9 @@ class GateFit:
     error: dict[str, list[float]] = field(default_factory=dict)  # {bezier, model, gated: [cm, deg]}
     plant: bool = True  # plant the feet in gaps of this length (``families.body.fill_plant``)
     plant_error: dict = field(default_factory=dict)  # its judgement: {unplanted, planted: [cm, deg, skate]}
+    curve: str = "bezier"  # the curve the user has (their keys' interpolation; ``families.body.gate_curve``)
+    blend: float = 1.0  # how far from the user's curve toward the gated fill (0: the user's curve exactly)
+    curve_error: dict = field(default_factory=dict)  # {curve, fill, blended: [cm, deg]} on the pseudo-gaps
 
 
 @dataclass
@@ -70,6 +73,11 @@ class Gate:
         """Whether the feet are planted in gaps of ``length`` frames (the pseudo-gaps said it does not cost error)."""
         f = self.fits.get(bucket(length))
         return True if f is None else f.plant
+
+    def blend(self, length: int) -> float:
+        """How far from the user's curve toward the gated fill in gaps of ``length`` frames (1 without a fit)."""
+        f = self.fits.get(bucket(length))
+        return 1.0 if f is None else f.blend
 
     def summary(self) -> list[dict]:
         return [asdict(f) for _, f in sorted(self.fits.items())]
@@ -198,12 +206,14 @@ def _fit_one(score: Callable[[list[Pair]], list[Pair]], n: int, length: int, met
 
 
 def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-             context: int = CONTEXT, limit: int = MAX_PSEUDO, plant: bool = False) -> Gate:
+             context: int = CONTEXT, limit: int = MAX_PSEUDO, plant: bool = False, curve: str | None = None) -> Gate:
     """The gate for a clip on the checkpoint's skeleton (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` and
     ``todo`` (T, J + 1) bool), one fit per bucket of the lengths of the gaps in ``todo``, on up to ``limit``
     pseudo-gaps each (after Learn This Action: its held-out ones, ``families.body.adapt.HELD``). ``plant``: also
     judge planting the feet on the same pseudo-gaps at the fitted weights (``families.body.fill_plant.judge_plant``: off
-    for a length where it costs error)."""
+    for a length where it costs error). ``curve`` ("linear", "constant": the user's keys' interpolation): also fit
+    how far to blend from that curve toward the gated fill (``families.body.gate_curve``; "bezier" or None: the
+    gate's base is the user's curve already, the blend stays 1)."""
     from motioncore.core.skeleton import Skeleton
     from motioncore.families.body.fill import BodyLayout
 
@@ -244,6 +254,12 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
         if plant and not wins:  # nothing to judge planting on (sparse keys): the feet are left as filled
             fits[bk].plant, fits[bk].plant_error = False, {"unjudged": "no fully keyed stretch to cut a test gap "
                                                                        f"of {L} frames from"}
+        if curve in ("linear", "constant") and len(wins) >= MIN_PSEUDO and fits[bk].method == "pseudo-gaps":
+            from motioncore.families.body.gate_curve import fit_blend
+
+            fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gated fill, blended from the user's curve
+            fits[bk].curve = curve
+            fits[bk].blend, fits[bk].curve_error = fit_blend(sk, q[idx], pos[idx], frames, fq, fp, curve)
         if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
             # fewer than the weights need): kept only where it costs no error there
             from motioncore.families.body.fill_plant import judge_plant
