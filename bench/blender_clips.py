@@ -12,7 +12,7 @@ its largest one-frame turn over the gaps and the frame pairs meeting the keys, o
 and how far a foot or toe goes under the capture's ground.
 
     PYTHONPATH=src:server python bench/blender_clips.py [--adapt 20] [--blender 5.0.1] [--out DIR] [--quick]
-        [--subject lafan1] [--keys imported BEZIER] [--imports defaults scene-fps] [--unplanted]
+        [--subject lafan1] [--keys imported BEZIER] [--imports defaults scene-fps] [--unplanted] [--blocking 10]
 
 Writes DIR/results.json and prints one line per (subject, length, mode). Never asserts timings; a clip whose
 In-fill or Learn This Action failed gets its error printed instead of a ratio, and the script exits 1.
@@ -47,6 +47,17 @@ def gaps_for(n_frames: int, length: int, fps: float, count: int = 12, spacing: i
         return []
     starts = edge + 1 + (np.linspace(0, room - L, n).round().astype(int) if n > 1 else np.array([(room - L) // 2]))
     return [[int(s), int(s + L - 1)] for s in starts]
+
+
+def blocking_gaps(n_frames: int, every: int, fps: float, span: int = 600, edge: int = 10) -> list[list[int]]:
+    """An animator's blocking: a key every ``every`` frames at 30 fps (scaled to ``fps``) over ``span`` 30-fps
+    frames from ``edge`` in (the rest of the clip keyed as captured); the frames between the keys are the gaps
+    (Blender frames from 1, inclusive), each run of them separated from the next by one key."""
+    k = fps / 30.0
+    step, first = max(2, int(round(every * k))), int(round(edge * k)) + 1
+    last = min(n_frames - int(round(edge * k)), first + int(round(span * k)))
+    keys = list(range(first, last + 1, step))
+    return [[a + 1, b - 1] for a, b in zip(keys, keys[1:]) if b - a > 1]
 
 
 def lafan_folder() -> Path:
@@ -129,6 +140,9 @@ def main() -> None:
                     help="Learn This Action's time limit in seconds, its steps the operator's default (0: skip that pass)")
     ap.add_argument("--blender", default="5.0.1")
     ap.add_argument("--lengths", type=int, nargs="+", default=[5, 15, 30])
+    ap.add_argument("--blocking", type=int, nargs="+", metavar="N", default=None,
+                    help="instead of --lengths: block 600 frames (at 30 fps) with a key every N frames and fill between "
+                         "them (keys Bezier as an animator sets them unless --keys says otherwise)")
     ap.add_argument("--quick", action="store_true", help="two clips per subject")
     ap.add_argument("--subject", action="append", choices=sorted(CLIPS), help="only this subject (repeatable)")
     ap.add_argument("--unplanted", action="store_true", help="also In-fill with Plant Feet off (mode 'unplanted')")
@@ -140,6 +154,9 @@ def main() -> None:
     a = ap.parse_args()
     from motioncore.io.bvh import read_bvh
 
+    lengths = [-n for n in a.blocking] if a.blocking else a.lengths   # negative: a key every -L frames
+    if a.blocking and "--keys" not in sys.argv:
+        a.keys = ["BEZIER"]
     spec = []
     for subj, names in CLIPS.items():
         if a.subject and subj not in a.subject:
@@ -150,9 +167,9 @@ def main() -> None:
             if not path.is_file():
                 continue
             mo = read_bvh(path)
-            for L, keys, imp in ((L, k, i) for L in a.lengths for k in a.keys for i in a.imports):
+            for L, keys, imp in ((L, k, i) for L in lengths for k in a.keys for i in a.imports):
                 # the gaps in the scene's frames: the importer keys one BVH frame per scene frame at either setting
-                gaps = gaps_for(mo.num_frames, L, mo.fps)
+                gaps = blocking_gaps(mo.num_frames, -L, mo.fps) if L < 0 else gaps_for(mo.num_frames, L, mo.fps)
                 if not gaps:
                     continue
                 for mode, secs in (("default", 0.0), ("unplanted", 0.0), ("adapt", a.adapt)):
@@ -205,13 +222,13 @@ def main() -> None:
                                                     for r in rows], indent=1))
     print(f"real Blender {a.blender}, CMU test subjects and the LAFAN1 clip, In-fill once over the whole action "
           f"(results: {work})")
-    for subj, L, keys, imp, mode in ((s, L, k, i, m) for s in CLIPS for L in a.lengths for k in a.keys
+    for subj, L, keys, imp, mode in ((s, L, k, i, m) for s in CLIPS for L in lengths for k in a.keys
                                      for i in a.imports for m in ("default", "unplanted", "adapt")):
         group = [r for r in rows if r["subject"] == subj and r["length"] == L and r["mode"] == mode
                  and r.get("keys_as") == keys and r.get("import") == imp]
         bad = [r for r in group if "error" in r]
         if bad:   # never a ratio over the clips that happened to work
-            print(f"  subject {subj}, {L:>2} frames, {mode:<7}, keys {keys}, import {imp}: FAILED ({len(bad)} of {len(group)} clips; "
+            print(f"  subject {subj}, {L:>2} (negative: a key every -L), {mode:<7}, keys {keys}, import {imp}: FAILED ({len(bad)} of {len(group)} clips; "
                   f"{bad[0]['name']}): {bad[0]['error'][-300:]}")
             continue
         rs = group
@@ -224,7 +241,8 @@ def main() -> None:
                for k in ("truth", "addon", "bezier")}   # pooled over the clips' gaps
         pm = max(r["pops_max"] for r in rs)
         und = max(r["under_addon_cm"] for r in rs), max(r["under_truth_cm"] for r in rs)
-        print(f"  subject {subj}, {L:>2} frames, {mode:<9}, keys {keys}, import {imp} "
+        what = f"a key every {-L}" if L < 0 else f"{L:>2} frames"
+        print(f"  subject {subj}, {what}, {mode:<9}, keys {keys}, import {imp} "
               f"({int(w.sum())} gaps in {len(rs)} clips): "
               f"cm {f['addon_cm'] / f['bezier_cm']:.2f}x Bezier, deg {f['addon_deg'] / f['bezier_deg']:.2f}x, "
               f"jerk {f['jerk_addon']:.2f}x truth (Bezier {f['jerk_bezier']:.2f}x), "
