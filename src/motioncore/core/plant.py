@@ -54,9 +54,18 @@ CLEAR = True
 FAST = 1.5
 LIFT = 0.3
 LIFT_MAX = 0.15
+LIFT_KEYS = True  # a swing from or to a key is lifted too (the fill dragged a foot along the ground into a key)
 SPEED_REL = 1.0
 SPEED_ABS = 0.6
 LAND = "mean"
+STEP_S = 0.45  # s: the shortest step carved out where a run is split (a 21 cm step in 4 frames turned a knee 20 deg)
+BLEND_S = 0.3  # s: the shortest blend between two plants, and the ease from each key into the offsets
+MOVE = 0.8  # leg lengths per second: a blend between two plants moves the goal at most this fast on average
+SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
+SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
+TURN_MIN = 1.0  # degrees: a joint's allowed per-frame turn (the keyed legs' own largest) is at least this
+NEAR_S = 0.3  # s: the keyed frames either side of a gap that give its legs' largest turn
+SLACK = 0.1  # where the fill itself turns that fast, its correction may still turn this share of it per frame
 
 
 @dataclass(frozen=True)
@@ -164,6 +173,41 @@ def _hermite(o0, m0, o1, m1, n: int) -> np.ndarray:
     return h00 * o0 + h10 * n * m0 + h01 * o1 + h11 * n * m1
 
 
+def _hermite5(o0, m0, o1, m1, n: int) -> np.ndarray:
+    """Quintic Hermite from (o0, slope m0, no acceleration) at 0 to (o1, m1, no acceleration) at n (per frame):
+    values at 1 .. n - 1, (n - 1, D). C2 where it meets a plant that holds still."""
+    s = (np.arange(1, n) / n)[:, None]
+    s3, s4, s5 = s ** 3, s ** 4, s ** 5
+    h0, h1 = 1 - 10 * s3 + 15 * s4 - 6 * s5, s - 6 * s3 + 8 * s4 - 3 * s5
+    h4, h5 = -4 * s3 + 7 * s4 - 3 * s5, 10 * s3 - 15 * s4 + 6 * s5
+    return h0 * o0 + h1 * n * m0 + h5 * o1 + h4 * n * m1
+
+
+def _smoother01(x: np.ndarray) -> np.ndarray:
+    """The quintic smoothstep 6x^5 - 15x^4 + 10x^3 on [0, 1]: flat to the second derivative at both ends."""
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * x * (x * (6.0 * x - 15.0) + 10.0)
+
+
+def ease_from_keys(todo: np.ndarray, fps: float) -> np.ndarray:
+    """(T,) the weight of the planting offsets: 1 inside runs of ``todo``, easing from 0 at the keys either side
+    over ``BLEND_S`` seconds (at most half the run) with the quintic smoothstep; an end of the clip is no key."""
+    todo = np.asarray(todo, bool)
+    T = len(todo)
+    w = np.zeros(T)
+    nb = max(2.0, BLEND_S * fps)
+    for s, e in runs(todo):
+        t = np.arange(s, e, dtype=np.float64)
+        d = np.full(e - s, np.inf)
+        ln = min(nb, (e - s + 1) / 2.0)
+        if s > 0:
+            d = np.minimum(d, t - (s - 1))
+        if e < T:
+            d = np.minimum(d, e - t)
+        w[s:e] = _smoother01(d / ln) if np.isfinite(d).any() else 1.0
+    return w
+
+
 def foot_contacts_filled(heights: np.ndarray, leg_length: float, speeds: np.ndarray | None = None,
                          body_speed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per frame (T,) for one leg from ``heights`` (T, 2) ankle and toe above their grounds (toe column NaN when
@@ -188,6 +232,7 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     seg_down = down[a:b + 1].copy()
     k = fps / 30.0
     min_run, swing = max(2, int(round(MIN_RUN * k))), max(2, int(round(SWING * k)))
+    step_n, blend_n = max(swing, int(round(STEP_S * fps))), max(2, int(round(BLEND_S * fps)))
     rs = []
     for s, e in runs(seg_down):
         if key_a and s == 0 and not still[0]:  # the key's foot moves: the run starts after a swing from it
@@ -200,6 +245,13 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
             e = n
         if e - s >= min_run or (e > s and ((s == 0 and key_a) or (e == n and key_b))):
             rs.append((s, e))
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(rs):  # a run carried onto a key can reach the next one: one run
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    rs = merged
     seg = np.zeros(n, bool)
     for s, e in rs:
         seg[s:e] = True
@@ -217,10 +269,10 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
         """A run split where the fill carries its foot farther than ``TRAVEL`` (a step it did not lift, or no
         contact at all): at the fastest frame, ``swing`` frames carved out around it."""
         cum = np.cumsum(step[s + 1:e], 0)
-        if e - s < 2 * swing + 2 or not len(cum) or np.linalg.norm(cum, axis=-1).max() <= limit:
+        if e - s < 2 * step_n + 2 or not len(cum) or np.linalg.norm(cum, axis=-1).max() <= limit:
             return [(s, e)]
-        c = int(np.argmax(speed[s + swing:e - swing])) + s + swing
-        lo, hi = c - swing // 2, c + (swing - swing // 2)
+        c = int(np.argmax(speed[s + step_n:e - step_n])) + s + step_n
+        lo, hi = c - step_n // 2, c + (step_n - step_n // 2)
         return pieces(s, lo) + pieces(hi, e)
 
     todo_runs: list[tuple[int, int, str]] = []
@@ -259,16 +311,17 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     if key_b and not any(e == n for _, e, *_ in anchors):
         anchors.append((n - 1, n, np.zeros((1, 3)), np.zeros((2, 3))))
     anchors.sort(key=lambda x: x[0])
+    anchors = _spaced(anchors, blend_n, n, seg, MOVE * leg_length / fps)
     for (_, e1, off1, sl1), (s2, _, off2, sl2) in zip(anchors[:-1], anchors[1:], strict=True):
         if s2 - e1 >= 1:  # the swing: frames e1 .. s2 - 1
-            o[e1:s2] = _hermite(off1[-1], sl1[1], off2[0], sl2[0], s2 - e1 + 1)
-        if height is not None and LIFT and s2 - e1 >= 2 and e1 > 1 and s2 < n - 1:  # a swing between two
+            o[e1:s2] = _hermite5(off1[-1], sl1[1], off2[0], sl2[0], s2 - e1 + 1)
+        if height is not None and LIFT and s2 - e1 >= 2 and (LIFT_KEYS or (e1 > 1 and s2 < n - 1)):  # a swing
             travel = float(np.linalg.norm((f[a + s2, 0] + off2[0]) - (f[a + e1 - 1, 0] + off1[-1])))  # contacts
             clear = min(LIFT_MAX * leg_length, LIFT * travel)
             lift = max(0.0, clear - float(height[a + e1:a + s2].max()))
             if lift > 0:
                 x = np.arange(1, s2 - e1 + 1) / (s2 - e1 + 1)
-                o[e1:s2, up] += lift * np.sin(np.pi * x) ** 2
+                o[e1:s2, up] += lift * 64.0 * (x * (1.0 - x)) ** 3   # flat to the second derivative at both ends
     if anchors:  # no key at an end of the clip: the nearest run's offset holds
         o[:anchors[0][0]] = o[anchors[0][0]]
         o[anchors[-1][1]:] = o[anchors[-1][1] - 1]
@@ -279,12 +332,57 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     return o, seg
 
 
-def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle):
+def _spaced(anchors: list, blend_n: int, n: int, seg: np.ndarray, move: float = np.inf) -> list:
+    """Anchors (s, e, offsets, end slopes) in order with at least ``blend_n`` frames between neighbours, and enough
+    that the offset changes by at most ``move`` per frame on average, where a run can give them: a run's free end
+    is trimmed (its frames no longer a contact in ``seg``); a key's own frame and a run's end on a key stay."""
+    out = [list(x) for x in anchors]
+    for i in range(len(out) - 1):
+        (s1, e1, off1, sl1), (s2, e2, off2, sl2) = out[i], out[i + 1]
+        jump = float(np.linalg.norm(off2[0] - off1[-1]))
+        need = max(blend_n, int(np.ceil(jump / move)) if np.isfinite(move) else 0) - (s2 - e1)
+        if need <= 0:
+            continue
+        can1 = max(0, (e1 - s1) - 1) if not (e1 - s1 == 1 and s1 == 0) else 0
+        can2 = max(0, (e2 - s2) - 1) if not (e2 - s2 == 1 and e2 == n) else 0
+        d1 = min(can1, need - min(can2, need // 2 + need % 2))
+        d2 = min(can2, need - d1)
+        if d1 > 0:
+            seg[e1 - d1:e1] = False
+            off1 = off1[:-d1]
+            sl1 = sl1.copy()
+            sl1[1] = off1[-1] - off1[-2] if len(off1) > 1 else 0.0
+            out[i] = [s1, e1 - d1, off1, sl1]
+        if d2 > 0:
+            seg[s2:s2 + d2] = False
+            off2 = off2[d2:]
+            sl2 = sl2.copy()
+            sl2[0] = off2[1] - off2[0] if len(off2) > 1 else 0.0
+            out[i + 1] = [s2 + d2, e2, off2, sl2]
+    return [tuple(x) for x in out]
+
+
+def _soft_distance(dist: np.ndarray, own: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The goal's distance from the hip, softened near full reach: unchanged up to ``SOFT`` of the leg's length (or
+    the fill's own distance, if longer), then approaching ``SOFT_TOP`` of it smoothly (C1) instead of snapping
+    straight, so a plant the leg cannot reach gives way and the knee does not snap."""
+    top = SOFT_TOP * length
+    start = np.minimum(np.maximum(SOFT * length, own), top - 1e-6 * length)
+    room = top - start
+    over = np.maximum(dist - start, 0.0)
+    return np.where(dist > start, start + room * (1.0 - np.exp(-over / np.maximum(room, 1e-12))), dist)
+
+
+def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle, soft: bool = False):
     """Per frame, the world rotations of thigh, shin and foot that put the ankle on D (the knee in its plane,
-    lengths kept, the goal clamped to the reach; the foot keeps its world rotation)."""
+    lengths kept, the goal clamped to the reach; the foot keeps its world rotation). ``soft``: the reach softens
+    near full extension (``_soft_distance``): the ankle falls short of a goal near or beyond reach, smoothly."""
     l1 = np.linalg.norm(K - H, axis=-1)
     l2 = np.linalg.norm(A - K, axis=-1)
-    dist = np.clip(np.linalg.norm(D - H, axis=-1), np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
+    dist = np.linalg.norm(D - H, axis=-1)
+    if soft:
+        dist = _soft_distance(dist, np.linalg.norm(A - H, axis=-1), l1 + l2)
+    dist = np.clip(dist, np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
     u, v = H - K, A - K
     nrm = np.cross(u, v)
     nn = np.linalg.norm(nrm, axis=-1, keepdims=True)
@@ -300,11 +398,125 @@ def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle):
     return quat_mul(swing, gq_hip), quat_mul(swing, gk), gq_ankle
 
 
+def given_contacts(contacts: np.ndarray, T: int, legs: Sequence[Leg]) -> tuple[np.ndarray, np.ndarray]:
+    """Contacts given from outside (a model's contact output) as (down, toe pinned), each (T, legs) bool:
+    ``contacts`` (T, legs) per leg, or (T, feet) per foot joint as ``core.feet`` picks them (each leg's ankle,
+    then its toe where it has one, leg after leg); bool or probabilities (down above 0.5). Per foot joint, the toe
+    is pinned where it is down and the ankle is not."""
+    c = np.asarray(contacts)
+    cols = sum(2 if lg.toe >= 0 else 1 for lg in legs)
+    if c.ndim != 2 or c.shape[0] != T or c.shape[1] not in (len(legs), cols):
+        raise ValueError(f"contacts: expected ({T}, {len(legs)}) per leg or ({T}, {cols}) per foot joint, "
+                         f"got {c.shape}")
+    c = c > 0.5 if c.dtype != bool else c
+    if c.shape[1] == len(legs) and cols != len(legs):
+        return c, np.zeros_like(c)
+    down, toe, k = np.zeros((T, len(legs)), bool), np.zeros((T, len(legs)), bool), 0
+    for i, lg in enumerate(legs):
+        if lg.toe >= 0:
+            down[:, i], toe[:, i] = c[:, k] | c[:, k + 1], c[:, k + 1] & ~c[:, k]
+            k += 2
+        else:
+            down[:, i] = c[:, k]
+            k += 1
+    return down, toe
+
+
+def _floor_lift(h: np.ndarray, o_up: np.ndarray, todo: np.ndarray, fps: float) -> np.ndarray:
+    """(T,) how far to raise a leg's ankle goal so neither ankle nor toe (heights ``h`` (T, 2) above their grounds
+    from the keys, toe NaN when none; ``o_up`` the offsets' own rise) goes under its ground: the shortfall,
+    spread over its neighbours (widened, then smoothed, so it stays at least the shortfall), on ``todo`` only."""
+    need = np.maximum(0.0, -np.nanmin(h + o_up[:, None], axis=1))
+    need = np.where(todo, need, 0.0)
+    if not need.any():
+        return need
+    k = max(1, int(round(2 * fps / 30.0)))
+    pad = np.pad(need, 2 * k)
+    need = np.max([pad[j:j + len(need)] for j in range(4 * k + 1)], 0)
+    for _ in range(2):
+        pad = np.pad(need, k, mode="edge")
+        need = np.mean([pad[j:j + len(need)] for j in range(2 * k + 1)], 0)
+    return np.where(todo, need, 0.0)
+
+
+def _rotvec(q: np.ndarray) -> np.ndarray:
+    """(..., 3) rotation vectors (radians) of unit WXYZ quaternions (..., 4), the short way round."""
+    q = np.where(q[..., :1] < 0, -q, q)
+    n = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    ang = 2.0 * np.arctan2(n, q[..., :1])
+    return q[..., 1:] * np.where(n > 1e-12, ang / np.maximum(n, 1e-12), 2.0)
+
+
+def _from_rotvec(r: np.ndarray) -> np.ndarray:
+    a = np.linalg.norm(r, axis=-1, keepdims=True)
+    return np.concatenate([np.cos(a / 2), np.where(a > 1e-12, np.sin(a / 2) / np.maximum(a, 1e-12), 0.5) * r], -1)
+
+
+def _turn(q: np.ndarray) -> np.ndarray:
+    """(T - 1, ...) radians: the turn of each rotation (T, ..., 4) from one frame to the next."""
+    d = np.abs(np.sum(q[1:] * q[:-1], -1))
+    return 2.0 * np.arccos(np.clip(d, 0.0, 1.0))
+
+
+def _slew(r: np.ndarray, lim: np.ndarray, fixed: tuple[bool, bool]) -> np.ndarray:
+    """A correction's rotation vectors (n, 3) changed by at most ``lim`` (n - 1,) radians per frame pair, zero at a
+    fixed end (a key): a forward pass from the first frame, then a backward pass from the last, each step clamped
+    toward the wanted value."""
+    y = r.copy()
+    n = len(y)
+    if fixed[0]:
+        y[0] = 0.0
+    for t in range(1, n):
+        d = r[t] - y[t - 1]
+        m = float(np.linalg.norm(d))
+        y[t] = y[t - 1] + (d * (lim[t - 1] / m) if m > lim[t - 1] else d)
+    z = y.copy()
+    if fixed[1]:
+        z[-1] = 0.0
+    for t in range(n - 2, -1, -1):
+        d = y[t] - z[t + 1]
+        m = float(np.linalg.norm(d))
+        z[t] = z[t + 1] + (d * (lim[t] / m) if m > lim[t] else d)
+    if fixed[0]:
+        z[0] = 0.0
+    return z
+
+
+def _cap_turns(q: np.ndarray, fill: np.ndarray, joints: Sequence[int], keys: np.ndarray, todo: np.ndarray,
+               fps: float) -> np.ndarray:
+    """``q`` (T, J, 4) with each of ``joints``' planting correction (its change from ``fill``) turning per frame by
+    at most what that joint turns on its own there, up to its largest turn over the keyed frames within
+    ``NEAR_S`` seconds of the gap (or over the fill of the gap where larger), at least ``TURN_MIN`` degrees."""
+    T = len(q)
+    tf = _turn(fill[:, joints])  # (T - 1, n) the fill's own turns
+    keyed = keys[1:] & keys[:-1]
+    near = max(1, int(round(NEAR_S * fps)))
+    out = q.copy()
+    for s, e in runs(todo):
+        a, b = max(s - 1, 0), min(e, T - 1)
+        lo, hi = max(0, a - near), min(T - 1, b + near)
+        kk = keyed[lo:hi]
+        top = tf[lo:hi][kk].max(0) if kk.any() else np.zeros(len(joints))
+        top = np.maximum(np.maximum(top, tf[a:b].max(0) if b > a else 0.0), np.radians(TURN_MIN))
+        for c, j in enumerate(joints):
+            corr = _rotvec(quat_mul(q[a:b + 1, j], quat_conj(fill[a:b + 1, j])))
+            lim = np.maximum(top[c] - tf[a:b, c], SLACK * top[c])
+            steps = np.linalg.norm(np.diff(corr, axis=0), axis=-1)
+            if (steps <= lim + 1e-9).all():
+                continue
+            corr = _slew(corr, lim, (s > 0, e < T))
+            out[s:e, j] = quat_mul(_from_rotvec(corr[s - a:e - a]), fill[s:e, j])   # keys stay as they are
+    return out
+
+
 def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndarray, keys: np.ndarray,
-               todo: np.ndarray, legs: Sequence[Leg], root: int, fps: float = 30.0, up: int = 1) -> Planted:
+               todo: np.ndarray, legs: Sequence[Leg], root: int, fps: float = 30.0, up: int = 1,
+               contacts: np.ndarray | None = None) -> Planted:
     """See the module doc. ``rotations`` (T, J, 4) and ``positions`` (T, J, 3) local (a filled clip, keys
     included), ``keys`` (T,) the keyed frames (the ground is read there), ``todo`` (T,) the frames that may
-    change (the filled ones), ``legs`` the legs, ``root`` the joint whose translation moves the body."""
+    change (the filled ones), ``legs`` the legs, ``root`` the joint whose translation moves the body.
+    ``contacts``: given from outside (a model's contact output; ``given_contacts``), used on every frame instead of
+    the contacts read from the keys and the fill."""
     parents = [int(p) for p in parents]
     q = np.asarray(rotations, np.float64).copy()
     p = np.asarray(positions, np.float64).copy()
@@ -322,12 +534,18 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
     g_a = _ground(ankles, keys)
     g_t = _ground(toes, keys) if not np.isnan(toes).any() else np.full(L, np.nan)
     offsets = np.zeros((T, L, 3))
+    given = None if contacts is None else given_contacts(contacts, T, legs)
     contacts = np.zeros((T, L), bool)
     log: list[dict] = []
+    ease = ease_from_keys(todo, fps)
     for i, lg in enumerate(legs):
         h = np.stack([ankles[:, i] - g_a[i], toes[:, i] - g_t[i]], 1)
-        down, pin = foot_contacts_filled(h, lengths[i], _speed(gp[:, [lg.ankle, lg.toe if lg.toe >= 0 else lg.ankle]] * flat, fps),
-                                         _speed(gp[:, root] * flat, fps))
+        if given is not None:
+            down, pin = given[0][:, i], np.where(given[1][:, i], 1 if lg.toe >= 0 else 0, 0)
+        else:
+            down, pin = foot_contacts_filled(h, lengths[i], _speed(gp[:, [lg.ankle, lg.toe if lg.toe >= 0 else
+                                                                                lg.ankle]] * flat, fps),
+                                             _speed(gp[:, root] * flat, fps))
         f = np.stack([gp[:, lg.ankle], gp[:, lg.toe if lg.toe >= 0 else lg.ankle]], 1) * flat
         pair = np.linalg.norm(np.diff(f, axis=0), axis=-1).min(-1) * fps  # (T - 1,) the slower of ankle and toe
         pair = np.where(keys[1:] & keys[:-1], pair, np.nan)  # keyed pairs only
@@ -341,6 +559,8 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
             contacts[s:e, i] = c[s - a:s - a + (e - s)]
         if CLEAR:
             offsets[:, i, up] += _clearance(h, _speed(f, fps), keys, todo, contacts[:, i], lengths[i], fps)
+        offsets[:, i, up] += _floor_lift(h, offsets[:, i, up], todo, fps)   # no foot or toe under the keys' floor
+        offsets[:, i] *= ease[:, None]   # flat where planting starts and ends at the keys
     offsets[~todo] = 0.0
     goals = gp[:, [lg.ankle for lg in legs]] + offsets
     # the hips move only where a leg cannot reach
@@ -369,7 +589,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         if sel.size == 0:
             continue
         gh, gk, ga = two_bone_ik(gp[sel, lg.hip], gp[sel, lg.knee], gp[sel, lg.ankle], goals[sel, i],
-                               gq[sel, lg.hip], gq[sel, lg.knee], gq[sel, lg.ankle])
+                                 gq[sel, lg.hip], gq[sel, lg.knee], gq[sel, lg.ankle], soft=True)
         par = parents[lg.hip]
         gpar = gq[sel, par] if par >= 0 else np.tile([1.0, 0.0, 0.0, 0.0], (sel.size, 1))
         q[sel, lg.hip] = quat_mul(quat_conj(gpar), gh)
@@ -377,5 +597,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         q[sel, lg.ankle] = quat_mul(quat_conj(gk), ga)  # the other leg's chain is untouched: no FK again
     q = quat_align(quat_normalize(q), rotations)
     q = np.where(todo[:, None, None], q, rotations)
+    q = _cap_turns(q, quat_align(quat_normalize(np.asarray(rotations, np.float64)), q),
+                   [j for lg in legs for j in (lg.hip, lg.knee, lg.ankle)], keys, todo, fps)
     p = np.where(todo[:, None, None], p, positions)
     return Planted(q, p, contacts, offsets, moved, log)
