@@ -59,7 +59,9 @@ SPEED_REL = 1.0
 SPEED_ABS = 0.6
 LAND = "mean"
 STEP_S = 0.45  # s: the shortest step carved out where a run is split (a 21 cm step in 4 frames turned a knee 20 deg)
-BLEND_S = 0.3  # s: the shortest blend between two plants, and the ease from each key into the offsets
+BLEND_S = 0.3  # s: the shortest blend between two plants (a swing between two stances, or a stance and a key)
+EASE_S = 0.3  # s: planting eases in from each key over this long
+FLOOR_SLACK = 0.0  # leg lengths: how far a foot may stand under the keys' floor before it is lifted
 MOVE = 0.8  # leg lengths per second: a blend between two plants moves the goal at most this fast on average
 SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
 SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
@@ -191,11 +193,11 @@ def _smoother01(x: np.ndarray) -> np.ndarray:
 
 def ease_from_keys(todo: np.ndarray, fps: float) -> np.ndarray:
     """(T,) the weight of the planting offsets: 1 inside runs of ``todo``, easing from 0 at the keys either side
-    over ``BLEND_S`` seconds (at most half the run) with the quintic smoothstep; an end of the clip is no key."""
+    over ``EASE_S`` seconds (at most half the run) with the quintic smoothstep; an end of the clip is no key."""
     todo = np.asarray(todo, bool)
     T = len(todo)
     w = np.zeros(T)
-    nb = max(2.0, BLEND_S * fps)
+    nb = max(2.0, EASE_S * fps)
     for s, e in runs(todo):
         t = np.arange(s, e, dtype=np.float64)
         d = np.full(e - s, np.inf)
@@ -367,10 +369,11 @@ def _soft_distance(dist: np.ndarray, own: np.ndarray, length: np.ndarray) -> np.
     the fill's own distance, if longer), then approaching ``SOFT_TOP`` of it smoothly (C1) instead of snapping
     straight, so a plant the leg cannot reach gives way and the knee does not snap."""
     top = SOFT_TOP * length
-    start = np.minimum(np.maximum(SOFT * length, own), top - 1e-6 * length)
-    room = top - start
+    start = np.maximum(SOFT * length, own)
+    room = np.maximum(top - start, 1e-12)
     over = np.maximum(dist - start, 0.0)
-    return np.where(dist > start, start + room * (1.0 - np.exp(-over / np.maximum(room, 1e-12))), dist)
+    soft = start + room * (1.0 - np.exp(-over / room))
+    return np.where((dist > start) & (start < top), soft, dist)   # a fill straighter than that: as it is
 
 
 def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle, soft: bool = False):
@@ -422,11 +425,11 @@ def given_contacts(contacts: np.ndarray, T: int, legs: Sequence[Leg]) -> tuple[n
     return down, toe
 
 
-def _floor_lift(h: np.ndarray, o_up: np.ndarray, todo: np.ndarray, fps: float) -> np.ndarray:
+def _floor_lift(h: np.ndarray, o_up: np.ndarray, todo: np.ndarray, fps: float, slack: float = 0.0) -> np.ndarray:
     """(T,) how far to raise a leg's ankle goal so neither ankle nor toe (heights ``h`` (T, 2) above their grounds
     from the keys, toe NaN when none; ``o_up`` the offsets' own rise) goes under its ground: the shortfall,
     spread over its neighbours (widened, then smoothed, so it stays at least the shortfall), on ``todo`` only."""
-    need = np.maximum(0.0, -np.nanmin(h + o_up[:, None], axis=1))
+    need = np.maximum(0.0, -np.nanmin(h + o_up[:, None], axis=1) - slack)
     need = np.where(todo, need, 0.0)
     if not need.any():
         return need
@@ -559,7 +562,8 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
             contacts[s:e, i] = c[s - a:s - a + (e - s)]
         if CLEAR:
             offsets[:, i, up] += _clearance(h, _speed(f, fps), keys, todo, contacts[:, i], lengths[i], fps)
-        offsets[:, i, up] += _floor_lift(h, offsets[:, i, up], todo, fps)   # no foot or toe under the keys' floor
+        offsets[:, i, up] += _floor_lift(h, offsets[:, i, up], todo, fps,
+                                                                                 FLOOR_SLACK * lengths[i])   # no foot or toe under the keys' floor
         offsets[:, i] *= ease[:, None]   # flat where planting starts and ends at the keys
     offsets[~todo] = 0.0
     goals = gp[:, [lg.ankle for lg in legs]] + offsets
@@ -577,6 +581,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         for _ in range(2):
             pad = np.pad(shift, ((k, k), (0, 0)))
             shift = np.where(todo[:, None], np.mean([pad[j:j + T] for j in range(2 * k + 1)], 0), 0.0)
+        shift = shift * ease[:, None]   # flat where it starts and ends at the keys, as the feet's offsets
         size = np.linalg.norm(shift, axis=-1, keepdims=True)
         shift = shift * np.minimum(1.0, HIPS_MAX * min(lengths) / np.maximum(size, 1e-12))
         moved = int((size[:, 0] > 1e-9).sum())

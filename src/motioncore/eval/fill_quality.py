@@ -70,7 +70,8 @@ def fill_quality(rotations: np.ndarray, positions: np.ndarray, capture_rotations
                  capture_positions: np.ndarray, known: np.ndarray, fps: float, feet: Sequence[int],
                  bezier_positions: np.ndarray | None = None, unit: float = 1.0, up: int = 1) -> dict:
     """A filled clip (local ``rotations`` (T, J, 4), global ``positions`` (T, J, 3)) against its capture (the same,
-    keys identical) on the frames not ``known``: {"pops_max", "pops_median" (over gaps of the worst joint's ratio),
+    keys identical) on the frames not ``known``: {"pops_max", "pops_median" (over gaps of the worst joint's ratio;
+    "pops_gaps" each gap's), "skate_sums" and "jerk_sums" (to pool clips),
     "pops_worst": (gap start, joint, fill's degrees, capture's degrees), "under", "under_capture" (cm, the deepest
     foot), "skate_ratio", "jerk_ratio", "jerk_bezier_ratio" (Bezier's jerk over the capture's; NaN without)}."""
     known = np.asarray(known, bool)
@@ -82,15 +83,16 @@ def fill_quality(rotations: np.ndarray, positions: np.ndarray, capture_rotations
         g, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
         s, e = gaps[g]
         cap = turns(capture_rotations)[s - 1:e, j].max()
-        out.update(pops_max=float(worst.max()), pops_median=float(np.median(worst)),
+        out.update(pops_max=float(worst.max()), pops_median=float(np.median(worst)), pops_gaps=worst.tolist(),
                    pops_worst=(int(s), int(j), float(top[g, j]), float(cap)))
     u, uc = under_ground(positions, capture_positions, known, feet, unit, up)
     out.update(under=float(u.max()), under_capture=float(uc.max()))
     g = F.ground(np.asarray(capture_positions)[known], feet, up)
     span = F.fill_span(known)
-    s_fill = F.skate(positions, fps, feet, g, span, unit, up)
-    s_cap = F.skate(capture_positions, fps, feet, g, span, unit, up)
+    sums = [F.skate_sums(x, fps, feet, g, span, unit, up) for x in (positions, capture_positions)]
+    s_fill, s_cap = (wv / w if w > 0 else float("nan") for wv, w in sums)
     out["skate_ratio"] = s_fill / s_cap if s_cap > 0 else float("nan")
+    out["skate_sums"] = [sums[0][0], sums[0][1], sums[1][0], sums[1][1]]   # pool clips: (fill w v, w, capture's)
     jk = []
     for x in (positions, capture_positions, bezier_positions):
         if x is None:
@@ -99,4 +101,5 @@ def fill_quality(rotations: np.ndarray, positions: np.ndarray, capture_rotations
         jk.append(sum(jerk_sum(np.asarray(x)[max(0, s - JERK_PAD):min(len(known), e + JERK_PAD)]) for s, e in gaps))
     out["jerk_ratio"] = jk[0] / jk[1] if jk[1] > 0 else float("nan")
     out["jerk_bezier_ratio"] = jk[2] / jk[1] if jk[1] > 0 else float("nan")
+    out["jerk_sums"] = jk   # pool clips: fill's, capture's, Bezier's
     return out
