@@ -59,14 +59,16 @@ SPEED_REL = 1.0
 SPEED_ABS = 0.6
 LAND = "mean"
 STEP_S = 0.45  # s: the shortest step carved out where a run is split (a 21 cm step in 4 frames turned a knee 20 deg)
-BLEND_S = 0.3  # s: the shortest blend between two plants (a swing between two stances, or a stance and a key)
-EASE_S = 0.3  # s: planting eases in from each key over this long
+BLEND_S = 0.1  # s: the shortest blend between two plants (a swing between two stances, or a stance and a key)
+EASE_S = 0.3  # s: planting eases in from each key over this long, or over ``1 / EASE_PART`` of a shorter gap
+EASE_PART = 4.0  # (see EASE_S)
 FLOOR_SLACK = 0.0  # leg lengths: how far a foot may stand under the keys' floor before it is lifted
+FLOOR_SPREAD = 1 / 30  # s: a floor lift spreads this far either side (twice)
 MOVE = 0.8  # leg lengths per second: a blend between two plants moves the goal at most this fast on average
 SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
 SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
 TURN_MIN = 1.0  # degrees: a joint's allowed per-frame turn (the keyed legs' own largest) is at least this
-NEAR_S = 0.3  # s: the keyed frames either side of a gap that give its legs' largest turn
+NEAR_S = 0.1  # s: the keyed frames either side of a gap that give its legs' largest turn
 SLACK = 0.1  # where the fill itself turns that fast, its correction may still turn this share of it per frame
 
 
@@ -86,6 +88,7 @@ class Planted:
     positions: np.ndarray  # (T, J, 3) local translations (the root's moved only where a leg could not reach)
     contacts: np.ndarray  # (T, legs) bool: the contacts used on filled frames
     offsets: np.ndarray  # (T, legs, 3) the ankle goals' offsets from the fill
+    missed: np.ndarray | None = None  # (T, legs) how far each ankle ended from its goal (the soft reach, the turn cap)
     hips_moved: int = 0  # filled frames where the root moved (a leg could not reach)
     runs: list[dict] = field(default_factory=list)  # per contact run: leg, frames, how it was planted
 
@@ -191,20 +194,24 @@ def _smoother01(x: np.ndarray) -> np.ndarray:
     return x * x * x * (x * (6.0 * x - 15.0) + 10.0)
 
 
-def ease_from_keys(todo: np.ndarray, fps: float) -> np.ndarray:
+def ease_from_keys(todo: np.ndarray, fps: float, held: np.ndarray | None = None, seconds: float | None = None
+                   ) -> np.ndarray:
     """(T,) the weight of the planting offsets: 1 inside runs of ``todo``, easing from 0 at the keys either side
-    over ``EASE_S`` seconds (at most half the run) with the quintic smoothstep; an end of the clip is no key."""
+    over ``EASE_S`` seconds (at most ``1 / EASE_PART`` of the run) with the quintic smoothstep; an end of the clip
+    is no key, nor is a key in ``held`` (T,) (a foot that stands still on the key and goes on standing there: its
+    offset starts from 0 with the fill's slip, which planting cancels, so the result is as still as the key)."""
     todo = np.asarray(todo, bool)
+    held = np.zeros(len(todo), bool) if held is None else np.asarray(held, bool)
     T = len(todo)
     w = np.zeros(T)
-    nb = max(2.0, EASE_S * fps)
+    nb = max(2.0, (EASE_S if seconds is None else seconds) * fps)
     for s, e in runs(todo):
         t = np.arange(s, e, dtype=np.float64)
         d = np.full(e - s, np.inf)
-        ln = min(nb, (e - s + 1) / 2.0)
-        if s > 0:
+        ln = min(nb, (e - s + 1) / EASE_PART)
+        if s > 0 and not held[s - 1]:
             d = np.minimum(d, t - (s - 1))
-        if e < T:
+        if e < T and not held[e]:
             d = np.minimum(d, e - t)
         w[s:e] = _smoother01(d / ln) if np.isfinite(d).any() else 1.0
     return w
@@ -337,7 +344,8 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
 def _spaced(anchors: list, blend_n: int, n: int, seg: np.ndarray, move: float = np.inf) -> list:
     """Anchors (s, e, offsets, end slopes) in order with at least ``blend_n`` frames between neighbours, and enough
     that the offset changes by at most ``move`` per frame on average, where a run can give them: a run's free end
-    is trimmed (its frames no longer a contact in ``seg``); a key's own frame and a run's end on a key stay."""
+    is trimmed (its frames stay in the contact mask ``seg``: the blend lands there); a key's own frame and a run's
+    end on a key stay."""
     out = [list(x) for x in anchors]
     for i in range(len(out) - 1):
         (s1, e1, off1, sl1), (s2, e2, off2, sl2) = out[i], out[i + 1]
@@ -350,13 +358,11 @@ def _spaced(anchors: list, blend_n: int, n: int, seg: np.ndarray, move: float = 
         d1 = min(can1, need - min(can2, need // 2 + need % 2))
         d2 = min(can2, need - d1)
         if d1 > 0:
-            seg[e1 - d1:e1] = False
             off1 = off1[:-d1]
             sl1 = sl1.copy()
             sl1[1] = off1[-1] - off1[-2] if len(off1) > 1 else 0.0
             out[i] = [s1, e1 - d1, off1, sl1]
         if d2 > 0:
-            seg[s2:s2 + d2] = False
             off2 = off2[d2:]
             sl2 = sl2.copy()
             sl2[0] = off2[1] - off2[0] if len(off2) > 1 else 0.0
@@ -433,13 +439,33 @@ def _floor_lift(h: np.ndarray, o_up: np.ndarray, todo: np.ndarray, fps: float, s
     need = np.where(todo, need, 0.0)
     if not need.any():
         return need
-    k = max(1, int(round(2 * fps / 30.0)))
+    k = int(round(FLOOR_SPREAD * fps))
+    if k < 1:   # the shortfall itself: continuous (zero where it starts), no foot raised that was not under
+        return need
     pad = np.pad(need, 2 * k)
     need = np.max([pad[j:j + len(need)] for j in range(4 * k + 1)], 0)
     for _ in range(2):
         pad = np.pad(need, k, mode="edge")
         need = np.mean([pad[j:j + len(need)] for j in range(2 * k + 1)], 0)
     return np.where(todo, need, 0.0)
+
+
+def _ease_lift(lift: np.ndarray, todo: np.ndarray, rate: float) -> np.ndarray:
+    """(T,) a leg's lift eased in from each key with the quintic smoothstep over as many frames as it takes to rise
+    (from the key, to its value there) at ``rate`` per frame on average (at least two)."""
+    out = lift.copy()
+    T = len(lift)
+    for s, e in runs(todo):
+        t = np.arange(e - s, dtype=np.float64)
+        w = np.ones(e - s)
+        if s > 0:
+            n = max(2.0, abs(float(lift[s])) / rate)
+            w = np.minimum(w, _smoother01((t + 1) / n))
+        if e < T:
+            n = max(2.0, abs(float(lift[e - 1])) / rate)
+            w = np.minimum(w, _smoother01((e - s - t) / n))
+        out[s:e] *= w
+    return out
 
 
 def _rotvec(q: np.ndarray) -> np.ndarray:
@@ -542,6 +568,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
     log: list[dict] = []
     ease = ease_from_keys(todo, fps)
     for i, lg in enumerate(legs):
+        held = np.zeros(T, bool)
         h = np.stack([ankles[:, i] - g_a[i], toes[:, i] - g_t[i]], 1)
         if given is not None:
             down, pin = given[0][:, i], np.where(given[1][:, i], 1 if lg.toe >= 0 else 0, 0)
@@ -560,11 +587,14 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
             o, c = _gap_offsets(f, down, pin, a, b, s > 0, e < T, lengths[i], fps, i, log, h[:, 0], up, still)
             offsets[s:e, i] = o[s - a:s - a + (e - s)]
             contacts[s:e, i] = c[s - a:s - a + (e - s)]
+            held[a] |= s > 0 and bool(c[0]) and still[0]   # planted on from a key whose foot stands still
+            held[b] |= e < T and bool(c[-1]) and still[1]
         if CLEAR:
             offsets[:, i, up] += _clearance(h, _speed(f, fps), keys, todo, contacts[:, i], lengths[i], fps)
         offsets[:, i, up] += _floor_lift(h, offsets[:, i, up], todo, fps,
                                                                                  FLOOR_SLACK * lengths[i])   # no foot or toe under the keys' floor
-        offsets[:, i] *= ease[:, None]   # flat where planting starts and ends at the keys
+        offsets[:, i] *= ease_from_keys(todo, fps, held)[:, None]   # flat where planting starts and ends at keys
+        offsets[:, i, up] = _ease_lift(offsets[:, i, up], todo, MOVE * lengths[i] / fps)   # lifts ease in from keys
     offsets[~todo] = 0.0
     goals = gp[:, [lg.ankle for lg in legs]] + offsets
     # the hips move only where a leg cannot reach
@@ -605,4 +635,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
     q = _cap_turns(q, quat_align(quat_normalize(np.asarray(rotations, np.float64)), q),
                    [j for lg in legs for j in (lg.hip, lg.knee, lg.ankle)], keys, todo, fps)
     p = np.where(todo[:, None, None], p, positions)
-    return Planted(q, p, contacts, offsets, moved, log)
+    _, gp2 = fk(parents, q, p, chain)
+    missed = np.stack([np.linalg.norm(gp2[:, lg.ankle] - goals[:, i], axis=-1) for i, lg in enumerate(legs)], 1)
+    missed[~todo] = 0.0
+    return Planted(q, p, contacts, offsets, missed, moved, log)
