@@ -70,6 +70,7 @@ SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, n
 TURN_MIN = 1.0  # degrees: a joint's allowed per-frame turn (the keyed legs' own largest) is at least this
 NEAR_S = 0.1  # s: the keyed frames either side of a gap that give its legs' largest turn
 SLACK = 0.1  # where the fill itself turns that fast, its correction may still turn this share of it per frame
+TOP_PCT = 95.0  # the keyed legs' turns near a gap are taken at this percentile (a capture's glitch is no limit)
 
 
 @dataclass(frozen=True)
@@ -525,7 +526,7 @@ def _cap_turns(q: np.ndarray, fill: np.ndarray, joints: Sequence[int], keys: np.
         a, b = max(s - 1, 0), min(e, T - 1)
         lo, hi = max(0, a - near), min(T - 1, b + near)
         kk = keyed[lo:hi]
-        top = tf[lo:hi][kk].max(0) if kk.any() else np.zeros(len(joints))
+        top = np.percentile(tf[lo:hi][kk], TOP_PCT, axis=0) if kk.any() else np.zeros(len(joints))
         top = np.maximum(np.maximum(top, tf[a:b].max(0) if b > a else 0.0), np.radians(TURN_MIN))
         for c, j in enumerate(joints):
             corr = _rotvec(quat_mul(q[a:b + 1, j], quat_conj(fill[a:b + 1, j])))
