@@ -16,15 +16,23 @@ glides and the legs follow the Bezier of the keys. For each run of filled frames
    squares plant: the offset has mean 0 over the run). A run that touches both keys and moves more than
    ``STEP`` leg lengths between them crosses a step the fill did not lift: it is split where the fill moves its
    foot fastest, each part standing at its own key, with ``SWING`` frames between them.
-4. **Blend**: between runs (and from the keys, where the offset is 0) the offset follows a cubic Hermite curve
-   whose slopes match the runs' ends, so the foot lifts off and lands with the fill's own ease and the keys meet
-   the fill with its own velocity.
+4. **Blend** (``core.plant_smooth``): between runs (and from the keys, where the offset is 0) the offset follows a
+   quintic Hermite curve whose slopes match the runs' ends and whose acceleration is zero there; two plants are at
+   least ``BLEND_S`` seconds apart and as long as moving the goal at ``MOVE`` leg lengths a second takes; a split
+   step swings for at least ``STEP_S``. From each key the offsets ease in over ``EASE_S`` seconds (quintic
+   smoothstep, C2), except where the foot stands still on the key and its contact goes on from it. A swing is lifted
+   by a C2 bump; a filled ankle or toe under the keys' floor is lifted by the shortfall (``floor_lift``).
 5. **IK**: per frame, analytic two-bone IK on thigh and shin puts the ankle on ``fill + o``: the knee bends in
-   its own plane, the thigh swings onto the goal; the foot keeps its world rotation (the toe follows it).
+   its own plane, the thigh swings onto the goal; the foot keeps its world rotation (the toe follows). Near full
+   reach the goal's distance softens (``SOFT``: the leg gives way, the knee never snaps straight), and each leg
+   joint's correction turns per frame no faster than the keyed legs near the gap (``cap_turns``); ``missed`` says
+   where an ankle fell short of its goal.
 6. **Hips**: only where a leg cannot reach its goal (beyond ``REACH`` of its length) the root moves by the
-   shortfall, smoothed over time and zero at the keys.
+   shortfall, smoothed over time, eased from the keys.
 
-Only filled frames change; keys stay bit-identical. Vertical motion is the fill's own.
+``contacts`` given from outside (a model's contact output, per leg or per foot joint) replace step 2's.
+
+Only filled frames change; keys stay bit-identical. Vertical motion is the fill's own but for the lifts.
 
 Legend: T frames, J joints; quaternions WXYZ; ``up`` the vertical axis (1: Y-up).
 """
@@ -36,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gaps import runs
+from .plant_smooth import cap_turns, ease_from_keys, ease_lift, floor_lift, hermite5
 from .quat_np import quat_align, quat_between_many, quat_conj, quat_mul, quat_normalize
 
 __all__ = ["Leg", "Planted", "plant_feet", "fk", "foot_contacts_filled", "ANKLE_H", "TOE_H"]
@@ -60,17 +69,10 @@ SPEED_ABS = 0.6
 LAND = "mean"
 STEP_S = 0.45  # s: the shortest step carved out where a run is split (a 21 cm step in 4 frames turned a knee 20 deg)
 BLEND_S = 0.1  # s: the shortest blend between two plants (a swing between two stances, or a stance and a key)
-EASE_S = 0.3  # s: planting eases in from each key over this long, or over ``1 / EASE_PART`` of a shorter gap
-EASE_PART = 4.0  # (see EASE_S)
 FLOOR_SLACK = 0.0  # leg lengths: how far a foot may stand under the keys' floor before it is lifted
-FLOOR_SPREAD = 1 / 30  # s: a floor lift spreads this far either side (twice)
 MOVE = 0.8  # leg lengths per second: a blend between two plants moves the goal at most this fast on average
 SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
 SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
-TURN_MIN = 1.0  # degrees: a joint's allowed per-frame turn (the keyed legs' own largest) is at least this
-NEAR_S = 0.1  # s: the keyed frames either side of a gap that give its legs' largest turn
-SLACK = 0.1  # where the fill itself turns that fast, its correction may still turn this share of it per frame
-TOP_PCT = 95.0  # the keyed legs' turns near a gap are taken at this percentile (a capture's glitch is no limit)
 
 
 @dataclass(frozen=True)
@@ -169,53 +171,6 @@ def _clearance(h: np.ndarray, v: np.ndarray, keys: np.ndarray, todo: np.ndarray,
 def _smooth01(x: np.ndarray) -> np.ndarray:
     x = np.clip(x, 0.0, 1.0)
     return x * x * (3.0 - 2.0 * x)
-
-
-def _hermite(o0, m0, o1, m1, n: int) -> np.ndarray:
-    """Cubic Hermite from (o0, slope m0) at 0 to (o1, m1) at n (per frame): values at 1 .. n - 1, (n - 1, D)."""
-    s = (np.arange(1, n) / n)[:, None]
-    h00, h10 = 2 * s ** 3 - 3 * s ** 2 + 1, s ** 3 - 2 * s ** 2 + s
-    h01, h11 = -2 * s ** 3 + 3 * s ** 2, s ** 3 - s ** 2
-    return h00 * o0 + h10 * n * m0 + h01 * o1 + h11 * n * m1
-
-
-def _hermite5(o0, m0, o1, m1, n: int) -> np.ndarray:
-    """Quintic Hermite from (o0, slope m0, no acceleration) at 0 to (o1, m1, no acceleration) at n (per frame):
-    values at 1 .. n - 1, (n - 1, D). C2 where it meets a plant that holds still."""
-    s = (np.arange(1, n) / n)[:, None]
-    s3, s4, s5 = s ** 3, s ** 4, s ** 5
-    h0, h1 = 1 - 10 * s3 + 15 * s4 - 6 * s5, s - 6 * s3 + 8 * s4 - 3 * s5
-    h4, h5 = -4 * s3 + 7 * s4 - 3 * s5, 10 * s3 - 15 * s4 + 6 * s5
-    return h0 * o0 + h1 * n * m0 + h5 * o1 + h4 * n * m1
-
-
-def _smoother01(x: np.ndarray) -> np.ndarray:
-    """The quintic smoothstep 6x^5 - 15x^4 + 10x^3 on [0, 1]: flat to the second derivative at both ends."""
-    x = np.clip(x, 0.0, 1.0)
-    return x * x * x * (x * (6.0 * x - 15.0) + 10.0)
-
-
-def ease_from_keys(todo: np.ndarray, fps: float, held: np.ndarray | None = None, seconds: float | None = None
-                   ) -> np.ndarray:
-    """(T,) the weight of the planting offsets: 1 inside runs of ``todo``, easing from 0 at the keys either side
-    over ``EASE_S`` seconds (at most ``1 / EASE_PART`` of the run) with the quintic smoothstep; an end of the clip
-    is no key, nor is a key in ``held`` (T,) (a foot that stands still on the key and goes on standing there: its
-    offset starts from 0 with the fill's slip, which planting cancels, so the result is as still as the key)."""
-    todo = np.asarray(todo, bool)
-    held = np.zeros(len(todo), bool) if held is None else np.asarray(held, bool)
-    T = len(todo)
-    w = np.zeros(T)
-    nb = max(2.0, (EASE_S if seconds is None else seconds) * fps)
-    for s, e in runs(todo):
-        t = np.arange(s, e, dtype=np.float64)
-        d = np.full(e - s, np.inf)
-        ln = min(nb, (e - s + 1) / EASE_PART)
-        if s > 0 and not held[s - 1]:
-            d = np.minimum(d, t - (s - 1))
-        if e < T and not held[e]:
-            d = np.minimum(d, e - t)
-        w[s:e] = _smoother01(d / ln) if np.isfinite(d).any() else 1.0
-    return w
 
 
 def foot_contacts_filled(heights: np.ndarray, leg_length: float, speeds: np.ndarray | None = None,
@@ -324,7 +279,7 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     anchors = _spaced(anchors, blend_n, n, seg, MOVE * leg_length / fps)
     for (_, e1, off1, sl1), (s2, _, off2, sl2) in zip(anchors[:-1], anchors[1:], strict=True):
         if s2 - e1 >= 1:  # the swing: frames e1 .. s2 - 1
-            o[e1:s2] = _hermite5(off1[-1], sl1[1], off2[0], sl2[0], s2 - e1 + 1)
+            o[e1:s2] = hermite5(off1[-1], sl1[1], off2[0], sl2[0], s2 - e1 + 1)
         if height is not None and LIFT and s2 - e1 >= 2 and (LIFT_KEYS or (e1 > 1 and s2 < n - 1)):  # a swing
             travel = float(np.linalg.norm((f[a + s2, 0] + off2[0]) - (f[a + e1 - 1, 0] + off1[-1])))  # contacts
             clear = min(LIFT_MAX * leg_length, LIFT * travel)
@@ -432,113 +387,6 @@ def given_contacts(contacts: np.ndarray, T: int, legs: Sequence[Leg]) -> tuple[n
     return down, toe
 
 
-def _floor_lift(h: np.ndarray, o_up: np.ndarray, todo: np.ndarray, fps: float, slack: float = 0.0) -> np.ndarray:
-    """(T,) how far to raise a leg's ankle goal so neither ankle nor toe (heights ``h`` (T, 2) above their grounds
-    from the keys, toe NaN when none; ``o_up`` the offsets' own rise) goes under its ground: the shortfall,
-    spread over its neighbours (widened, then smoothed, so it stays at least the shortfall), on ``todo`` only."""
-    need = np.maximum(0.0, -np.nanmin(h + o_up[:, None], axis=1) - slack)
-    need = np.where(todo, need, 0.0)
-    if not need.any():
-        return need
-    k = int(round(FLOOR_SPREAD * fps))
-    if k < 1:   # the shortfall itself: continuous (zero where it starts), no foot raised that was not under
-        return need
-    pad = np.pad(need, 2 * k)
-    need = np.max([pad[j:j + len(need)] for j in range(4 * k + 1)], 0)
-    for _ in range(2):
-        pad = np.pad(need, k, mode="edge")
-        need = np.mean([pad[j:j + len(need)] for j in range(2 * k + 1)], 0)
-    return np.where(todo, need, 0.0)
-
-
-def _ease_lift(lift: np.ndarray, todo: np.ndarray, rate: float) -> np.ndarray:
-    """(T,) a leg's lift eased in from each key with the quintic smoothstep over as many frames as it takes to rise
-    (from the key, to its value there) at ``rate`` per frame on average (at least two)."""
-    out = lift.copy()
-    T = len(lift)
-    for s, e in runs(todo):
-        t = np.arange(e - s, dtype=np.float64)
-        w = np.ones(e - s)
-        if s > 0:
-            n = max(2.0, abs(float(lift[s])) / rate)
-            w = np.minimum(w, _smoother01((t + 1) / n))
-        if e < T:
-            n = max(2.0, abs(float(lift[e - 1])) / rate)
-            w = np.minimum(w, _smoother01((e - s - t) / n))
-        out[s:e] *= w
-    return out
-
-
-def _rotvec(q: np.ndarray) -> np.ndarray:
-    """(..., 3) rotation vectors (radians) of unit WXYZ quaternions (..., 4), the short way round."""
-    q = np.where(q[..., :1] < 0, -q, q)
-    n = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    ang = 2.0 * np.arctan2(n, q[..., :1])
-    return q[..., 1:] * np.where(n > 1e-12, ang / np.maximum(n, 1e-12), 2.0)
-
-
-def _from_rotvec(r: np.ndarray) -> np.ndarray:
-    a = np.linalg.norm(r, axis=-1, keepdims=True)
-    return np.concatenate([np.cos(a / 2), np.where(a > 1e-12, np.sin(a / 2) / np.maximum(a, 1e-12), 0.5) * r], -1)
-
-
-def _turn(q: np.ndarray) -> np.ndarray:
-    """(T - 1, ...) radians: the turn of each rotation (T, ..., 4) from one frame to the next."""
-    d = np.abs(np.sum(q[1:] * q[:-1], -1))
-    return 2.0 * np.arccos(np.clip(d, 0.0, 1.0))
-
-
-def _slew(r: np.ndarray, lim: np.ndarray, fixed: tuple[bool, bool]) -> np.ndarray:
-    """A correction's rotation vectors (n, 3) changed by at most ``lim`` (n - 1,) radians per frame pair, zero at a
-    fixed end (a key): a forward pass from the first frame, then a backward pass from the last, each step clamped
-    toward the wanted value."""
-    y = r.copy()
-    n = len(y)
-    if fixed[0]:
-        y[0] = 0.0
-    for t in range(1, n):
-        d = r[t] - y[t - 1]
-        m = float(np.linalg.norm(d))
-        y[t] = y[t - 1] + (d * (lim[t - 1] / m) if m > lim[t - 1] else d)
-    z = y.copy()
-    if fixed[1]:
-        z[-1] = 0.0
-    for t in range(n - 2, -1, -1):
-        d = y[t] - z[t + 1]
-        m = float(np.linalg.norm(d))
-        z[t] = z[t + 1] + (d * (lim[t] / m) if m > lim[t] else d)
-    if fixed[0]:
-        z[0] = 0.0
-    return z
-
-
-def _cap_turns(q: np.ndarray, fill: np.ndarray, joints: Sequence[int], keys: np.ndarray, todo: np.ndarray,
-               fps: float) -> np.ndarray:
-    """``q`` (T, J, 4) with each of ``joints``' planting correction (its change from ``fill``) turning per frame by
-    at most what that joint turns on its own there, up to its largest turn over the keyed frames within
-    ``NEAR_S`` seconds of the gap (or over the fill of the gap where larger), at least ``TURN_MIN`` degrees."""
-    T = len(q)
-    tf = _turn(fill[:, joints])  # (T - 1, n) the fill's own turns
-    keyed = keys[1:] & keys[:-1]
-    near = max(1, int(round(NEAR_S * fps)))
-    out = q.copy()
-    for s, e in runs(todo):
-        a, b = max(s - 1, 0), min(e, T - 1)
-        lo, hi = max(0, a - near), min(T - 1, b + near)
-        kk = keyed[lo:hi]
-        top = np.percentile(tf[lo:hi][kk], TOP_PCT, axis=0) if kk.any() else np.zeros(len(joints))
-        top = np.maximum(np.maximum(top, tf[a:b].max(0) if b > a else 0.0), np.radians(TURN_MIN))
-        for c, j in enumerate(joints):
-            corr = _rotvec(quat_mul(q[a:b + 1, j], quat_conj(fill[a:b + 1, j])))
-            lim = np.maximum(top[c] - tf[a:b, c], SLACK * top[c])
-            steps = np.linalg.norm(np.diff(corr, axis=0), axis=-1)
-            if (steps <= lim + 1e-9).all():
-                continue
-            corr = _slew(corr, lim, (s > 0, e < T))
-            out[s:e, j] = quat_mul(_from_rotvec(corr[s - a:e - a]), fill[s:e, j])   # keys stay as they are
-    return out
-
-
 def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndarray, keys: np.ndarray,
                todo: np.ndarray, legs: Sequence[Leg], root: int, fps: float = 30.0, up: int = 1,
                contacts: np.ndarray | None = None) -> Planted:
@@ -592,10 +440,10 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
             held[b] |= e < T and bool(c[-1]) and still[1]
         if CLEAR:
             offsets[:, i, up] += _clearance(h, _speed(f, fps), keys, todo, contacts[:, i], lengths[i], fps)
-        offsets[:, i, up] += _floor_lift(h, offsets[:, i, up], todo, fps,
+        offsets[:, i, up] += floor_lift(h, offsets[:, i, up], todo, fps,
                                                                                  FLOOR_SLACK * lengths[i])   # no foot or toe under the keys' floor
         offsets[:, i] *= ease_from_keys(todo, fps, held)[:, None]   # flat where planting starts and ends at keys
-        offsets[:, i, up] = _ease_lift(offsets[:, i, up], todo, MOVE * lengths[i] / fps)   # lifts ease in from keys
+        offsets[:, i, up] = ease_lift(offsets[:, i, up], todo, MOVE * lengths[i] / fps)   # lifts ease in from keys
     offsets[~todo] = 0.0
     goals = gp[:, [lg.ankle for lg in legs]] + offsets
     # the hips move only where a leg cannot reach
@@ -633,7 +481,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         q[sel, lg.ankle] = quat_mul(quat_conj(gk), ga)  # the other leg's chain is untouched: no FK again
     q = quat_align(quat_normalize(q), rotations)
     q = np.where(todo[:, None, None], q, rotations)
-    q = _cap_turns(q, quat_align(quat_normalize(np.asarray(rotations, np.float64)), q),
+    q = cap_turns(q, quat_align(quat_normalize(np.asarray(rotations, np.float64)), q),
                    [j for lg in legs for j in (lg.hip, lg.knee, lg.ankle)], keys, todo, fps)
     p = np.where(todo[:, None, None], p, positions)
     _, gp2 = fk(parents, q, p, chain)
