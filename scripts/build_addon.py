@@ -43,6 +43,7 @@ VENDORED = (
     "core/gaps.py",        # gaps, the windows around them, whole-frame masks: one rule for library and add-on
     "core/feet.py",        # foot skate and contacts: the In-fill's report measures the feet as the library does
     "core/plant.py",       # feet planted in filled frames: the add-on plants the rig's own feet after the correction
+    "core/plant_smooth.py",  # its blends flat at the keys, floor lift and turn cap
     "retarget/rest.py",    # rest alignment: a rig's pose onto the model's skeleton and back
     "retarget/names.py",   # joint-name presets: one vocabulary for the library's and the add-on's bone maps
     "retarget/topology.py",  # bodies from the hierarchy and the pose: the bone map's first step, as the library's

@@ -41,10 +41,12 @@ def rig_legs(names: Sequence[str], model_skeleton: dict[str, Any]) -> list[tuple
 
 
 def plant_rig(rotations: np.ndarray, root: np.ndarray, heads: np.ndarray, up: Sequence[int], root_bone: int,
-              legs: list[tuple[int, int, int, int]], known: np.ndarray, todo: np.ndarray, fps: float
-              ) -> tuple[np.ndarray, np.ndarray]:
+              legs: list[tuple[int, int, int, int]], known: np.ndarray, todo: np.ndarray, fps: float,
+              contacts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The rig's (T, B, 4) rotations (model axes, rest as identity) and (T, 3) root translation (Z-up, armature
-    units) with the feet planted on the frames ``todo`` (T,); ``known`` (T,) the keyed frames."""
+    units) with the feet planted on the frames ``todo`` (T,); ``known`` (T,) the keyed frames. ``contacts``: the
+    server's contact output per leg (T, legs) or per foot (T, feet: each leg's foot, then its toe), bool or
+    probabilities, used instead of contacts read from the rig's keys and fill."""
     from ..vendor.plant import Leg, plant_feet
 
     h = z_up_to_y_up(np.asarray(heads, np.float64))
@@ -52,7 +54,8 @@ def plant_rig(rotations: np.ndarray, root: np.ndarray, heads: np.ndarray, up: Se
     for b, u in enumerate(up):
         pos[:, b] = h[b] - h[u] if u >= 0 else h[b]
     pos[:, root_bone] = z_up_to_y_up(np.asarray(root, np.float64))
-    pl = plant_feet(list(up), rotations, pos, known, todo, [Leg(*lg) for lg in legs], root_bone, fps)
+    pl = plant_feet(list(up), rotations, pos, known, todo, [Leg(*lg) for lg in legs], root_bone, fps,
+                    contacts=contacts)
     from ..vendor.axes import y_up_to_z_up
 
     return pl.rotations, y_up_to_z_up(pl.positions[:, root_bone])

@@ -78,8 +78,10 @@ def test_planting_blenders_curve_stands_the_feet_still_at_no_cost(walk):
 
 @needs_data
 def test_the_planted_ankle_lands_on_its_goal(walk):
-    """The IK puts each ankle exactly on the fill's position plus the planting offset (the legs reach here), and
-    only thigh, shin and foot rotations change."""
+    """The IK puts each ankle exactly on the fill's position plus the planting offset wherever neither the soft
+    reach nor the per-frame turn cap gives way, and says where they did (``missed``): by little on average, and on
+    a contact by at most 1.5 cm (the cap gives way in swings: Bezier swings a leg faster than the keyed legs
+    near the gap turn); only thigh, shin and foot rotations change."""
     m, q, p, known = walk
     sk = m.skeleton
     bq, bp = bezier_keys(sk, q[None], p[None], known[None])
@@ -88,7 +90,10 @@ def test_the_planted_ankle_lands_on_its_goal(walk):
     _, after = sk.forward_kinematics(pl.rotations, pl.positions)
     legs = legs_of(sk)
     for i, lg in enumerate(legs):
-        np.testing.assert_allclose(after[:, lg.ankle], before[:, lg.ankle] + pl.offsets[:, i], atol=1e-6)
+        miss = np.linalg.norm(after[:, lg.ankle] - before[:, lg.ankle] - pl.offsets[:, i], axis=-1)
+        np.testing.assert_allclose(miss, pl.missed[:, i], atol=1e-6)
+        assert pl.missed[~known, i].mean() < 2.0 and pl.missed[pl.contacts[:, i], i].max() <= 1.5
+        assert (pl.missed[~known, i] < 1e-6).any()
     changed = np.flatnonzero(np.abs(pl.rotations - bq[0]).max(axis=(0, 2)) > 1e-9)
     assert set(changed) <= {j for lg in legs for j in (lg.hip, lg.knee, lg.ankle)}
     assert np.abs(pl.offsets).max() > 5.0   # it did plant: the Bezier's feet slid by centimetres

@@ -16,15 +16,23 @@ glides and the legs follow the Bezier of the keys. For each run of filled frames
    squares plant: the offset has mean 0 over the run). A run that touches both keys and moves more than
    ``STEP`` leg lengths between them crosses a step the fill did not lift: it is split where the fill moves its
    foot fastest, each part standing at its own key, with ``SWING`` frames between them.
-4. **Blend**: between runs (and from the keys, where the offset is 0) the offset follows a cubic Hermite curve
-   whose slopes match the runs' ends, so the foot lifts off and lands with the fill's own ease and the keys meet
-   the fill with its own velocity.
+4. **Blend** (``core.plant_smooth``): between runs (and from the keys, where the offset is 0) the offset follows a
+   quintic Hermite curve whose slopes match the runs' ends and whose acceleration is zero there; two plants are at
+   least ``BLEND_S`` seconds apart and as long as moving the goal at ``MOVE`` leg lengths a second takes; a split
+   step swings for at least ``STEP_S``. From each key the offsets ease in over ``EASE_S`` seconds (quintic
+   smoothstep, C2), except where the foot stands still on the key and its contact goes on from it. A swing is lifted
+   by a C2 bump; a filled ankle or toe under the keys' floor is lifted by the shortfall (``floor_lift``).
 5. **IK**: per frame, analytic two-bone IK on thigh and shin puts the ankle on ``fill + o``: the knee bends in
-   its own plane, the thigh swings onto the goal; the foot keeps its world rotation (the toe follows it).
+   its own plane, the thigh swings onto the goal; the foot keeps its world rotation (the toe follows). Near full
+   reach the goal's distance softens (``SOFT``: the leg gives way, the knee never snaps straight), and each leg
+   joint's correction turns per frame no faster than the keyed legs near the gap (``cap_turns``); ``missed`` says
+   where an ankle fell short of its goal.
 6. **Hips**: only where a leg cannot reach its goal (beyond ``REACH`` of its length) the root moves by the
-   shortfall, smoothed over time and zero at the keys.
+   shortfall, smoothed over time, eased from the keys.
 
-Only filled frames change; keys stay bit-identical. Vertical motion is the fill's own.
+``contacts`` given from outside (a model's contact output, per leg or per foot joint) replace step 2's.
+
+Only filled frames change; keys stay bit-identical. Vertical motion is the fill's own but for the lifts.
 
 Legend: T frames, J joints; quaternions WXYZ; ``up`` the vertical axis (1: Y-up).
 """
@@ -36,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gaps import runs
+from .plant_smooth import cap_turns, ease_from_keys, ease_lift, floor_lift, hermite5
 from .quat_np import quat_align, quat_between_many, quat_conj, quat_mul, quat_normalize
 
 __all__ = ["Leg", "Planted", "plant_feet", "fk", "foot_contacts_filled", "ANKLE_H", "TOE_H"]
@@ -54,9 +63,16 @@ CLEAR = True
 FAST = 1.5
 LIFT = 0.3
 LIFT_MAX = 0.15
+LIFT_KEYS = True  # a swing from or to a key is lifted too (the fill dragged a foot along the ground into a key)
 SPEED_REL = 1.0
 SPEED_ABS = 0.6
 LAND = "mean"
+STEP_S = 0.45  # s: the shortest step carved out where a run is split (a 21 cm step in 4 frames turned a knee 20 deg)
+BLEND_S = 0.1  # s: the shortest blend between two plants (a swing between two stances, or a stance and a key)
+FLOOR_SLACK = 0.0  # leg lengths: how far a foot may stand under the keys' floor before it is lifted
+MOVE = 0.8  # leg lengths per second: a blend between two plants moves the goal at most this fast on average
+SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
+SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,7 @@ class Planted:
     positions: np.ndarray  # (T, J, 3) local translations (the root's moved only where a leg could not reach)
     contacts: np.ndarray  # (T, legs) bool: the contacts used on filled frames
     offsets: np.ndarray  # (T, legs, 3) the ankle goals' offsets from the fill
+    missed: np.ndarray | None = None  # (T, legs) how far each ankle ended from its goal (the soft reach, the turn cap)
     hips_moved: int = 0  # filled frames where the root moved (a leg could not reach)
     runs: list[dict] = field(default_factory=list)  # per contact run: leg, frames, how it was planted
 
@@ -156,14 +173,6 @@ def _smooth01(x: np.ndarray) -> np.ndarray:
     return x * x * (3.0 - 2.0 * x)
 
 
-def _hermite(o0, m0, o1, m1, n: int) -> np.ndarray:
-    """Cubic Hermite from (o0, slope m0) at 0 to (o1, m1) at n (per frame): values at 1 .. n - 1, (n - 1, D)."""
-    s = (np.arange(1, n) / n)[:, None]
-    h00, h10 = 2 * s ** 3 - 3 * s ** 2 + 1, s ** 3 - 2 * s ** 2 + s
-    h01, h11 = -2 * s ** 3 + 3 * s ** 2, s ** 3 - s ** 2
-    return h00 * o0 + h10 * n * m0 + h01 * o1 + h11 * n * m1
-
-
 def foot_contacts_filled(heights: np.ndarray, leg_length: float, speeds: np.ndarray | None = None,
                          body_speed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per frame (T,) for one leg from ``heights`` (T, 2) ankle and toe above their grounds (toe column NaN when
@@ -188,6 +197,7 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     seg_down = down[a:b + 1].copy()
     k = fps / 30.0
     min_run, swing = max(2, int(round(MIN_RUN * k))), max(2, int(round(SWING * k)))
+    step_n, blend_n = max(swing, int(round(STEP_S * fps))), max(2, int(round(BLEND_S * fps)))
     rs = []
     for s, e in runs(seg_down):
         if key_a and s == 0 and not still[0]:  # the key's foot moves: the run starts after a swing from it
@@ -200,6 +210,13 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
             e = n
         if e - s >= min_run or (e > s and ((s == 0 and key_a) or (e == n and key_b))):
             rs.append((s, e))
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(rs):  # a run carried onto a key can reach the next one: one run
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    rs = merged
     seg = np.zeros(n, bool)
     for s, e in rs:
         seg[s:e] = True
@@ -217,10 +234,10 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
         """A run split where the fill carries its foot farther than ``TRAVEL`` (a step it did not lift, or no
         contact at all): at the fastest frame, ``swing`` frames carved out around it."""
         cum = np.cumsum(step[s + 1:e], 0)
-        if e - s < 2 * swing + 2 or not len(cum) or np.linalg.norm(cum, axis=-1).max() <= limit:
+        if e - s < 2 * step_n + 2 or not len(cum) or np.linalg.norm(cum, axis=-1).max() <= limit:
             return [(s, e)]
-        c = int(np.argmax(speed[s + swing:e - swing])) + s + swing
-        lo, hi = c - swing // 2, c + (swing - swing // 2)
+        c = int(np.argmax(speed[s + step_n:e - step_n])) + s + step_n
+        lo, hi = c - step_n // 2, c + (step_n - step_n // 2)
         return pieces(s, lo) + pieces(hi, e)
 
     todo_runs: list[tuple[int, int, str]] = []
@@ -259,16 +276,17 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     if key_b and not any(e == n for _, e, *_ in anchors):
         anchors.append((n - 1, n, np.zeros((1, 3)), np.zeros((2, 3))))
     anchors.sort(key=lambda x: x[0])
+    anchors = _spaced(anchors, blend_n, n, seg, MOVE * leg_length / fps)
     for (_, e1, off1, sl1), (s2, _, off2, sl2) in zip(anchors[:-1], anchors[1:], strict=True):
         if s2 - e1 >= 1:  # the swing: frames e1 .. s2 - 1
-            o[e1:s2] = _hermite(off1[-1], sl1[1], off2[0], sl2[0], s2 - e1 + 1)
-        if height is not None and LIFT and s2 - e1 >= 2 and e1 > 1 and s2 < n - 1:  # a swing between two
+            o[e1:s2] = hermite5(off1[-1], sl1[1], off2[0], sl2[0], s2 - e1 + 1)
+        if height is not None and LIFT and s2 - e1 >= 2 and (LIFT_KEYS or (e1 > 1 and s2 < n - 1)):  # a swing
             travel = float(np.linalg.norm((f[a + s2, 0] + off2[0]) - (f[a + e1 - 1, 0] + off1[-1])))  # contacts
             clear = min(LIFT_MAX * leg_length, LIFT * travel)
             lift = max(0.0, clear - float(height[a + e1:a + s2].max()))
             if lift > 0:
                 x = np.arange(1, s2 - e1 + 1) / (s2 - e1 + 1)
-                o[e1:s2, up] += lift * np.sin(np.pi * x) ** 2
+                o[e1:s2, up] += lift * 64.0 * (x * (1.0 - x)) ** 3   # flat to the second derivative at both ends
     if anchors:  # no key at an end of the clip: the nearest run's offset holds
         o[:anchors[0][0]] = o[anchors[0][0]]
         o[anchors[-1][1]:] = o[anchors[-1][1] - 1]
@@ -279,12 +297,57 @@ def _gap_offsets(f: np.ndarray, down: np.ndarray, pin: np.ndarray, a: int, b: in
     return o, seg
 
 
-def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle):
+def _spaced(anchors: list, blend_n: int, n: int, seg: np.ndarray, move: float = np.inf) -> list:
+    """Anchors (s, e, offsets, end slopes) in order with at least ``blend_n`` frames between neighbours, and enough
+    that the offset changes by at most ``move`` per frame on average, where a run can give them: a run's free end
+    is trimmed (its frames stay in the contact mask ``seg``: the blend lands there); a key's own frame and a run's
+    end on a key stay."""
+    out = [list(x) for x in anchors]
+    for i in range(len(out) - 1):
+        (s1, e1, off1, sl1), (s2, e2, off2, sl2) = out[i], out[i + 1]
+        jump = float(np.linalg.norm(off2[0] - off1[-1]))
+        need = max(blend_n, int(np.ceil(jump / move)) if np.isfinite(move) else 0) - (s2 - e1)
+        if need <= 0:
+            continue
+        can1 = max(0, (e1 - s1) - 1) if not (e1 - s1 == 1 and s1 == 0) else 0
+        can2 = max(0, (e2 - s2) - 1) if not (e2 - s2 == 1 and e2 == n) else 0
+        d1 = min(can1, need - min(can2, need // 2 + need % 2))
+        d2 = min(can2, need - d1)
+        if d1 > 0:
+            off1 = off1[:-d1]
+            sl1 = sl1.copy()
+            sl1[1] = off1[-1] - off1[-2] if len(off1) > 1 else 0.0
+            out[i] = [s1, e1 - d1, off1, sl1]
+        if d2 > 0:
+            off2 = off2[d2:]
+            sl2 = sl2.copy()
+            sl2[0] = off2[1] - off2[0] if len(off2) > 1 else 0.0
+            out[i + 1] = [s2 + d2, e2, off2, sl2]
+    return [tuple(x) for x in out]
+
+
+def _soft_distance(dist: np.ndarray, own: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The goal's distance from the hip, softened near full reach: unchanged up to ``SOFT`` of the leg's length (or
+    the fill's own distance, if longer), then approaching ``SOFT_TOP`` of it smoothly (C1) instead of snapping
+    straight, so a plant the leg cannot reach gives way and the knee does not snap."""
+    top = SOFT_TOP * length
+    start = np.maximum(SOFT * length, own)
+    room = np.maximum(top - start, 1e-12)
+    over = np.maximum(dist - start, 0.0)
+    soft = start + room * (1.0 - np.exp(-over / room))
+    return np.where((dist > start) & (start < top), soft, dist)   # a fill straighter than that: as it is
+
+
+def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle, soft: bool = False):
     """Per frame, the world rotations of thigh, shin and foot that put the ankle on D (the knee in its plane,
-    lengths kept, the goal clamped to the reach; the foot keeps its world rotation)."""
+    lengths kept, the goal clamped to the reach; the foot keeps its world rotation). ``soft``: the reach softens
+    near full extension (``_soft_distance``): the ankle falls short of a goal near or beyond reach, smoothly."""
     l1 = np.linalg.norm(K - H, axis=-1)
     l2 = np.linalg.norm(A - K, axis=-1)
-    dist = np.clip(np.linalg.norm(D - H, axis=-1), np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
+    dist = np.linalg.norm(D - H, axis=-1)
+    if soft:
+        dist = _soft_distance(dist, np.linalg.norm(A - H, axis=-1), l1 + l2)
+    dist = np.clip(dist, np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
     u, v = H - K, A - K
     nrm = np.cross(u, v)
     nn = np.linalg.norm(nrm, axis=-1, keepdims=True)
@@ -300,11 +363,38 @@ def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle):
     return quat_mul(swing, gq_hip), quat_mul(swing, gk), gq_ankle
 
 
+def given_contacts(contacts: np.ndarray, T: int, legs: Sequence[Leg]) -> tuple[np.ndarray, np.ndarray]:
+    """Contacts given from outside (a model's contact output) as (down, toe pinned), each (T, legs) bool:
+    ``contacts`` (T, legs) per leg, or (T, feet) per foot joint as ``core.feet`` picks them (each leg's ankle,
+    then its toe where it has one, leg after leg); bool or probabilities (down above 0.5). Per foot joint, the toe
+    is pinned where it is down and the ankle is not."""
+    c = np.asarray(contacts)
+    cols = sum(2 if lg.toe >= 0 else 1 for lg in legs)
+    if c.ndim != 2 or c.shape[0] != T or c.shape[1] not in (len(legs), cols):
+        raise ValueError(f"contacts: expected ({T}, {len(legs)}) per leg or ({T}, {cols}) per foot joint, "
+                         f"got {c.shape}")
+    c = c > 0.5 if c.dtype != bool else c
+    if c.shape[1] == len(legs) and cols != len(legs):
+        return c, np.zeros_like(c)
+    down, toe, k = np.zeros((T, len(legs)), bool), np.zeros((T, len(legs)), bool), 0
+    for i, lg in enumerate(legs):
+        if lg.toe >= 0:
+            down[:, i], toe[:, i] = c[:, k] | c[:, k + 1], c[:, k + 1] & ~c[:, k]
+            k += 2
+        else:
+            down[:, i] = c[:, k]
+            k += 1
+    return down, toe
+
+
 def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndarray, keys: np.ndarray,
-               todo: np.ndarray, legs: Sequence[Leg], root: int, fps: float = 30.0, up: int = 1) -> Planted:
+               todo: np.ndarray, legs: Sequence[Leg], root: int, fps: float = 30.0, up: int = 1,
+               contacts: np.ndarray | None = None) -> Planted:
     """See the module doc. ``rotations`` (T, J, 4) and ``positions`` (T, J, 3) local (a filled clip, keys
     included), ``keys`` (T,) the keyed frames (the ground is read there), ``todo`` (T,) the frames that may
-    change (the filled ones), ``legs`` the legs, ``root`` the joint whose translation moves the body."""
+    change (the filled ones), ``legs`` the legs, ``root`` the joint whose translation moves the body.
+    ``contacts``: given from outside (a model's contact output; ``given_contacts``), used on every frame instead of
+    the contacts read from the keys and the fill."""
     parents = [int(p) for p in parents]
     q = np.asarray(rotations, np.float64).copy()
     p = np.asarray(positions, np.float64).copy()
@@ -322,12 +412,19 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
     g_a = _ground(ankles, keys)
     g_t = _ground(toes, keys) if not np.isnan(toes).any() else np.full(L, np.nan)
     offsets = np.zeros((T, L, 3))
+    given = None if contacts is None else given_contacts(contacts, T, legs)
     contacts = np.zeros((T, L), bool)
     log: list[dict] = []
+    ease = ease_from_keys(todo, fps)
     for i, lg in enumerate(legs):
+        held = np.zeros(T, bool)
         h = np.stack([ankles[:, i] - g_a[i], toes[:, i] - g_t[i]], 1)
-        down, pin = foot_contacts_filled(h, lengths[i], _speed(gp[:, [lg.ankle, lg.toe if lg.toe >= 0 else lg.ankle]] * flat, fps),
-                                         _speed(gp[:, root] * flat, fps))
+        if given is not None:
+            down, pin = given[0][:, i], np.where(given[1][:, i], 1 if lg.toe >= 0 else 0, 0)
+        else:
+            down, pin = foot_contacts_filled(h, lengths[i], _speed(gp[:, [lg.ankle, lg.toe if lg.toe >= 0 else
+                                                                                lg.ankle]] * flat, fps),
+                                             _speed(gp[:, root] * flat, fps))
         f = np.stack([gp[:, lg.ankle], gp[:, lg.toe if lg.toe >= 0 else lg.ankle]], 1) * flat
         pair = np.linalg.norm(np.diff(f, axis=0), axis=-1).min(-1) * fps  # (T - 1,) the slower of ankle and toe
         pair = np.where(keys[1:] & keys[:-1], pair, np.nan)  # keyed pairs only
@@ -339,8 +436,14 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
             o, c = _gap_offsets(f, down, pin, a, b, s > 0, e < T, lengths[i], fps, i, log, h[:, 0], up, still)
             offsets[s:e, i] = o[s - a:s - a + (e - s)]
             contacts[s:e, i] = c[s - a:s - a + (e - s)]
+            held[a] |= s > 0 and bool(c[0]) and still[0]   # planted on from a key whose foot stands still
+            held[b] |= e < T and bool(c[-1]) and still[1]
         if CLEAR:
             offsets[:, i, up] += _clearance(h, _speed(f, fps), keys, todo, contacts[:, i], lengths[i], fps)
+        offsets[:, i, up] += floor_lift(h, offsets[:, i, up], todo, fps,
+                                                                                 FLOOR_SLACK * lengths[i])   # no foot or toe under the keys' floor
+        offsets[:, i] *= ease_from_keys(todo, fps, held)[:, None]   # flat where planting starts and ends at keys
+        offsets[:, i, up] = ease_lift(offsets[:, i, up], todo, MOVE * lengths[i] / fps)   # lifts ease in from keys
     offsets[~todo] = 0.0
     goals = gp[:, [lg.ankle for lg in legs]] + offsets
     # the hips move only where a leg cannot reach
@@ -357,6 +460,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         for _ in range(2):
             pad = np.pad(shift, ((k, k), (0, 0)))
             shift = np.where(todo[:, None], np.mean([pad[j:j + T] for j in range(2 * k + 1)], 0), 0.0)
+        shift = shift * ease[:, None]   # flat where it starts and ends at the keys, as the feet's offsets
         size = np.linalg.norm(shift, axis=-1, keepdims=True)
         shift = shift * np.minimum(1.0, HIPS_MAX * min(lengths) / np.maximum(size, 1e-12))
         moved = int((size[:, 0] > 1e-9).sum())
@@ -369,7 +473,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         if sel.size == 0:
             continue
         gh, gk, ga = two_bone_ik(gp[sel, lg.hip], gp[sel, lg.knee], gp[sel, lg.ankle], goals[sel, i],
-                               gq[sel, lg.hip], gq[sel, lg.knee], gq[sel, lg.ankle])
+                                 gq[sel, lg.hip], gq[sel, lg.knee], gq[sel, lg.ankle], soft=True)
         par = parents[lg.hip]
         gpar = gq[sel, par] if par >= 0 else np.tile([1.0, 0.0, 0.0, 0.0], (sel.size, 1))
         q[sel, lg.hip] = quat_mul(quat_conj(gpar), gh)
@@ -377,5 +481,10 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         q[sel, lg.ankle] = quat_mul(quat_conj(gk), ga)  # the other leg's chain is untouched: no FK again
     q = quat_align(quat_normalize(q), rotations)
     q = np.where(todo[:, None, None], q, rotations)
+    q = cap_turns(q, quat_align(quat_normalize(np.asarray(rotations, np.float64)), q),
+                   [j for lg in legs for j in (lg.hip, lg.knee, lg.ankle)], keys, todo, fps)
     p = np.where(todo[:, None, None], p, positions)
-    return Planted(q, p, contacts, offsets, moved, log)
+    _, gp2 = fk(parents, q, p, chain)
+    missed = np.stack([np.linalg.norm(gp2[:, lg.ankle] - goals[:, i], axis=-1) for i, lg in enumerate(legs)], 1)
+    missed[~todo] = 0.0
+    return Planted(q, p, contacts, offsets, missed, moved, log)

@@ -44,20 +44,25 @@ def legs_of(skeleton: Skeleton) -> list[Leg]:
 
 
 def plant_clip(skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray, keys: np.ndarray,
-               todo: np.ndarray, fps: float) -> Planted | None:
+               todo: np.ndarray, fps: float, contacts: np.ndarray | None = None) -> Planted | None:
     """``core.plant.plant_feet`` on a clip on ``skeleton`` (local (T, J, 4) / (T, J, 3), frame masks (T,)); None
-    when the skeleton has no legs to plant."""
+    when the skeleton has no legs to plant. ``contacts``: given from outside ((T, legs) or (T, feet): each leg's
+    ankle then toe, as ``legs_of`` orders them; bool or probabilities), used instead of those read from the clip."""
     legs = legs_of(skeleton)
     if not legs:
         return None
-    return plant_feet(skeleton.parents, rotations, positions, keys, todo, legs, find_body_joints(skeleton).root, fps)
+    return plant_feet(skeleton.parents, rotations, positions, keys, todo, legs, find_body_joints(skeleton).root, fps,
+                      contacts=contacts)
 
 
 def plant_filled(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-                 fps: float | None = None) -> tuple[np.ndarray, np.ndarray, Planted | None]:
+                 fps: float | None = None, contacts: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, Planted | None]:
     """A filled clip on the checkpoint's skeleton (``rotations`` (T, J, 4), ``root`` (T, 3) the root joint's
     translation, ``keys`` / ``todo`` (T, J + 1)) with its feet planted on the frames where both legs and the root
-    were filled (partial keys on a leg leave that frame alone): (rotations, root, what was planted)."""
+    were filled (partial keys on a leg leave that frame alone): (rotations, root, what was planted).
+    ``contacts``: the model's contact output ((T, legs) or (T, feet), ``plant_clip``), used instead of contacts
+    read from the keys and the fill."""
     sk = Skeleton.from_dict(meta["skeleton"])
     J, rj = sk.num_joints, int(meta["root_joint"])
     legs = legs_of(sk)
@@ -70,7 +75,7 @@ def plant_filled(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.n
     pos = np.broadcast_to(np.asarray(sk.offsets, np.float64), rotations.shape[:1] + (J, 3)).copy()
     pos[:, rj] = root
     pl = plant_feet(sk.parents, rotations, pos, np.asarray(keys, bool).all(1), frames, legs,
-                    find_body_joints(sk).root, float(fps or meta.get("fps") or 30.0))
+                    find_body_joints(sk).root, float(fps or meta.get("fps") or 30.0), contacts=contacts)
     return pl.rotations, pl.positions[:, rj], pl
 
 
