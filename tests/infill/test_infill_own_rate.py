@@ -73,3 +73,42 @@ def test_the_correction_is_one_smooth_curve_per_gap_at_the_clips_frames(walk120)
         r = corr_rot[s - 1:e + 1]
         assert r[0].max() < 1e-9 and r[-1].max() < 1e-9   # keys: the base itself
         assert r[1].max() <= 0.02 * r.max() and r[-2].max() <= 0.02 * r.max()
+
+
+def test_blocking_counts_only_single_keys_on_model_frames():
+    from motioncore.tasks.infill import blocked_on_model_frames
+
+    T, J = 200, 3
+    keys = np.zeros((T, J + 1), bool)
+    keys[::40] = True
+    keys[-1] = True
+    assert blocked_on_model_frames(keys, ~keys, 120.0, 30.0)
+    keys[::10] = True   # a key every 10 at 120 fps: most fall between the model's frames
+    assert not blocked_on_model_frames(keys, ~keys, 120.0, 30.0)
+    dense = np.ones((T, J + 1), bool)
+    dense[50:90] = False   # one gap between fully keyed stretches: not blocking
+    assert not blocked_on_model_frames(dense, ~dense, 120.0, 30.0)
+    assert not blocked_on_model_frames(keys, ~keys, 50.0, 30.0)   # not a whole multiple of the model's rate
+
+
+@needs_data
+def test_blocking_at_120_fps_keeps_the_keys_and_has_no_kink_at_the_model_frames(walk120):
+    """Keys every 40 frames at 120 fps (every 10 at the model's 30): filled at the model's rate, its change brought
+    back by a cubic spline; slerping between model frames instead would bend the motion at every 4th frame."""
+    from motioncore.core.rotations import quat_angle
+    from motioncore.tasks.infill import fill_clip_at
+
+    model, meta, r, _ = walk120
+    J, rj = r.skeleton.num_joints, int(meta["root_joint"])
+    T = 401
+    known = np.zeros((T, J + 1), bool)
+    known[::40] = True
+    out = fill_clip_at(model, meta, r.rotations[:T], r.positions[:T, rj], known, 120.0, plant_feet=False)
+    fq, fr = out.rotations[0], out.root[0]
+    k = known[:, 0]
+    assert np.array_equal(fq[k], r.rotations[:T][k]) and np.array_equal(fr[k], r.positions[:T, rj][k])
+    bend = quat_angle(fq[1:], fq[:-1])   # (T-1, J) one-frame turns
+    acc = np.abs(np.diff(bend, axis=0)).mean(axis=1)   # their change: a kink is a jump here
+    at_model = acc[np.arange(len(acc)) % 4 == 3]   # the change across each model frame
+    between = acc[np.arange(len(acc)) % 4 != 3]
+    assert at_model.mean() < 1.5 * between.mean(), (at_model.mean(), between.mean())

@@ -201,12 +201,15 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     if fps is None or not mfps or abs(float(fps) - mfps) < 1e-9 or q_in.ndim != 3:
         return fill_clip(model, meta, rotations, root, known, fill=fill, **kw)
     kind = spec(meta)
-    if kind is not None and kind.fill_at is not None and float(fps) > mfps:   # a family that fills at the clip's own rate
-        return hook(kind.fill_at)(model, meta, rotations, root, known, float(fps), fill=fill, **kw)
     T, J = q_in.shape[:2]
     r_in = np.asarray(root, np.float64)
     keys = _known_mask(known, T, J)
     todo = ~keys if fill is None else _known_mask(fill, T, J)
+    blocked = float(fps) > mfps and blocked_on_model_frames(keys, todo, float(fps), mfps)
+    if kind is not None and kind.fill_at is not None and float(fps) > mfps and not blocked:
+        # a family that fills at the clip's own rate (blocking whose keys fall on the model's frames is filled at the
+        # model's rate, where runs of gaps share one curve, and its change brought back smoothly)
+        return hook(kind.fill_at)(model, meta, rotations, root, known, float(fps), fill=fill, **kw)
     q = quat_continuity(quat_normalize(q_in), axis=0)
     mq, mr, mk = at_model_rate(meta, q_in, r_in, keys, fps)
     i0, i1, w = resample_frames(T, float(fps), mfps)
@@ -229,11 +232,70 @@ def fill_clip_at(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         fq = np.where(~todo[None, :, :J, None], q_in[None], fq)
         return fq, np.where(~todo[None, :, J:], r_in[None], fr)
 
+    if blocked and out.base_rotations is not None and out.base_root is not None:
+        fq, fr, bq, br = _smooth_back(meta, q_in, r_in, keys, todo, out, float(fps), mfps)
+        return Filled(fq, fr, keys, todo, bq, br, out.gate, out.plant)
     fq, fr = back(out.rotations, out.root)
     bq = br = None
     if out.base_rotations is not None and out.base_root is not None:
         bq, br = back(out.base_rotations, out.base_root)
     return Filled(fq, fr, keys, todo, bq, br, out.gate, out.plant)
+
+
+def blocked_on_model_frames(keys: np.ndarray, todo: np.ndarray, fps: float, mfps: float) -> bool:
+    """Whether a clip faster than the model (``fps`` a whole multiple of ``mfps``) is blocked: it has single keys
+    (a keyed frame with a filled one on either side) and every one of them falls on a model frame, so the keys
+    survive the model's rate exactly."""
+    ratio = fps / mfps
+    step = int(round(ratio))
+    if step < 2 or abs(ratio - step) > 1e-6:
+        return False
+    k = np.asarray(keys, bool).all(axis=1)
+    t = np.asarray(todo, bool).any(axis=1)
+    before, after = np.r_[False, t[:-1]], np.r_[t[1:], False]
+    single = np.flatnonzero(k & before & after)
+    return bool(single.size) and bool(np.all(single % step == 0))
+
+
+def _smooth_back(meta: dict, q_in: np.ndarray, r_in: np.ndarray, keys: np.ndarray, todo: np.ndarray, out: Filled,
+                 fps: float, mfps: float) -> tuple[np.ndarray, ...]:
+    """A fill made at the model's rate brought back to the clip's: the model's change over its Bezier base (per joint
+    ``answer * base^-1`` as a rotation vector, the root's offset) is a smooth curve through zero at the keys;
+    it is carried to the clip's frames by a cubic spline and applied to the clip-rate Bezier of the same keys
+    (Blender's curve is the same in seconds at either rate). Keys come back bit-identical."""
+    from scipy.interpolate import CubicSpline
+    from scipy.spatial.transform import Rotation
+
+    from ..families.body.fill import bezier_fill, bezier_quats
+
+    T, J = q_in.shape[:2]
+    k = np.asarray(keys, bool)
+    q = quat_continuity(quat_normalize(q_in), axis=0)
+    bq = bezier_quats(q[None], k[None, :, :J])[0]
+    br = bezier_fill(r_in[None], np.repeat(k[None, :, J:], 3, axis=-1))[0]
+    S, Tm = out.rotations.shape[:2]
+    tm = np.arange(Tm) * (fps / mfps)   # model frames in clip frames
+    tc = np.arange(T, dtype=np.float64)
+
+    def xyzw(a):
+        return np.concatenate([a[..., 1:], a[..., :1]], -1)
+
+    outs_q, outs_r = [], []
+    for i in range(S):
+        d = quat_mul(out.rotations[i], quat_conj(out.base_rotations[i]))   # (Tm, J, 4)
+        rv = Rotation.from_quat(xyzw(quat_normalize(d)).reshape(-1, 4)).as_rotvec().reshape(Tm, J, 3)
+        rv_c = CubicSpline(tm, rv, axis=0)(np.clip(tc, 0, tm[-1]))
+        dq = Rotation.from_rotvec(rv_c.reshape(-1, 3)).as_quat().reshape(T, J, 4)
+        dq = np.concatenate([dq[..., 3:], dq[..., :3]], -1)
+        fq = quat_normalize(quat_mul(dq, bq))
+        dr = CubicSpline(tm, out.root[i] - out.base_root[i], axis=0)(np.clip(tc, 0, tm[-1]))
+        fr = br + dr
+        fq = quat_continuity(np.where(~todo[:, :J, None], q, fq), axis=0)
+        outs_q.append(np.where(~todo[:, :J, None], q_in, fq))
+        outs_r.append(np.where(~todo[:, J:], r_in, fr))
+    base_q = np.where(~todo[:, :J, None], q_in, quat_continuity(np.where(~todo[:, :J, None], q, bq), axis=0))
+    base_r = np.where(~todo[:, J:], r_in, br)
+    return (np.stack(outs_q), np.stack(outs_r), np.repeat(base_q[None], S, 0), np.repeat(base_r[None], S, 0))
 
 
 def at_model_rate(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, fps: float | None

@@ -166,8 +166,14 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
     ctx = context_frames(fps)
     dev = next(model.parameters()).device
     wins: dict[int, list[dict]] = {}   # windows of one length go through prepare and the network together
+    ratio = fps / mfps
+    step = int(round(ratio)) if abs(ratio - round(ratio)) < 1e-6 else 0   # clip frames per model frame, if whole
     for s, e in runs(todo.any(axis=1)):
         a, b = max(0, s - ctx), min(len(q), e + ctx)
+        if step > 1 and s > 0:   # the key before the gap on a model frame (a single key would fall between them)
+            a = max(0, (s - 1) - step * (-(-(s - 1 - a) // step)))
+            if (s - 1 - a) % step:
+                a = (s - 1) % step
         kw = keys[a:b].copy()
         tw = np.zeros_like(kw)
         tw[s - a:e - a] = todo[s:e]
