@@ -39,6 +39,10 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
         gate = None
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
     planted = np.zeros(len(q), bool)  # the gap frames whose feet are planted
+    by_model = np.zeros(len(q), bool)  # ... of them, those planted on the model's own contacts (blocking)
+    feet = int(getattr(getattr(model, "cfg", None), "contacts", 0) or 0)
+    contacts = np.zeros((len(q), feet))  # the model's contact probabilities: its filled frames, and the keys around
+    seen = np.zeros(len(q), bool)
     for gaps, a, b in _runs(model, meta, frames):
         if check is not None:
             check()
@@ -47,23 +51,40 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
             sel[s - a:e - a] = todo[s:e]
         longest = max(e - s for s, e in gaps)
         w = residual * np.asarray(gate.weights(longest) if gate is not None else (1.0, 1.0))
-        fq, fr, bq, br = _fill_body_window(model, meta, q[a:b], r[a:b], keys[a:b], sel, (float(w[0]), float(w[1])))
+        cl: list = []
+        fq, fr, bq, br = _fill_body_window(model, meta, q[a:b], r[a:b], keys[a:b], sel, (float(w[0]), float(w[1])),
+                                           cl)
+        if cl:
+            mine = sel.any(1) | ~seen[a:b]
+            contacts[a:b][mine] = cl[0][mine]
+            seen[a:b] = True
         out_q[a:b] = np.where(sel[:, :J, None], fq, out_q[a:b])
         out_r[a:b] = np.where(sel[:, J:], fr, out_r[a:b])
         base_q[a:b] = np.where(sel[:, :J, None], bq, base_q[a:b])
         base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
         for s, e in gaps:
             planted[s:e] = bool(plant) and (gate is None or gate.plant(e - s))
+            if plant and cl and len(gaps) > 1 and not planted[s:e].any() and _unjudged(gate, e - s):
+                # blocking: no keyed stretch to judge planting on, and the keys cannot tell where a foot is down;
+                # the model's contact output can (it was trained on the capture's labels)
+                planted[s:e] = by_model[s:e] = True
     plant_info = None
     if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
     elif planted.any():
         from motioncore.families.body.fill_plant import plant_filled
 
-        pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & planted[:, None])
-        if pl is not None:
-            out_q, out_r = pq, pr
-            plant_info = {"frames": int(planted.sum()), "contact_runs": len(pl.runs), "hips_moved": pl.hips_moved}
+        runs_n, hips = 0, 0.0
+        for part, given in ((planted & ~by_model, None), (by_model, contacts)):
+            if not part.any():
+                continue
+            pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & part[:, None], contacts=given)
+            if pl is not None:
+                out_q, out_r = pq, pr
+                runs_n, hips = runs_n + len(pl.runs), max(hips, float(pl.hips_moved))
+        if runs_n or by_model.any():
+            plant_info = {"frames": int(planted.sum()), "contact_runs": runs_n, "hips_moved": hips,
+                          "model_contacts": int(by_model.sum())}
     keep = ~todo[:, :J, None]
     out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
     base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
@@ -80,12 +101,22 @@ def _runs(model, meta: dict, frames: np.ndarray) -> list[tuple[list[tuple[int, i
     return [([(s, e)], a, b) for s, e, a, b in gap_windows(frames)]
 
 
+def _unjudged(gate: Any, length: int) -> bool:
+    """Whether the gate had nothing to judge planting on for gaps of ``length`` (sparse keys)."""
+    if gate is None:
+        return True
+    from motioncore.families.body.gate import bucket
+
+    fit = gate.fits.get(bucket(length))
+    return fit is None or "unjudged" in (getattr(fit, "plant_error", None) or {})
+
+
 def _fill_body_window(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray,
-                      todo: np.ndarray, residual: tuple[float, float]):
+                      todo: np.ndarray, residual: tuple[float, float], contacts: list | None = None):
     """One gap's window for the deterministic ``infill-body`` (``families.body.fill``): (filled rotations, root,
     base rotations, base root). A channel with no key in the window (sparse, staggered curves) stays as sent."""
     bare = ~keys.any(0)
     keys, todo = keys | bare, todo & ~bare
     if not todo.any():
         return rotations, root, rotations, root
-    return fill_body(model, meta, rotations, root, keys, todo, residual, base=True)
+    return fill_body(model, meta, rotations, root, keys, todo, residual, base=True, contacts=contacts)
