@@ -27,8 +27,8 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
                       plant_feet: bool = False) -> tuple[KeyFill, dict]:
     """``use_safety``: scale the network's residual by its confidence (``families.body.fill.confidence``);
     ``joint_map``: model joint -> data joint for data on another skeleton (default ``retarget.auto_map``);
-    ``plant_feet``: plant the feet of each window's answer (``families.body.fill_plant``), unjudged: a window has no
-    keyed stretch to cut test gaps from, so the product paths (gate on) leave such windows' feet as filled."""
+    ``plant_feet``: plant the feet of each window's answer (``families.body.fill_plant``), unjudged (a window has no
+    keyed stretch to cut test gaps from), on the model's contact output where it has one."""
     from motioncore.families.body.fill import BodyLayout, confidence, run_model
     from motioncore.models.registry import load_model
 
@@ -43,12 +43,15 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
         q, p = np.asarray(q, np.float64), np.asarray(p, np.float64)
         conf = confidence(layout, meta["safety"], q, p, kn) if use_safety and meta.get("safety") else None
         weights.append(np.ones(len(q)) if conf is None else np.asarray(conf, np.float64))
-        fq, fp = run_model(model, layout, q, p, kn, confidence=conf)
+        con: list = []
+        fq, fp = run_model(model, layout, q, p, kn, confidence=conf, contacts=con if plant_feet else None)
         if plant_feet:
             from motioncore.families.body.fill_plant import plant_clip
 
+            given = np.concatenate(con) if con else None   # the model's contact output, where it has one
             for b in range(len(q)):
-                pl = plant_clip(sk, fq[b], fp[b], known[b], ~known[b], float(meta.get("fps") or 30.0))
+                pl = plant_clip(sk, fq[b], fp[b], known[b], ~known[b], float(meta.get("fps") or 30.0),
+                                contacts=None if given is None else given[b])
                 if pl is not None:
                     fq[b], fp[b] = pl.rotations, pl.positions
         return fq, fp
