@@ -1,0 +1,199 @@
+"""Fewest Bezier keys that hold a dense curve, and Blender's Bezier with explicit (FREE / ALIGNED) handles, in numpy.
+
+A filled span of one channel (a value on every frame) becomes a few keys with ALIGNED handles an animator can grab:
+keys on frames of the fill, each with the fill's value there and a slope; the handles of a key lie on its slope, a
+third of the way to each neighbouring key. Handles a third of the way make x(u) linear in the Bezier parameter u,
+so each segment is a cubic Hermite piece and the slopes that best hold the fill are a linear least squares
+(`fit_slopes`). `fit_span` is greedy: the span's first and last frames first, then a key at the frame the curve
+misses most until the curve is within the tolerance everywhere.
+
+`bezier_evaluate` is Blender's ``fcurve.evaluate`` for Bezier keys with handles as given (no auto handles): the
+handles of a segment are first shortened where they overlap in x (``BKE_fcurve_correct_bezpart``), the parameter u
+at a frame is the root of x(u) = frame, then y(u). It has a parity test against real Blender.
+
+Legend: n frames of a span, K keys, F evaluated frames, C channels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .fcurve import bezier_parameter
+
+EDGE, EDGE_WEIGHT = 2, 10.0   # the frames next to a span's ends weigh more in the fit (`edge_weights`)
+SMOOTH = 10000.0   # weight of the second-derivative jumps at inner keys (`fit_slopes`)
+REG = 1e-6   # weight of the pull of each slope towards the fill's own (central difference): fixes keys no frame decides
+
+
+def correct_bezpart(x0: np.ndarray, hx1: np.ndarray, hy1: np.ndarray, hx2: np.ndarray, hy2: np.ndarray,
+                    x3: np.ndarray, y0: np.ndarray, y3: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Blender's ``BKE_fcurve_correct_bezpart`` for segments (all broadcast): when the right handle of the first key
+    and the left handle of the second reach past each other in x, both are scaled towards their keys by
+    ``len / (len1 + len2)``. Returns (hx1, hy1, hx2, hy2)."""
+    d1x, d1y = x0 - hx1, y0 - hy1
+    d2x, d2y = x3 - hx2, y3 - hy2
+    span = x3 - x0
+    l1, l2 = np.abs(d1x), np.abs(d2x)
+    tot = l1 + l2
+    fac = np.where((tot > span) & (tot > 0), span / np.where(tot > 0, tot, 1.0), 1.0)
+    return x0 - fac * d1x, y0 - fac * d1y, x3 - fac * d2x, y3 - fac * d2y
+
+
+def bezier_evaluate(kx: np.ndarray, ky: np.ndarray, lx: np.ndarray, ly: np.ndarray, rx: np.ndarray, ry: np.ndarray,
+                    frames: np.ndarray) -> np.ndarray:
+    """One Bezier F-curve with the handles given, at ``frames`` (F,) -> (F,): keys (kx, ky) (K,), left handles
+    (lx, ly), right handles (rx, ry). Frames outside the keys hold the end values (constant extrapolation)."""
+    kx, ky = np.asarray(kx, np.float64), np.asarray(ky, np.float64)
+    lx, ly, rx, ry = (np.asarray(a, np.float64) for a in (lx, ly, rx, ry))
+    f = np.asarray(frames, np.float64)
+    if kx.ndim != 1 or kx.size < 1 or not (np.diff(kx) > 0).all():
+        raise ValueError(f"keys: need increasing frames (K>=1,), got {kx}")
+    out = np.where(f <= kx[0], ky[0], ky[-1])
+    if kx.size == 1:
+        return out
+    inside = (f > kx[0]) & (f < kx[-1])
+    fi = f[inside]
+    k = np.clip(np.searchsorted(kx, fi, side="right") - 1, 0, kx.size - 2)
+    x0, x3, y0, y3 = kx[k], kx[k + 1], ky[k], ky[k + 1]
+    hx1, hy1, hx2, hy2 = correct_bezpart(x0, rx[k], ry[k], lx[k + 1], ly[k + 1], x3, y0, y3)
+    u = bezier_parameter(x0, hx1, hx2, x3, fi)
+    v = 1.0 - u
+    val = v**3 * y0 + 3.0 * v * v * u * hy1 + 3.0 * v * u * u * hy2 + u**3 * y3
+    out[inside] = np.where(fi == x0, y0, val)
+    return out
+
+
+def third_handles(kx: np.ndarray, ky: np.ndarray, slopes: np.ndarray, before: float = 1.0, after: float = 1.0
+                  ) -> tuple[np.ndarray, ...]:
+    """ALIGNED handles on each key's slope, a third of the way to its neighbours: (lx, ly, rx, ry) (K,). The first
+    key's left handle reaches a third of ``before`` frames, the last key's right one a third of ``after``."""
+    kx, ky, m = (np.asarray(a, np.float64) for a in (kx, ky, slopes))
+    d = np.diff(kx)
+    left = np.concatenate([[before], d]) / 3.0
+    right = np.concatenate([d, [after]]) / 3.0
+    return kx - left, ky - m * left, kx + right, ky + m * right
+
+
+def _basis(n: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For frames 0..n-1 and keys at ``idx`` (sorted, idx[0] = 0, idx[-1] = n-1): each frame's segment k, and the
+    Hermite weights of y[k], y[k+1], m[k], m[k+1] (third-handles: u = (f - x_k) / h)."""
+    f = np.arange(n, dtype=np.float64)
+    k = np.clip(np.searchsorted(idx, f, side="right") - 1, 0, idx.size - 2)
+    x0, h = idx[k].astype(np.float64), np.diff(idx)[k].astype(np.float64)
+    u = (f - x0) / h
+    v = 1.0 - u
+    b0, b1, b2, b3 = v**3, 3 * v * v * u, 3 * v * u * u, u**3
+    return k, np.stack([b0 + b1, b2 + b3], 1), b1 * h / 3.0, -b2 * h / 3.0
+
+
+def edge_weights(n: int) -> np.ndarray:
+    """(n,) least-squares weights of a span's frames: ``EDGE_WEIGHT`` on the ``EDGE`` frames inside either end, 1
+    elsewhere. The fill meets the animator's keys there: a curve that misses it next to a key turns sharply."""
+    w = np.ones(n)
+    w[1:1 + EDGE] = EDGE_WEIGHT
+    w[max(n - 1 - EDGE, 1):n - 1] = EDGE_WEIGHT
+    return w
+
+
+def fit_slopes(values: np.ndarray, idx: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares slopes (K,) at the keys ``idx`` (frames of ``values`` (n,), idx[0] = 0, idx[-1] = n - 1) so
+    that the third-handle Bezier through the keys' values holds ``values`` on every frame (``weights`` (n,) per
+    frame, default `edge_weights`); each slope pulled weakly (``REG``) towards the fill's central difference (keys
+    without frames between them)."""
+    y = np.asarray(values, np.float64)
+    n, K = y.size, idx.size
+    w = edge_weights(n) if weights is None else np.asarray(weights, np.float64)
+    k, wy, wm0, wm1 = _basis(n, idx)
+    r = y - (wy[:, 0] * y[idx[k]] + wy[:, 1] * y[idx[k + 1]])
+    sw = np.sqrt(w)
+    r, wm0, wm1 = r * sw, wm0 * sw, wm1 * sw
+    A = np.zeros((K, K))
+    b = np.zeros(K)
+    np.add.at(A, (k, k), wm0 * wm0)
+    np.add.at(A, (k + 1, k + 1), wm1 * wm1)
+    np.add.at(A, (k, k + 1), wm0 * wm1)
+    np.add.at(A, (k + 1, k), wm0 * wm1)
+    np.add.at(b, k, wm0 * r)
+    np.add.at(b, k + 1, wm1 * r)
+    if K > 2 and SMOOTH > 0:   # second-derivative jumps at the inner keys: C2 where the fill allows
+        h = np.diff(idx).astype(np.float64)
+        # y'' at a segment's start / end, in the slopes: [-4/h, -2/h] and [2/h, 4/h] (plus value terms)
+        for j in range(1, K - 1):
+            ha, hb = h[j - 1], h[j]
+            row = np.zeros(K)
+            row[j - 1] -= 2.0 / ha**2 * ha    # - y''_end(j-1):  -(2 m[j-1] + 4 m[j]) / ha
+            row[j] -= 4.0 / ha
+            row[j] -= 4.0 / hb                # + y''_start(j):  -(4 m[j] + 2 m[j+1]) / hb
+            row[j + 1] -= 2.0 / hb
+            c = 6.0 * (y[idx[j + 1]] - y[idx[j]]) / hb**2 + 6.0 * (y[idx[j]] - y[idx[j - 1]]) / ha**2
+            wj = SMOOTH * (0.5 * (ha + hb)) ** 4   # a jump d of y'' weighs as a miss of d h^2 on one frame
+            A += wj * np.outer(row, row)
+            b -= wj * row * c
+    g = np.gradient(y) if n > 1 else np.zeros(1)
+    scale = max(float(np.trace(A)) / K, 1.0) * REG
+    A[np.diag_indices(K)] += scale
+    b += scale * g[idx]
+    return np.linalg.solve(A, b)
+
+
+def hermite_values(values: np.ndarray, idx: np.ndarray, slopes: np.ndarray) -> np.ndarray:
+    """(n,) the third-handle Bezier through keys ``idx`` (values from ``values``) with ``slopes``, on frames 0..n-1:
+    exactly `bezier_evaluate` of its keys and `third_handles` (x(u) is linear there)."""
+    y = np.asarray(values, np.float64)
+    if idx.size == y.size:
+        return y.copy()
+    k, wy, wm0, wm1 = _basis(y.size, idx)
+    return wy[:, 0] * y[idx[k]] + wy[:, 1] * y[idx[k + 1]] + wm0 * slopes[k] + wm1 * slopes[k + 1]
+
+
+def fit_span(values: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The fewest keys (greedy) that hold one channel's span ``values`` (n,) within ``tol`` on every frame:
+    (key frame indices (K,) into the span, always its first and last frame; slopes (K,)). A span of one or two
+    frames is keyed on every frame.
+
+    Keys are added where the curve misses most, kept within the middle half of that segment (the worst frame of a
+    long segment often lies next to its keys, and a key there leaves the segment as long as it was); then each
+    key added is dropped again, the least needed first, while the curve still holds."""
+    y = np.asarray(values, np.float64)
+    n = y.size
+    if n <= 2:
+        return np.arange(n), (np.gradient(y) if n == 2 else np.zeros(n))
+    idx = np.array([0, n - 1])
+    while True:
+        m = fit_slopes(y, idx)
+        err = np.abs(hermite_values(y, idx, m) - y)
+        worst = int(np.argmax(err))
+        if err[worst] <= tol or idx.size == n:
+            break
+        s = int(np.searchsorted(idx, worst, side="right")) - 1
+        a, b = int(idx[s]), int(idx[min(s + 1, idx.size - 1)])
+        q = max((b - a) // 4, 1)
+        at = int(np.clip(worst, a + q, b - q)) if b - a >= 2 else worst
+        if at in idx:
+            at = next(f for f in range(n) if f not in idx)
+        idx = np.insert(idx, np.searchsorted(idx, at), at)
+    return _prune(y, idx, tol)
+
+
+def _prune(y: np.ndarray, idx: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Drop inner keys of ``idx`` while the fit of ``y`` stays within ``tol``: each round the key whose removal
+    leaves the smallest worst miss."""
+    m = fit_slopes(y, idx)
+    while idx.size > 2:
+        best, best_err, best_m = -1, np.inf, m
+        for i in range(1, idx.size - 1):
+            j = np.delete(idx, i)
+            mj = fit_slopes(y, j)
+            e = float(np.abs(hermite_values(y, j, mj) - y).max())
+            if e < best_err:
+                best, best_err, best_m = i, e, mj
+        if best_err > tol:
+            break
+        idx, m = np.delete(idx, best), best_m
+    return idx, m
+
+
+def fit_channels(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`fit_span` of each channel of ``values`` (n, C) within its ``tol`` (C,)."""
+    v = np.asarray(values, np.float64)
+    t = np.broadcast_to(np.asarray(tol, np.float64), (v.shape[1],))
+    return [fit_span(v[:, c], float(t[c])) for c in range(v.shape[1])]
