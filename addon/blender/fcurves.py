@@ -347,8 +347,94 @@ def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[flo
     return out
 
 
+def remove_generated(fcurve: Any, old: tuple[np.ndarray, np.ndarray, np.ndarray], frames: np.ndarray) -> int:
+    """Remove our GENERATED keys of ``fcurve`` (its keys as `read_keys` gave them, ``old``) on ``frames`` (a filled
+    span being written anew); the animator's keys are not touched. Returns the keys removed."""
+    f, _, gen = old
+    if not gen.any() or not len(frames):
+        return 0
+    hit = gen & np.isin(np.round(f), np.round(np.asarray(frames, np.float64)))
+    kp = fcurve.keyframe_points
+    for i in np.flatnonzero(hit)[::-1].tolist():
+        kp.remove(kp[i], fast=True)
+    return int(hit.sum())
+
+
+def write_reduced(obj: Any, path: str, frames: np.ndarray, keys: Sequence[dict[str, np.ndarray]], group: str,
+                  cache: KeyCache | None = None) -> int:
+    """Keys = Reduced: on each channel i of ``path``, our GENERATED keys on the filled ``frames`` are replaced by
+    ``keys[i]`` (frames, values, and ALIGNED handles lx, ly, rx, ry: `core.keyreduce`), typed GENERATED; a frame with
+    the animator's key keeps it. Returns the keys written."""
+    if not len(frames):
+        return 0
+    action, slot = ensure_action(obj)
+    fcs = ensure_fcurves(action, slot, [(path, i) for i in range(len(keys))], group=group)
+    n = 0
+    for i, fc in enumerate(fcs):
+        old = None if cache is None else cache.pop((path, i), None)
+        if old is None or old[0].size != len(fc.keyframe_points):
+            old = read_keys(fc)
+        remove_generated(fc, old, frames)
+        k = keys[i]
+        user = old[0][~old[2]]
+        skip = np.isin(np.round(k["frames"]), np.round(user))
+        kp = fc.keyframe_points
+        new = {c: k[c][~skip] for c in ("frames", "values", "lx", "ly", "rx", "ry")}
+        for f, v in zip(new["frames"].tolist(), new["values"].tolist(), strict=True):
+            kp.insert(f, v, options={"FAST"}, keyframe_type=GENERATED)   # no handle update: set below, in bulk
+        if new["frames"].size:
+            _set_handles(kp, new)
+            n += int(new["frames"].size)
+        fc.update()
+    return n
+
+
+def _set_handles(kp: Any, new: dict[str, np.ndarray]) -> None:
+    """The keys of ``kp`` on ``new["frames"]``: Bezier, ALIGNED handles at (lx, ly) and (rx, ry), all in bulk
+    (``foreach_set`` recomputes no handle: a handle set key by key is realigned against its neighbours' stale ones)."""
+    m = len(kp)
+    co = np.empty(2 * m, np.float32)
+    kp.foreach_get("co", co)
+    at = np.searchsorted(co[0::2], np.asarray(new["frames"], np.float32))
+    for side, (x, y) in (("handle_left", ("lx", "ly")), ("handle_right", ("rx", "ry"))):
+        h = np.empty(2 * m, np.float32)
+        kp.foreach_get(side, h)
+        h[2 * at], h[2 * at + 1] = new[x], new[y]
+        kp.foreach_set(side, h)
+    rna = kp[0].bl_rna.properties
+    for prop, item in (("handle_left_type", "ALIGNED"), ("handle_right_type", "ALIGNED"), ("interpolation", "BEZIER")):
+        t = np.empty(m, np.int32)
+        kp.foreach_get(prop, t)
+        t[at] = int(rna[prop].enum_items[item].value)
+        kp.foreach_set(prop, t)
+
+
+def auto_generated(fcurve: Any, frames: np.ndarray) -> None:
+    """Our GENERATED keys on ``frames`` back to Auto Clamped handles (a Reduced fill's ALIGNED handles, when Every
+    Frame writes over it)."""
+    kp = fcurve.keyframe_points
+    n = len(kp)
+    if not n:
+        return
+    f, _, gen = read_keys(fcurve)
+    sel = gen & np.isin(np.round(f), np.round(np.asarray(frames, np.float64)))
+    if not sel.any():
+        return
+    auto = int(kp[0].bl_rna.properties["handle_left_type"].enum_items["AUTO_CLAMPED"].value)
+    changed = False
+    for side in ("handle_left_type", "handle_right_type"):
+        t = np.empty(n, np.int32)
+        kp.foreach_get(side, t)
+        if (t[sel] != auto).any():
+            t[sel] = auto
+            kp.foreach_set(side, t)
+            changed = True
+    if changed:
+        fcurve.update()
+
+
 def write_channels(obj: Any, path: str, frames: np.ndarray, values: np.ndarray, group: str,
-                   cache: KeyCache | None = None) -> int:
+                   cache: KeyCache | None = None, auto_handles: bool = False) -> int:
     """Write (T, n) ``values`` at ``frames`` on the n channels of ``path`` (merge rule of :mod:`.keys`);
     returns the keys written (added, or our GENERATED keys refreshed). ``cache``: keys read earlier in the
     same call (`cached_keys`); the entries written are dropped from it."""
@@ -360,4 +446,6 @@ def write_channels(obj: Any, path: str, frames: np.ndarray, values: np.ndarray, 
     for i, fc in enumerate(fcs):
         plan = write_keys(fc, frames, values[:, i], old=None if cache is None else cache.pop((path, i), None))
         n += plan.new_frames.size + plan.refreshed
+        if auto_handles and plan.refreshed:
+            auto_generated(fc, frames)
     return n

@@ -9,7 +9,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ..core import connect, keys, quality, rates, requests, rigmap
+from ..core import connect, keyreduce, keys, quality, rates, requests, rigmap
 from ..core.feet_report import report_feet
 from ..core.gate_report import gate_message
 from ..core.jobs import Worker, run_sync
@@ -163,6 +163,17 @@ class _InfillBase(_ServerOperator):
                                          description="0: the most likely motion; 1: the model's spread")
     order: bpy.props.EnumProperty(name="Order", items=ORDERS, default="bisection")  # type: ignore[valid-type]
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)  # type: ignore[valid-type]
+    keys: bpy.props.EnumProperty(  # type: ignore[valid-type]
+        name="Keys", default="REDUCED",
+        items=[("REDUCED", "Reduced", "The fewest keys, with handles to shape, that hold the fill within Max / Mean "
+                                      "Error of the world joint positions"),
+               ("EVERY_FRAME", "Every Frame", "A key on every filled frame (a baked curve)")])
+    max_error: bpy.props.FloatProperty(  # type: ignore[valid-type]
+        name="Max Error (cm)", default=keyreduce.MAX_CM, min=0.001, max=100.0,
+        description="Reduced keys: how far any joint may move from the every-frame fill, at most")
+    mean_error: bpy.props.FloatProperty(  # type: ignore[valid-type]
+        name="Mean Error (cm)", default=keyreduce.MEAN_CM, min=0.001, max=100.0,
+        description="Reduced keys: how far the joints may move from the every-frame fill, on average")
 
     def bones(self, arm: Any) -> list[str]:
         return [pb.name for pb in arm.pose.bones]
@@ -241,10 +252,14 @@ class _InfillBase(_ServerOperator):
         arm = bpy.data.objects[self._state["armature"]]
         feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
+        reduce = None if self.keys == "EVERY_FRAME" else {
+            "max_cm": float(self.max_error), "mean_cm": float(self.mean_error),
+            "cm_per_unit": 100.0 / rig_units_per_metre(arm, _hips_bone(arm, rig["bones"]))}
+        stats: dict[str, float] = {}
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
                 g = {**g, "known_sent": np.asarray(arrays[f"known.{i}"], bool)}
-            n, names = write_segment(arm, rig, g, outs[i][pick], arrays[f"root.{i}"][pick], unmapped)
+            n, names = write_segment(arm, rig, g, outs[i][pick], arrays[f"root.{i}"][pick], unmapped, reduce, stats)
             written += n
             bones_written |= names
         settings_used = [f"temperature {float(self.temperature):g}"] if self.temperature else []
@@ -266,7 +281,13 @@ class _InfillBase(_ServerOperator):
                                                       for seg in content.get("segments") or []) else ""
         plants = [seg["plant"] for seg in content.get("segments") or [] if seg.get("plant")]
         planted = f"; feet planted on {sum(p['frames'] for p in plants)} frames" if plants else ""
-        return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
+        if reduce is None:
+            what = f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
+        else:
+            what = (f"filled {n_gaps} gap(s) on {n_b} bones{root}{with_obj}: wrote {written:,} keys (every frame: "
+                    f"{int(stats.get('every_frame', 0)):,}), within {stats.get('max_cm', 0.0):.2g} cm (your keys kept)"
+                    f"{more}")
+        return (f"{what}"
                 f"{learnt}{planted}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped)
                 + rates.rate_message([seg.get("rate") for seg in content.get("segments") or []]))
 
