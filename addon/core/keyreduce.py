@@ -5,7 +5,7 @@ ALIGNED handles on fitted slopes. The tolerance is the user's, in world joint po
 average ``mean_cm``): each bone's channels get an angle of ``max_cm`` over the bone's reach (its head to the
 farthest joint below it), the root's location ``max_cm`` itself; then the plan is checked in world joint positions
 over every filled frame of each gap (the rig's rest heads, the rotations composed down the bones, the root's
-displacement added), with the jerk of the joints over the gap's frames no more than the every-frame fill's; a gap that misses is fitted again with half the tolerance (a few times; then on every frame).
+displacement added); a gap that misses is fitted again with half the tolerance (a few times; then on every frame).
 
 Legend: T frames of a window, B bones, C channels of one property.
 """
@@ -24,7 +24,6 @@ from .feet_report import rig_positions
 
 MAX_CM, MEAN_CM = 0.5, 0.1   # the defaults of the operators' Max Error / Mean Error
 TIGHTEN = 6                  # halvings of a gap's tolerance before it is keyed on every frame
-JERK = True                # also hold the jerk of the joints near each gap to the fill's
 MIN_REACH = 0.2              # a bone with nothing below it (hands, head, toes) counts as reaching this far (x max reach)
 
 
@@ -162,8 +161,7 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
                     root = (ev - c.values) / (scale if c.bone == -2 else 1.0)
             pos = positions(rig, red, modes, root)
             err = np.linalg.norm(pos[span] - dense_pos[span], axis=-1) * cm_per_unit * scale
-            smooth = not JERK or jerk(pos[span]) <= jerk(dense_pos[span])   # the written curve: no jerkier
-            if last or (err.max() <= max_cm and err.mean() <= mean_cm and smooth):
+            if last or (err.max() <= max_cm and err.mean() <= mean_cm):
                 break
             factor *= 0.5
         max_seen = max(max_seen, float(err.max()))
@@ -181,11 +179,6 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
             written += c.keys[i]["frames"].size
             every += int(c.todo.sum())
     return Plan(channels, written, every, max_seen, sum_err / max(n_err, 1), n_err)
-
-
-def jerk(p: np.ndarray) -> float:
-    """Mean |third difference| of joint positions (T, B, 3) over frames (0 for fewer than four)."""
-    return float(np.linalg.norm(np.diff(p, 3, axis=0), axis=-1).mean()) if p.shape[0] > 3 else 0.0
 
 
 def _mask(T: int, span: slice) -> np.ndarray:

@@ -79,7 +79,8 @@ def test_reduced_curves_hold_the_world_positions_within_the_users_tolerance(clip
 def test_each_bone_is_allowed_the_angle_that_moves_its_farthest_joint_by_the_budget():
     heads = np.array([[0.0, 0, 0], [0, 0, 10], [0, 0, 30], [5, 0, 30]])
     r = kr.reach(heads, [-1, 0, 1, 1])
-    assert r.tolist() == [30.0, 20.0, pytest.approx(6.0), pytest.approx(6.0)]   # leaves: MIN_REACH x 30
+    far = np.sqrt(925.0)   # bone 0's farthest joint below it: bone 3, at (5, 0, 30)
+    assert r == pytest.approx([far, np.sqrt(425.0), 0.2 * far, 0.2 * far])   # leaves: MIN_REACH x the largest
     assert kr.channel_tolerance("QUATERNION", 0.01, 1.0) == pytest.approx(0.0025)
     assert kr.channel_tolerance("XYZ", 0.01, 1.0) == pytest.approx(0.01 / np.sqrt(3))
     assert kr.channel_tolerance("location", 0.01, 1.0) == pytest.approx(1 / np.sqrt(3))

@@ -38,16 +38,15 @@ def test_third_handles_make_the_hermite_curve_blender_evaluates():
                        atol=1e-12)
 
 
-def test_handles_that_overlap_are_shortened_as_blender_does():
-    # two keys 4 frames apart, handles reaching 3 frames each: scaled by 4 / 6 towards their keys
-    hx1, hy1, hx2, hy2 = keyfit.correct_bezpart(np.array(0.0), np.array(3.0), np.array(1.5), np.array(1.0),
+def test_a_handle_longer_than_its_segment_is_shortened_to_it_as_blender_does():
+    # keys 4 frames apart; the first key's handle reaches 6 frames: scaled by 4 / 6 towards its key, the other kept
+    hx1, hy1, hx2, hy2 = keyfit.correct_bezpart(np.array(0.0), np.array(6.0), np.array(3.0), np.array(3.0),
                                                 np.array(2.0), np.array(4.0), np.array(0.0), np.array(1.0))
-    assert np.allclose([hx1, hy1, hx2, hy2], [2.0, 1.0, 2.0, 1.0 + (2.0 - 1.0) * 2 / 3])
-    # ... and the curve stays a function of x: frames between the keys evaluate in order, within the hull
-    v = keyfit.bezier_evaluate(np.array([0.0, 4.0]), np.array([0.0, 1.0]), np.array([-1.0, 1.0]),
-                               np.array([0.0, 2.0]), np.array([3.0, 5.0]), np.array([1.5, 1.0]),
+    assert np.allclose([hx1, hy1, hx2, hy2], [4.0, 2.0, 3.0, 2.0])
+    v = keyfit.bezier_evaluate(np.array([0.0, 4.0]), np.array([0.0, 1.0]), np.array([-1.0, 4.0]),
+                               np.array([0.0, 1.0]), np.array([6.0, 5.0]), np.array([3.0, 1.0]),
                                np.linspace(0, 4, 41))
-    assert np.isfinite(v).all() and v.min() >= 0.0 and v.max() <= 2.0
+    assert np.isfinite(v).all() and v[0] == 0.0 and v[-1] == 1.0 and v.max() <= 2.0
 
 
 def test_one_cubic_needs_two_keys_and_a_kink_gets_a_key():

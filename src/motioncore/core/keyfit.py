@@ -7,9 +7,11 @@ so each segment is a cubic Hermite piece and the slopes that best hold the fill 
 (`fit_slopes`). `fit_span` is greedy: the span's first and last frames first, then a key at the frame the curve
 misses most until the curve is within the tolerance everywhere.
 
-`bezier_evaluate` is Blender's ``fcurve.evaluate`` for Bezier keys with handles as given (no auto handles): the
-handles of a segment are first shortened where they overlap in x (``BKE_fcurve_correct_bezpart``), the parameter u
-at a frame is the root of x(u) = frame, then y(u). It has a parity test against real Blender.
+`bezier_evaluate` is Blender's ``fcurve.evaluate`` for Bezier keys with handles as given (no auto handles): a handle
+longer in x than its segment is first shortened to it (``BKE_fcurve_correct_bezpart``), the parameter u at a frame
+is the root of x(u) = frame, then y(u). It has a parity test against real Blender. Where a segment's two handles
+still cross in x, x(u) is not monotonic and Blender takes the first root its cubic solver finds, which this
+bisection need not; the add-on never writes such handles (a third of the segment each).
 
 Legend: n frames of a span, K keys, F evaluated frames, C channels.
 """
@@ -20,22 +22,22 @@ import numpy as np
 from .fcurve import bezier_parameter
 
 EDGE, EDGE_WEIGHT = 2, 10.0   # the frames next to a span's ends weigh more in the fit (`edge_weights`)
-SMOOTH = 10000.0   # weight of the second-derivative jumps at inner keys (`fit_slopes`)
+SMOOTH = 1.0   # weight of the second-derivative jumps at inner keys (`fit_slopes`)
 REG = 1e-6   # weight of the pull of each slope towards the fill's own (central difference): fixes keys no frame decides
 
 
 def correct_bezpart(x0: np.ndarray, hx1: np.ndarray, hy1: np.ndarray, hx2: np.ndarray, hy2: np.ndarray,
                     x3: np.ndarray, y0: np.ndarray, y3: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Blender's ``BKE_fcurve_correct_bezpart`` for segments (all broadcast): when the right handle of the first key
-    and the left handle of the second reach past each other in x, both are scaled towards their keys by
-    ``len / (len1 + len2)``. Returns (hx1, hy1, hx2, hy2)."""
+    """Blender's ``BKE_fcurve_correct_bezpart`` for segments (all broadcast): a handle that reaches further in x than
+    the segment is long is scaled towards its key to the segment's length (each handle on its own). Returns
+    (hx1, hy1, hx2, hy2)."""
     d1x, d1y = x0 - hx1, y0 - hy1
     d2x, d2y = x3 - hx2, y3 - hy2
     span = x3 - x0
     l1, l2 = np.abs(d1x), np.abs(d2x)
-    tot = l1 + l2
-    fac = np.where((tot > span) & (tot > 0), span / np.where(tot > 0, tot, 1.0), 1.0)
-    return x0 - fac * d1x, y0 - fac * d1y, x3 - fac * d2x, y3 - fac * d2y
+    f1 = np.where(l1 > span, span / np.where(l1 > 0, l1, 1.0), 1.0)
+    f2 = np.where(l2 > span, span / np.where(l2 > 0, l2, 1.0), 1.0)
+    return x0 - f1 * d1x, y0 - f1 * d1y, x3 - f2 * d2x, y3 - f2 * d2y
 
 
 def bezier_evaluate(kx: np.ndarray, ky: np.ndarray, lx: np.ndarray, ly: np.ndarray, rx: np.ndarray, ry: np.ndarray,
