@@ -74,20 +74,21 @@ def fine(fc, lo: float, hi: float, step: float = 0.1) -> np.ndarray:
 
 
 def move_one_key(obj, gaps, gen: int) -> dict:
-    """Move the middle reduced key of the first gap's liveliest curve (with its handles, as G does in the Graph
-    Editor); Blender's curve on quarter frames before and after, and that key's neighbours' frames."""
-    a, b = gaps[0]
+    """Move the middle reduced key of the liveliest curve with three or more reduced keys in one gap (with its
+    handles, as G does in the Graph Editor); Blender's curve on quarter frames before and after, and that key's
+    neighbours' frames."""
     best = None
-    for fc in fcurves_of(obj):
-        snap = snapshot_one(fc)
-        sel = np.flatnonzero((snap["type"] == gen) & (snap["co"][:, 0] >= a) & (snap["co"][:, 0] <= b))
-        if sel.size >= 3:
-            span = float(np.ptp(snap["co"][sel, 1]))
-            if best is None or span > best[0]:
-                best = (span, fc, sel[sel.size // 2])
+    for a, b in gaps:
+        for fc in fcurves_of(obj):
+            snap = snapshot_one(fc)
+            sel = np.flatnonzero((snap["type"] == gen) & (snap["co"][:, 0] >= a) & (snap["co"][:, 0] <= b))
+            if sel.size >= 3:
+                span = float(np.ptp(snap["co"][sel, 1]))
+                if best is None or span > best[0]:
+                    best = (span, fc, sel[sel.size // 2], (a, b))
     if best is None:
-        return {"error": "no curve with three reduced keys in the first gap"}
-    _, fc, k = best
+        return {"error": "no curve with three reduced keys in a gap"}
+    _, fc, k, (a, b) = best
     kp = fc.keyframe_points
     lo, hi = a - 6, b + 6
     before = fine(fc, lo, hi, 0.25)
@@ -199,6 +200,22 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
                                       for k, v in mine.items() for f in (*FIELDS, *ENUMS))
         info["again_user_co_kept"] = all(np.array_equal(again[k]["co"][again[k]["type"] != gen],
                                                         v["co"][v["type"] != gen]) for k, v in mine.items())
+        info["again_user_enums_kept"] = all(np.array_equal(again[k][f][again[k]["type"] != gen], v[f][v["type"] != gen])
+                                            for k, v in mine.items() for f in ENUMS)
+        # handle positions: Blender recomputes an Auto Clamped key's handles from its neighbours; those that moved,
+        # and whether each has a neighbour that is a key of ours (a refilled frame)
+        moved, beside_ours = 0, 0
+        for k, v in mine.items():
+            r = again[k]
+            u_old, u_new = v["type"] != gen, r["type"] != gen
+            diff = np.flatnonzero((v["handle_left"][u_old] != r["handle_left"][u_new]).any(1)
+                                  | (v["handle_right"][u_old] != r["handle_right"][u_new]).any(1))
+            where = np.flatnonzero(u_new)[diff]
+            moved += diff.size
+            for i in where:
+                near = [j for j in (i - 1, i + 1) if 0 <= j < r["type"].size]
+                beside_ours += int(any(r["type"][j] == gen for j in near))
+        info.update(again_user_handles_moved=moved, again_user_handles_moved_beside_ours=beside_ours)
         fresh, total, doubled = 0, 0, 0
         for k, r in again.items():   # each GENERATED key of the gap holds the new fill's value on its frame: none stale
             sel = (r["type"] == gen) & (r["co"][:, 0] >= a) & (r["co"][:, 0] <= b)

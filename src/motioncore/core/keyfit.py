@@ -57,7 +57,10 @@ def bezier_evaluate(kx: np.ndarray, ky: np.ndarray, lx: np.ndarray, ly: np.ndarr
     k = np.clip(np.searchsorted(kx, fi, side="right") - 1, 0, kx.size - 2)
     x0, x3, y0, y3 = kx[k], kx[k + 1], ky[k], ky[k + 1]
     hx1, hy1, hx2, hy2 = correct_bezpart(x0, rx[k], ry[k], lx[k + 1], ly[k + 1], x3, y0, y3)
-    u = bezier_parameter(x0, hx1, hx2, x3, fi)
+    third = (np.abs(hx1 - (2 * x0 + x3) / 3) <= 1e-9 * (x3 - x0)) & (np.abs(hx2 - (x0 + 2 * x3) / 3) <= 1e-9 * (x3 - x0))
+    u = (fi - x0) / (x3 - x0)   # handles at the thirds: x(u) is linear
+    if not third.all():
+        u = np.where(third, u, bezier_parameter(x0, hx1, hx2, x3, fi))
     v = 1.0 - u
     val = v**3 * y0 + 3.0 * v * v * u * hy1 + 3.0 * v * u * u * hy2 + u**3 * y3
     out[inside] = np.where(fi == x0, y0, val)
@@ -118,19 +121,20 @@ def fit_slopes(values: np.ndarray, idx: np.ndarray, weights: np.ndarray | None =
     np.add.at(b, k + 1, wm1 * r)
     if K > 2 and SMOOTH > 0:   # second-derivative jumps at the inner keys: C2 where the fill allows
         h = np.diff(idx).astype(np.float64)
-        # y'' at a segment's start / end, in the slopes: [-4/h, -2/h] and [2/h, 4/h] (plus value terms)
-        for j in range(1, K - 1):
-            ha, hb = h[j - 1], h[j]
-            row = np.zeros(K)
-            row[j - 1] -= 2.0 / ha**2 * ha    # - y''_end(j-1):  -(2 m[j-1] + 4 m[j]) / ha
-            row[j] -= 4.0 / ha
-            row[j] -= 4.0 / hb                # + y''_start(j):  -(4 m[j] + 2 m[j+1]) / hb
-            row[j + 1] -= 2.0 / hb
-            c = 6.0 * (y[idx[j + 1]] - y[idx[j]]) / hb**2 + 6.0 * (y[idx[j]] - y[idx[j - 1]]) / ha**2
-            wj = SMOOTH * (0.5 * (ha + hb)) ** 4   # a jump d of y'' weighs as a miss of d h^2 on one frame
-            A += wj * np.outer(row, row)
-            b -= wj * row * c
-    g = np.gradient(y) if n > 1 else np.zeros(1)
+        ha, hb = h[:-1], h[1:]
+        j = np.arange(1, K - 1)
+        R = np.zeros((K - 2, K))   # jump = y''_start(j) - y''_end(j-1) = R m + c
+        R[j - 1, j - 1] = -2.0 / ha
+        R[j - 1, j] = -4.0 / ha - 4.0 / hb
+        R[j - 1, j + 1] = -2.0 / hb
+        yk = y[idx]
+        c = 6.0 * (yk[2:] - yk[1:-1]) / hb**2 + 6.0 * (yk[1:-1] - yk[:-2]) / ha**2
+        wj = SMOOTH * (0.5 * (ha + hb)) ** 4   # a jump d of y'' weighs as a miss of d h^2 on one frame
+        A += (R * wj[:, None]).T @ R
+        b -= R.T @ (wj * c)
+    g = np.empty(n)   # the fill's own slope: central differences, one-sided at the ends
+    g[1:-1] = 0.5 * (y[2:] - y[:-2])
+    g[0], g[-1] = y[1] - y[0], y[-1] - y[-2]
     scale = max(float(np.trace(A)) / K, 1.0) * REG
     A[np.diag_indices(K)] += scale
     b += scale * g[idx]
@@ -154,7 +158,7 @@ def fit_span(values: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
 
     Keys are added where the curve misses most, kept within the middle half of that segment (the worst frame of a
     long segment often lies next to its keys, and a key there leaves the segment as long as it was); then each
-    key added is dropped again, the least needed first, while the curve still holds."""
+    inner key is tried once for dropping, the least needed first, and dropped where the curve still holds."""
     y = np.asarray(values, np.float64)
     n = y.size
     if n <= 2:
@@ -177,21 +181,18 @@ def fit_span(values: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _prune(y: np.ndarray, idx: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """Drop inner keys of ``idx`` while the fit of ``y`` stays within ``tol``: each round the key whose removal
-    leaves the smallest worst miss."""
-    m = fit_slopes(y, idx)
-    while idx.size > 2:
-        best, best_err, best_m = -1, np.inf, m
-        for i in range(1, idx.size - 1):
-            j = np.delete(idx, i)
-            mj = fit_slopes(y, j)
-            e = float(np.abs(hermite_values(y, j, mj) - y).max())
-            if e < best_err:
-                best, best_err, best_m = i, e, mj
-        if best_err > tol:
-            break
-        idx, m = np.delete(idx, best), best_m
-    return idx, m
+    """Drop inner keys of ``idx`` while the fit of ``y`` stays within ``tol``: each inner key is tried once, those
+    whose removal alone leaves the smallest worst miss first."""
+    def worst(j: np.ndarray) -> tuple[float, np.ndarray]:
+        m = fit_slopes(y, j)
+        return float(np.abs(hermite_values(y, j, m) - y).max()), m
+
+    miss = [worst(np.delete(idx, i))[0] for i in range(1, idx.size - 1)]
+    for f in [int(idx[i + 1]) for i in np.argsort(miss, kind="stable")]:
+        j = idx[idx != f]
+        if worst(j)[0] <= tol:
+            idx = j
+    return idx, fit_slopes(y, idx)
 
 
 def fit_channels(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
