@@ -16,7 +16,7 @@ from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
 from .modal import _ServerOperator, client_factory, worker
-from .props import bone_map, preferences, scene, settings
+from .props import KeysOptions, bone_map, preferences, scene, settings
 from .rigio import infill_segments, object_track, read_pose, read_rig, write_rotations_in_mode, write_segment
 from .scene_read import (
     _armature,
@@ -144,7 +144,7 @@ def fingerprint(*parts: Any) -> str:
     return h.hexdigest()
 
 
-class _InfillBase(_ServerOperator):
+class _InfillBase(KeysOptions, _ServerOperator):
     """Shared by the two in-fill operators (Blender forbids subclassing a registered operator class).
 
     The options are operator properties, so after a run the Adjust Last Operation panel (F9) shows
@@ -163,17 +163,6 @@ class _InfillBase(_ServerOperator):
                                          description="0: the most likely motion; 1: the model's spread")
     order: bpy.props.EnumProperty(name="Order", items=ORDERS, default="bisection")  # type: ignore[valid-type]
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)  # type: ignore[valid-type]
-    keys: bpy.props.EnumProperty(  # type: ignore[valid-type]
-        name="Keys", default="REDUCED",
-        items=[("REDUCED", "Reduced", "The fewest keys, with handles to shape, that hold the fill within Max / Mean "
-                                      "Error of the world joint positions"),
-               ("EVERY_FRAME", "Every Frame", "A key on every filled frame (a baked curve)")])
-    max_error: bpy.props.FloatProperty(  # type: ignore[valid-type]
-        name="Max Error (cm)", default=keyreduce.MAX_CM, min=0.001, max=100.0,
-        description="Reduced keys: how far any joint may move from the every-frame fill, at most")
-    mean_error: bpy.props.FloatProperty(  # type: ignore[valid-type]
-        name="Mean Error (cm)", default=keyreduce.MEAN_CM, min=0.001, max=100.0,
-        description="Reduced keys: how far the joints may move from the every-frame fill, on average")
 
     def bones(self, arm: Any) -> list[str]:
         return [pb.name for pb in arm.pose.bones]
@@ -252,9 +241,7 @@ class _InfillBase(_ServerOperator):
         arm = bpy.data.objects[self._state["armature"]]
         feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
-        reduce = None if self.keys == "EVERY_FRAME" else {
-            "max_cm": float(self.max_error), "mean_cm": float(self.mean_error),
-            "cm_per_unit": 100.0 / rig_units_per_metre(arm, _hips_bone(arm, rig["bones"]))}
+        reduce = self.reduce_options(100.0 / rig_units_per_metre(arm, _hips_bone(arm, rig["bones"])))
         stats: dict[str, float] = {}
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
@@ -281,13 +268,9 @@ class _InfillBase(_ServerOperator):
                                                       for seg in content.get("segments") or []) else ""
         plants = [seg["plant"] for seg in content.get("segments") or [] if seg.get("plant")]
         planted = f"; feet planted on {sum(p['frames'] for p in plants)} frames" if plants else ""
-        if reduce is None:
-            what = f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
-        else:
-            what = (f"filled {n_gaps} gap(s) on {n_b} bones{root}{with_obj}: wrote {written:,} keys (every frame: "
-                    f"{int(stats.get('every_frame', 0)):,}), within {stats.get('max_cm', 0.0):.2g} cm (your keys kept)"
-                    f"{more}")
-        return (f"{what}"
+        what = (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj}" if reduce is None else
+                f"filled {n_gaps} gap(s) on {n_b} bones{root}{with_obj}: {keyreduce.report(written, stats)}")
+        return (f"{what} (your keys kept){more}"
                 f"{learnt}{planted}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped)
                 + rates.rate_message([seg.get("rate") for seg in content.get("segments") or []]))
 

@@ -23,6 +23,9 @@ from . import rigclip, rigmap
 from .feet_report import rig_positions
 
 MAX_CM, MEAN_CM = 0.5, 0.1   # the defaults of the operators' Max Error / Mean Error
+KEYS = [("REDUCED", "Reduced", "The fewest keys, with handles to shape, that hold the fill within Max / Mean Error of "
+                             "the world joint positions"),
+        ("EVERY_FRAME", "Every Frame", "A key on every filled frame (a baked curve)")]   # the operators' Keys
 TIGHTEN = 6                  # halvings of a gap's tolerance before it is keyed on every frame
 MIN_REACH = 0.2              # a bone with nothing below it (hands, head, toes) counts as reaching this far (x max reach)
 
@@ -99,8 +102,8 @@ def evaluate(keys: dict[str, np.ndarray], values: np.ndarray, todo: np.ndarray, 
     for s, e in runs(todo):
         sel = (keys["frames"] >= frames[s]) & (keys["frames"] <= frames[e - 1])
         if sel.any():
-            out[s:e] = keyfit.bezier_evaluate(*(keys[k][sel] for k in ("frames", "values", "lx", "ly", "rx", "ry")),
-                                              frames[s:e])
+            k = {c: keys[c][sel] for c in ("frames", "values", "lx", "ly", "rx", "ry")}
+            out[s:e] = keyfit.bezier_evaluate(k["frames"], k["values"], k["lx"], k["ly"], k["rx"], k["ry"], frames[s:e])
     return out
 
 
@@ -179,6 +182,12 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
             written += c.keys[i]["frames"].size
             every += int(c.todo.sum())
     return Plan(channels, written, every, max_seen, sum_err / max(n_err, 1), n_err)
+
+
+def report(written: int, stats: dict[str, float]) -> str:
+    """What a Reduced write says: "wrote 1,240 keys (every frame: 11,880), within 0.5 cm"."""
+    return (f"wrote {written:,} keys (every frame: {int(stats.get('every_frame', 0)):,}), within "
+            f"{stats.get('max_cm', 0.0):.2g} cm")
 
 
 def _mask(T: int, span: slice) -> np.ndarray:

@@ -118,6 +118,26 @@ def snapshot_one(fc) -> dict:
     return {"co": co.reshape(-1, 2), "type": t}
 
 
+def kp_enum(obj, prop: str, item: str) -> int:
+    fc = next(iter(fcurves_of(obj)))
+    return int(fc.keyframe_points[0].bl_rna.properties[prop].enum_items[item].value)
+
+
+def shape_handles(obj, frames) -> int:
+    """The animator shapes the handles of their keys on ``frames`` (FREE, pulled off the auto positions), as in the
+    Graph Editor. Returns the keys shaped."""
+    n = 0
+    for fc in fcurves_of(obj):
+        for kp in fc.keyframe_points:
+            if round(kp.co[0]) in frames and kp.type != "GENERATED":
+                kp.handle_left_type = kp.handle_right_type = "FREE"
+                kp.handle_left = (kp.co[0] - 0.4, kp.co[1] - 0.01)
+                kp.handle_right = (kp.co[0] + 0.3, kp.co[1] + 0.02)
+                n += 1
+        fc.update()
+    return n
+
+
 def key_a_pose(obj, frame: int, turn_bone: str) -> None:
     """The animator keys the whole pose on ``frame`` (inside a gap), one bone turned by 0.3 rad first."""
     bpy.context.scene.frame_set(frame)
@@ -186,6 +206,7 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
         a, b = gaps[0]
         g = (a + b) // 2
         key_a_pose(obj, g, clip["edit"])
+        shaped = shape_handles(obj, (a - 1, g, b + 1))
         mine = snapshot(obj)
         old_gen = {k: r["co"][(r["type"] == gen) & (r["co"][:, 0] >= a) & (r["co"][:, 0] <= b)] for k, r in mine.items()}
         info["report_again_dense"] = infill(lo, hi, "EVERY_FRAME")
@@ -202,20 +223,20 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
                                                         v["co"][v["type"] != gen]) for k, v in mine.items())
         info["again_user_enums_kept"] = all(np.array_equal(again[k][f][again[k]["type"] != gen], v[f][v["type"] != gen])
                                             for k, v in mine.items() for f in ENUMS)
-        # handle positions: Blender recomputes an Auto Clamped key's handles from its neighbours; those that moved,
-        # and whether each has a neighbour that is a key of ours (a refilled frame)
-        moved, beside_ours = 0, 0
+        # handle positions: the ones the animator shaped (FREE, beside the gap and on the new key) exactly as they
+        # were; the others moved only where Blender computes them (Auto Clamped: from their neighbours)
+        free = int(kp_enum(obj, "handle_left_type", "FREE"))
+        moved, moved_auto, shaped_kept = 0, 0, 0
         for k, v in mine.items():
             r = again[k]
             u_old, u_new = v["type"] != gen, r["type"] != gen
-            diff = np.flatnonzero((v["handle_left"][u_old] != r["handle_left"][u_new]).any(1)
-                                  | (v["handle_right"][u_old] != r["handle_right"][u_new]).any(1))
-            where = np.flatnonzero(u_new)[diff]
-            moved += diff.size
-            for i in where:
-                near = [j for j in (i - 1, i + 1) if 0 <= j < r["type"].size]
-                beside_ours += int(any(r["type"][j] == gen for j in near))
-        info.update(again_user_handles_moved=moved, again_user_handles_moved_beside_ours=beside_ours)
+            diff = (v["handle_left"][u_old] != r["handle_left"][u_new]).any(1) | \
+                (v["handle_right"][u_old] != r["handle_right"][u_new]).any(1)
+            moved += int(diff.sum())
+            moved_auto += int((diff & (v["handle_left_type"][u_old] != free)).sum())
+            shaped_kept += int((~diff & (v["handle_left_type"][u_old] == free)).sum())
+        info.update(again_user_handles_moved=moved, again_user_handles_moved_auto=moved_auto,
+                    again_user_shaped=shaped, again_user_shaped_kept=shaped_kept)
         fresh, total, doubled = 0, 0, 0
         for k, r in again.items():   # each GENERATED key of the gap holds the new fill's value on its frame: none stale
             sel = (r["type"] == gen) & (r["co"][:, 0] >= a) & (r["co"][:, 0] <= b)

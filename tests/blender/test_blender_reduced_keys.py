@@ -7,9 +7,11 @@
    tests/blender/reduced_keys.py): keys written / every frame <= 0.25; world joint positions of Blender's reduced
    curve against its every-frame curve within 0.5 cm (0.1 cm on average); no jerkier; the error against the
    deleted truth within 1% of the every-frame fill's; the report says what was written. Editing: one reduced key
-   moved changes Blender's curve only between that key's neighbours; a pose keyed inside a gap and the gaps filled
-   again: every GENERATED key of that gap holds the new fill's value (none stale, none doubled), the new fill meets
-   the key, the animator's keys (the new one among them) exactly as they were."""
+   moved changes Blender's curve only between that key's neighbours; a pose keyed inside a gap, the handles of the
+   keys beside the gap and of the new one shaped (FREE), and the gaps filled again: every GENERATED key of that gap
+   holds the new fill's value (none stale, none doubled), the new fill meets the key, the animator's keys (the new
+   one among them) as they were: frames, values, types, shaped handles byte for byte; only Auto Clamped handles
+   move, as Blender computes them from their neighbours."""
 from __future__ import annotations
 
 import json
@@ -133,9 +135,11 @@ def test_reduced_keys_edit_as_an_animator_expects(lafan_run):
     assert (before[changed, 0] > mv["prev"]).all() and (before[changed, 0] < mv["next"]).all(), mv["curve"]
     # a pose keyed inside the first gap, the gaps filled again
     # the animator's keys (the new one among them): frames, values, key types, interpolation, handle types and
-    # easing as they were; the handles Blender recomputes (Auto Clamped) moved only where a neighbour is ours
+    # easing as they were; the handles they shaped (FREE: beside the gap and on the new key) byte for byte; only
+    # Auto Clamped handles moved (Blender computes those from their neighbours, as it does for Every Frame)
     assert info["again_user_co_kept"] and info["again_user_enums_kept"], "the animator's keys changed"
-    assert info["again_user_handles_moved"] == info["again_user_handles_moved_beside_ours"], info
+    assert info["again_user_shaped"] > 0 and info["again_user_shaped_kept"] == info["again_user_shaped"], info
+    assert info["again_user_handles_moved"] == info["again_user_handles_moved_auto"], info
     assert info["again_keys"] > 0 and info["again_fresh"] == info["again_keys"], info   # none stale
     assert info["again_doubled"] == 0
     g0, g = clip["gaps"][0][0], info["again_frame"]

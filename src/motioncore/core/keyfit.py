@@ -44,8 +44,7 @@ def bezier_evaluate(kx: np.ndarray, ky: np.ndarray, lx: np.ndarray, ly: np.ndarr
                     frames: np.ndarray) -> np.ndarray:
     """One Bezier F-curve with the handles given, at ``frames`` (F,) -> (F,): keys (kx, ky) (K,), left handles
     (lx, ly), right handles (rx, ry). Frames outside the keys hold the end values (constant extrapolation)."""
-    kx, ky = np.asarray(kx, np.float64), np.asarray(ky, np.float64)
-    lx, ly, rx, ry = (np.asarray(a, np.float64) for a in (lx, ly, rx, ry))
+    kx, ky, lx, ly, rx, ry = (np.asarray(a, np.float64) for a in (kx, ky, lx, ly, rx, ry))
     f = np.asarray(frames, np.float64)
     if kx.ndim != 1 or kx.size < 1 or not (np.diff(kx) > 0).all():
         raise ValueError(f"keys: need increasing frames (K>=1,), got {kx}")
