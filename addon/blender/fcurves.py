@@ -378,34 +378,33 @@ def write_reduced(obj: Any, path: str, frames: np.ndarray, keys: Sequence[dict[s
         k = keys[i]
         user = old[0][~old[2]]
         skip = np.isin(np.round(k["frames"]), np.round(user))
-        kp = fc.keyframe_points
         new = {c: k[c][~skip] for c in ("frames", "values", "lx", "ly", "rx", "ry")}
-        for f, v in zip(new["frames"].tolist(), new["values"].tolist(), strict=True):
-            kp.insert(f, v, options={"FAST"}, keyframe_type=GENERATED)   # no handle update: set below, in bulk
-        if new["frames"].size:
-            _set_handles(kp, new)
+        if new["frames"].size:   # appended, set in bulk, sorted by update(): keyframe_points.insert (even FAST)
+            _append(fc.keyframe_points, new)   # shortens its neighbours' handles, the animator's shaped ones too
             n += int(new["frames"].size)
         fc.update()
     return n
 
 
-def _set_handles(kp: Any, new: dict[str, np.ndarray]) -> None:
-    """The keys of ``kp`` on ``new["frames"]``: Bezier, ALIGNED handles at (lx, ly) and (rx, ry), all in bulk
-    (``foreach_set`` recomputes no handle: a handle set key by key is realigned against its neighbours' stale ones)."""
-    m = len(kp)
-    co = np.empty(2 * m, np.float32)
-    kp.foreach_get("co", co)
-    at = np.searchsorted(co[0::2], np.asarray(new["frames"], np.float32))
-    for side, (x, y) in (("handle_left", ("lx", "ly")), ("handle_right", ("rx", "ry"))):
-        h = np.empty(2 * m, np.float32)
-        kp.foreach_get(side, h)
-        h[2 * at], h[2 * at + 1] = new[x], new[y]
-        kp.foreach_set(side, h)
+def _append(kp: Any, new: dict[str, np.ndarray]) -> None:
+    """Append keys at ``new["frames"]`` with ``new["values"]``: GENERATED, Bezier, ALIGNED handles at (lx, ly) and
+    (rx, ry), all in bulk (``foreach_set`` recomputes no handle, and a handle set key by key is realigned against its
+    neighbours' stale ones); the keys before them are written back as they were read."""
+    n_old, m = len(kp), int(new["frames"].size)
+    kp.add(m)
+    tail = slice(n_old, n_old + m)
+    for attr, (x, y) in (("co", ("frames", "values")), ("handle_left", ("lx", "ly")), ("handle_right", ("rx", "ry"))):
+        a = np.empty(2 * (n_old + m), np.float32)
+        kp.foreach_get(attr, a)
+        a = a.reshape(-1, 2)
+        a[tail, 0], a[tail, 1] = new[x], new[y]
+        kp.foreach_set(attr, a.ravel())
     rna = kp[0].bl_rna.properties
-    for prop, item in (("handle_left_type", "ALIGNED"), ("handle_right_type", "ALIGNED"), ("interpolation", "BEZIER")):
-        t = np.empty(m, np.int32)
+    for prop, item in (("type", GENERATED), ("handle_left_type", "ALIGNED"), ("handle_right_type", "ALIGNED"),
+                       ("interpolation", "BEZIER")):
+        t = np.empty(n_old + m, np.int32)
         kp.foreach_get(prop, t)
-        t[at] = int(rna[prop].enum_items[item].value)
+        t[tail] = int(rna[prop].enum_items[item].value)
         kp.foreach_set(prop, t)
 
 

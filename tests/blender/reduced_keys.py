@@ -226,6 +226,23 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
         # handle positions: the ones the animator shaped (FREE, beside the gap and on the new key) exactly as they
         # were; the others moved only where Blender computes them (Auto Clamped: from their neighbours)
         free = int(kp_enum(obj, "handle_left_type", "FREE"))
+        info["again_shaped_examples"] = []
+        for label, snap2 in (("every_frame", dense2), ("reduced", again)):
+            kept = 0
+            for k, v in mine.items():
+                r = snap2[k]
+                u_old, u_new = v["type"] != gen, r["type"] != gen
+                sh = v["handle_left_type"][u_old] == free
+                same = ~((v["handle_left"][u_old] != r["handle_left"][u_new]).any(1)
+                         | (v["handle_right"][u_old] != r["handle_right"][u_new]).any(1))
+                kept += int((sh & same).sum())
+                for i in np.flatnonzero(sh & ~same)[:1]:
+                    if len(info["again_shaped_examples"]) < 6:
+                        info["again_shaped_examples"].append(
+                            [label, k[0], k[1], v["co"][u_old][i].tolist(), v["handle_left"][u_old][i].tolist(),
+                             r["handle_left"][u_new][i].tolist(), v["handle_right"][u_old][i].tolist(),
+                             r["handle_right"][u_new][i].tolist(), int(r["handle_left_type"][u_new][i])])
+            info[f"again_shaped_kept_{label}"] = kept
         moved, moved_auto, shaped_kept = 0, 0, 0
         for k, v in mine.items():
             r = again[k]
