@@ -121,8 +121,12 @@ def write_keys(fcurve: Any, frames: Sequence[float] | np.ndarray, values: Sequen
             co = np.empty(2 * n_old, np.float32)
             co[0::2], co[1::2] = old_f, plan.values
             kp.foreach_set("co", co)
+        held = [np.empty(2 * n_old, np.float32) for _ in range(2)]
+        kp.foreach_get("handle_left", held[0])
+        kp.foreach_get("handle_right", held[1])
         for f, v in zip(plan.new_frames.tolist(), plan.new_values.tolist(), strict=True):
             kp.insert(f, v, options={"FAST"}, keyframe_type=key_type)
+        _restore_handles(kp, old_f, held)
     else:
         if n_new:
             kp.add(n_new)
@@ -134,6 +138,21 @@ def write_keys(fcurve: Any, frames: Sequence[float] | np.ndarray, values: Sequen
             _set_key_types(kp, n_old, key_type)
     fcurve.update()   # sorts keys (already in order here) and recomputes handles
     return plan
+
+
+def _restore_handles(kp: Any, frames: np.ndarray, held: list[np.ndarray]) -> None:
+    """Put back the handles (left, right: ``held``, as read before) of the keys on ``frames``: ``insert``, even FAST,
+    shortens its neighbours' handles, the animator's shaped ones too (`update` recomputes the automatic ones)."""
+    m = len(kp)
+    co = np.empty(2 * m, np.float32)
+    kp.foreach_get("co", co)
+    at = np.searchsorted(co[0::2], np.asarray(frames, np.float32))
+    for attr, h in zip(("handle_left", "handle_right"), held, strict=True):
+        a = np.empty(2 * m, np.float32)
+        kp.foreach_get(attr, a)
+        a = a.reshape(-1, 2)
+        a[at] = h.reshape(-1, 2)
+        kp.foreach_set(attr, a.ravel())
 
 
 def _enum_value(kp: Any, identifier: str) -> int:

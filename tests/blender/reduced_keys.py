@@ -11,7 +11,8 @@ as the animator's), In-fill once over the gaps' range with Keys = Every Frame, t
 request: the add-on's reply cache answers it). Counted: GENERATED keys after each; evaluated (pose-bone matrices,
 armature space): NAME/truth, NAME/dense, NAME/reduced on the gap frames, NAME/j_* on the gaps and 3 frames either side.
 With "edit": one reduced key moved (Blender's curve before and after), then the pose keyed inside the first gap
-(one bone turned) and the gaps filled again (Every Frame, then Reduced), the animator's keys compared.
+(one bone turned), the handles beside that gap shaped, and the gaps filled again (Every Frame, then Reduced, then one
+undo), the animator's keys compared.
 """
 from __future__ import annotations
 
@@ -157,6 +158,7 @@ def key_a_pose(obj, frame: int, turn_bone: str) -> None:
 def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
     name = clip["name"]
     obj = import_clip(clip, tmp)
+    obj_name = obj.name
     gaps = [tuple(g) for g in clip["gaps"]]
     frames = np.concatenate([np.arange(a, b + 1) for a, b in gaps])
     lo_all, hi_all = (int(round(v)) for v in obj.animation_data.action.frame_range)
@@ -212,9 +214,14 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
         info["report_again_dense"] = infill(lo, hi, "EVERY_FRAME")
         dense2 = snapshot(obj)
         arrays[f"{name}/again_dense"] = evaluate(obj, np.arange(a, b + 1))
+        bpy.ops.ed.undo_push(message="before the reduced fill")
         info["report_again"] = infill(lo, hi, "REDUCED")
         again = snapshot(obj)
         arrays[f"{name}/again"] = evaluate(obj, np.arange(a, b + 1))
+        bpy.ops.ed.undo()   # one Ctrl+Z: the reduced fill gone, the curves as before it
+        undone = snapshot(bpy.data.objects[obj_name])
+        info["undo_restores"] = undone.keys() == dense2.keys() and all(
+            np.array_equal(undone[k][f], v[f]) for k, v in dense2.items() for f in (*FIELDS, *ENUMS))
         info["again_frame"] = g
         # the animator's keys (the new pose key among them), every float and enum as it was
         info["again_user_kept"] = all(np.array_equal(again[k][f][again[k]["type"] != gen], v[f][v["type"] != gen])
