@@ -15,7 +15,7 @@ import numpy as np
 from ..core import keyreduce, keys, rigclip, rigmap
 from ..vendor import gaps
 from ..vendor.quat_np import matrix_to_quat
-from . import fcurves
+from . import fcurves, keywrite
 
 
 def _path(bone: str, prop: str) -> str:
@@ -248,7 +248,7 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
         p = keyreduce.plan(rig, frames, raws, chans, float(reduce["max_cm"]), float(reduce["mean_cm"]),
                            float(reduce.get("cm_per_unit", 1.0)))
         for c in chans:
-            written += fcurves.write_reduced(arm, c.path, frames[c.todo], c.keys, group=c.group,
+            written += keywrite.write_reduced(arm, c.path, frames[c.todo], c.keys, group=c.group,
                                              cache=rig.get("keys"))
         figures = {"max_cm": p.max_cm, "sum_cm": p.mean_cm * p.checked, "n_cm": p.checked}
     if stats is not None:
