@@ -219,7 +219,8 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
         again = snapshot(obj)
         arrays[f"{name}/again"] = evaluate(obj, np.arange(a, b + 1))
         bpy.ops.ed.undo()   # one Ctrl+Z: the reduced fill gone, the curves as before it
-        undone = snapshot(bpy.data.objects[obj_name])
+        obj = bpy.data.objects[obj_name]   # undo reloads the data: the old reference is gone
+        undone = snapshot(obj)
         info["undo_restores"] = undone.keys() == dense2.keys() and all(
             np.array_equal(undone[k][f], v[f]) for k, v in dense2.items() for f in (*FIELDS, *ENUMS))
         info["again_frame"] = g
