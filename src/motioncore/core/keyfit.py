@@ -103,21 +103,20 @@ def fit_slopes(values: np.ndarray, idx: np.ndarray, weights: np.ndarray | None =
     that the third-handle Bezier through the keys' values holds ``values`` on every frame (``weights`` (n,) per
     frame, default `edge_weights`); each slope pulled weakly (``REG``) towards the fill's central difference (keys
     without frames between them)."""
-    y = np.asarray(values, np.float64)
+    return _fit(np.asarray(values, np.float64), idx, weights)[0]
+
+
+def _fit(y: np.ndarray, idx: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(slopes (K,), the fitted curve (n,)) of `fit_slopes`, the Hermite basis computed once for both."""
     n, K = y.size, idx.size
     w = edge_weights(n) if weights is None else np.asarray(weights, np.float64)
     k, wy, wm0, wm1 = _basis(n, idx)
-    r = y - (wy[:, 0] * y[idx[k]] + wy[:, 1] * y[idx[k + 1]])
-    sw = np.sqrt(w)
-    r, wm0, wm1 = r * sw, wm0 * sw, wm1 * sw
-    A = np.zeros((K, K))
-    b = np.zeros(K)
-    np.add.at(A, (k, k), wm0 * wm0)
-    np.add.at(A, (k + 1, k + 1), wm1 * wm1)
-    np.add.at(A, (k, k + 1), wm0 * wm1)
-    np.add.at(A, (k + 1, k), wm0 * wm1)
-    np.add.at(b, k, wm0 * r)
-    np.add.at(b, k + 1, wm1 * r)
+    base = wy[:, 0] * y[idx[k]] + wy[:, 1] * y[idx[k + 1]]
+    r = (y - base) * w
+    d0 = np.bincount(k, wm0 * wm0 * w, K) + np.bincount(k + 1, wm1 * wm1 * w, K)
+    off = np.bincount(k, wm0 * wm1 * w, K - 1)
+    A = np.diag(d0) + np.diag(off, 1) + np.diag(off, -1)
+    b = np.bincount(k, wm0 * r, K) + np.bincount(k + 1, wm1 * r, K)
     if K > 2 and SMOOTH > 0:   # second-derivative jumps at the inner keys: C2 where the fill allows
         h = np.diff(idx).astype(np.float64)
         ha, hb = h[:-1], h[1:]
@@ -137,7 +136,8 @@ def fit_slopes(values: np.ndarray, idx: np.ndarray, weights: np.ndarray | None =
     scale = max(float(np.trace(A)) / K, 1.0) * REG
     A[np.diag_indices(K)] += scale
     b += scale * g[idx]
-    return np.linalg.solve(A, b)
+    m = np.linalg.solve(A, b)
+    return m, base + wm0 * m[k] + wm1 * m[k + 1]
 
 
 def hermite_values(values: np.ndarray, idx: np.ndarray, slopes: np.ndarray) -> np.ndarray:
@@ -164,8 +164,8 @@ def fit_span(values: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         return np.arange(n), (np.gradient(y) if n == 2 else np.zeros(n))
     idx = np.array([0, n - 1])
     while True:
-        m = fit_slopes(y, idx)
-        err = np.abs(hermite_values(y, idx, m) - y)
+        m, fitted = _fit(y, idx)
+        err = np.abs(fitted - y)
         worst = int(np.argmax(err))
         if err[worst] <= tol or idx.size == n:
             break
@@ -183,8 +183,8 @@ def _prune(y: np.ndarray, idx: np.ndarray, tol: float) -> tuple[np.ndarray, np.n
     """Drop inner keys of ``idx`` while the fit of ``y`` stays within ``tol``: each inner key is tried once, those
     whose removal alone leaves the smallest worst miss first."""
     def worst(j: np.ndarray) -> tuple[float, np.ndarray]:
-        m = fit_slopes(y, j)
-        return float(np.abs(hermite_values(y, j, m) - y).max()), m
+        m, fitted = _fit(y, j)
+        return float(np.abs(fitted - y).max()), m
 
     miss = [worst(np.delete(idx, i))[0] for i in range(1, idx.size - 1)]
     for f in [int(idx[i + 1]) for i in np.argsort(miss, kind="stable")]:
