@@ -38,6 +38,7 @@ VENDORED = (
     "wire/jsonwire.py",    # its header JSON (msgspec or stdlib)
     "wire/client.py",      # the server client (Client methods, connection files)
     "core/fcurve.py",      # Blender's F-curve Bezier in numpy: the add-on evaluates your keys' curves with it
+    "core/keyfit.py",      # the fewest Bezier keys that hold a fill: the add-on's Keys = Reduced
     "core/quat_np.py",     # WXYZ quaternions in numpy
     "core/axes.py",        # Y-up <-> Z-up
     "core/gaps.py",        # gaps, the windows around them, whole-frame masks: one rule for library and add-on

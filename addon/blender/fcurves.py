@@ -121,8 +121,12 @@ def write_keys(fcurve: Any, frames: Sequence[float] | np.ndarray, values: Sequen
             co = np.empty(2 * n_old, np.float32)
             co[0::2], co[1::2] = old_f, plan.values
             kp.foreach_set("co", co)
+        held = [np.empty(2 * n_old, np.float32) for _ in range(2)]
+        kp.foreach_get("handle_left", held[0])
+        kp.foreach_get("handle_right", held[1])
         for f, v in zip(plan.new_frames.tolist(), plan.new_values.tolist(), strict=True):
             kp.insert(f, v, options={"FAST"}, keyframe_type=key_type)
+        _restore_handles(kp, old_f, held)
     else:
         if n_new:
             kp.add(n_new)
@@ -134,6 +138,21 @@ def write_keys(fcurve: Any, frames: Sequence[float] | np.ndarray, values: Sequen
             _set_key_types(kp, n_old, key_type)
     fcurve.update()   # sorts keys (already in order here) and recomputes handles
     return plan
+
+
+def _restore_handles(kp: Any, frames: np.ndarray, held: list[np.ndarray]) -> None:
+    """Put back the handles (left, right: ``held``, as read before) of the keys on ``frames``: ``insert``, even FAST,
+    shortens its neighbours' handles, the animator's shaped ones too (`update` recomputes the automatic ones)."""
+    m = len(kp)
+    co = np.empty(2 * m, np.float32)
+    kp.foreach_get("co", co)
+    at = np.searchsorted(co[0::2], np.asarray(frames, np.float32))
+    for attr, h in zip(("handle_left", "handle_right"), held, strict=True):
+        a = np.empty(2 * m, np.float32)
+        kp.foreach_get(attr, a)
+        a = a.reshape(-1, 2)
+        a[at] = h.reshape(-1, 2)
+        kp.foreach_set(attr, a.ravel())
 
 
 def _enum_value(kp: Any, identifier: str) -> int:
@@ -409,8 +428,32 @@ def evaluate(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[flo
     return out
 
 
+def auto_generated(fcurve: Any, frames: np.ndarray) -> None:
+    """Our GENERATED keys on ``frames`` back to Auto Clamped handles (a Reduced fill's ALIGNED handles, when Every
+    Frame writes over it)."""
+    kp = fcurve.keyframe_points
+    n = len(kp)
+    if not n:
+        return
+    f, _, gen = read_keys(fcurve)
+    sel = gen & np.isin(np.round(f), np.round(np.asarray(frames, np.float64)))
+    if not sel.any():
+        return
+    auto = int(kp[0].bl_rna.properties["handle_left_type"].enum_items["AUTO_CLAMPED"].value)
+    changed = False
+    for side in ("handle_left_type", "handle_right_type"):
+        t = np.empty(n, np.int32)
+        kp.foreach_get(side, t)
+        if (t[sel] != auto).any():
+            t[sel] = auto
+            kp.foreach_set(side, t)
+            changed = True
+    if changed:
+        fcurve.update()
+
+
 def write_channels(obj: Any, path: str, frames: np.ndarray, values: np.ndarray, group: str,
-                   cache: KeyCache | None = None) -> int:
+                   cache: KeyCache | None = None, auto_handles: bool = False) -> int:
     """Write (T, n) ``values`` at ``frames`` on the n channels of ``path`` (merge rule of :mod:`.keys`);
     returns the keys written (added, or our GENERATED keys refreshed). ``cache``: keys read earlier in the
     same call (`cached_keys`); the entries written are dropped from it."""
@@ -422,4 +465,6 @@ def write_channels(obj: Any, path: str, frames: np.ndarray, values: np.ndarray, 
     for i, fc in enumerate(fcs):
         plan = write_keys(fc, frames, values[:, i], old=None if cache is None else cache.pop((path, i), None))
         n += plan.new_frames.size + plan.refreshed
+        if auto_handles and plan.refreshed:
+            auto_generated(fc, frames)
     return n

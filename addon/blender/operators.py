@@ -9,14 +9,14 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ..core import connect, keys, quality, rates, requests, rigmap
+from ..core import connect, keyreduce, keys, quality, rates, requests, rigmap
 from ..core.feet_report import report_feet
 from ..core.gate_report import adapt_message, gate_message
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
 from . import fcurves
 from .modal import _ServerOperator, client_factory, worker
-from .props import bone_map, preferences, scene, settings
+from .props import KeysOptions, bone_map, preferences, scene, settings
 from .rigio import infill_segments, object_track, read_pose, read_rig, write_rotations_in_mode, write_segment
 from .scene_read import (
     _armature,
@@ -145,7 +145,7 @@ def fingerprint(*parts: Any) -> str:
     return h.hexdigest()
 
 
-class _InfillBase(_ServerOperator):
+class _InfillBase(KeysOptions, _ServerOperator):
     """Shared by the two in-fill operators (Blender forbids subclassing a registered operator class).
 
     The options are operator properties, so after a run the Adjust Last Operation panel (F9) shows
@@ -246,10 +246,12 @@ class _InfillBase(_ServerOperator):
         arm = bpy.data.objects[self._state["armature"]]
         feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
+        reduce = self.reduce_options(100.0 / rig_units_per_metre(arm, _hips_bone(arm, rig["bones"])))
+        stats: dict[str, float] = {}
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
                 g = {**g, "known_sent": np.asarray(arrays[f"known.{i}"], bool)}
-            n, names = write_segment(arm, rig, g, outs[i][pick], arrays[f"root.{i}"][pick], unmapped)
+            n, names = write_segment(arm, rig, g, outs[i][pick], arrays[f"root.{i}"][pick], unmapped, reduce, stats)
             written += n
             bones_written |= names
         settings_used = [f"temperature {float(self.temperature):g}"] if self.temperature else []
@@ -271,7 +273,9 @@ class _InfillBase(_ServerOperator):
                                                       for seg in content.get("segments") or []) else ""
         plants = [seg["plant"] for seg in content.get("segments") or [] if seg.get("plant")]
         planted = f"; feet planted on {sum(p['frames'] for p in plants)} frames" if plants else ""
-        return (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj} (your keys kept){more}"
+        what = (f"filled {written} keys on {n_b} bones{root} in {n_gaps} gap(s){with_obj}" if reduce is None else
+                f"filled {n_gaps} gap(s) on {n_b} bones{root}{with_obj}: {keyreduce.report(written, stats)}")
+        return (f"{what} (your keys kept){more}"
                 f"{learnt}{planted}{gate}{feet}" + _not_filled(rig["bones"], bones_written, unmapped)
                 + rates.rate_message([seg.get("rate") for seg in content.get("segments") or []]))
 

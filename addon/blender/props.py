@@ -14,6 +14,7 @@ from bpy.props import (
     StringProperty,
 )
 
+from ..core import keyreduce
 from ..core.rigmap import PRESETS
 
 _PRESET_ITEMS = [("AUTO", "Auto", "Detect the naming scheme from the bone names")] + [
@@ -54,6 +55,23 @@ class MotioncoreBoneMapItem(bpy.types.PropertyGroup):
 
     joint: StringProperty(name="Model Joint", default="")  # type: ignore[valid-type]
     bone: StringProperty(name="Bone", default="", description="The rig bone (empty: unmapped)")  # type: ignore[valid-type]
+
+
+class KeysOptions:
+    """Keys = Reduced | Every Frame and the tolerance, for the operators that write a filled span (In-fill, In-fill
+    Hands): their Adjust Last Operation panel (F9) shows them."""
+
+    keys: EnumProperty(name="Keys", default="REDUCED", items=keyreduce.KEYS)  # type: ignore[valid-type]
+    max_error: FloatProperty(name="Max Error (cm)", default=keyreduce.MAX_CM, min=0.001,  # type: ignore[valid-type]
+                             description="Reduced keys: how far any joint may move from the every-frame fill")
+    mean_error: FloatProperty(name="Mean Error (cm)", default=keyreduce.MEAN_CM, min=0.001,  # type: ignore[valid-type]
+                              description="Reduced keys: how far the joints may move on average")
+
+    def reduce_options(self, cm_per_unit: float) -> dict[str, float] | None:
+        """`rigio.write_segment`'s ``reduce``: None for Every Frame."""
+        if self.keys == "EVERY_FRAME":
+            return None
+        return {"max_cm": float(self.max_error), "mean_cm": float(self.mean_error), "cm_per_unit": cm_per_unit}
 
 
 class MotioncoreSceneSettings(bpy.types.PropertyGroup):

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core import keys, rigclip, rigmap
+from ..core import keyreduce, keys, rigclip, rigmap
 from ..vendor import gaps
 from ..vendor.quat_np import matrix_to_quat
-from . import fcurves
+from . import fcurves, keywrite
 
 
 def _path(bone: str, prop: str) -> str:
@@ -214,14 +214,21 @@ def object_track(arm: Any, obj: Any, rig: dict[str, Any], frames: np.ndarray, sc
 
 
 def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndarray, root: np.ndarray,
-                  unmapped: set[str]) -> tuple[int, set[str]]:
+                  unmapped: set[str], reduce: dict[str, float] | None = None,
+                  stats: dict[str, float] | None = None) -> tuple[int, set[str]]:
     """Write one window's answer: (T, B, 4) model rotations for the unknown elements of each bone (in the
     bone's mode, continuous with the frame before), and the root (T, 3) where it came from. Returns
-    (keys written, bone names written, plus "root")."""
+    (keys written, bone names written, plus "root").
+
+    ``reduce`` (Keys = Reduced): {"max_cm", "mean_cm", "cm_per_unit"}: each filled span is written as the fewest
+    keys with ALIGNED handles that keep the world joint positions within ``max_cm`` (``mean_cm`` on average) of
+    the every-frame fill (`core.keyreduce`); None: a key on every filled frame. ``stats`` (a dict) is given
+    "every_frame" (the keys an every-frame fill writes) and "max_cm", "sum_cm", "n_cm" (the check's figures)."""
     frames, known = seg["frames"], seg.get("known_sent", seg["known"])
     names: set[str] = set()
-    written = 0
     final: dict[str, np.ndarray] = {}
+    chans: list[keyreduce.Channel] = []
+    raws: list[np.ndarray] = []
     for j, bone in enumerate(rig["bones"]):
         mode = rig["modes"][j]
         cur = np.array(seg["raw"][j], np.float64)
@@ -231,23 +238,40 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
             for s, e in gaps.runs(todo):
                 prev = cur[s - 1] if s > 0 else cur[s]
                 cur[s:e] = rigclip.from_quat(rq[s:e], mode, prev)
-            path = _path(bone, rigclip.CHANNELS[mode][0])
-            written += fcurves.write_channels(arm, path, frames[todo], cur[todo], group=bone, cache=rig.get("keys"))
+            chans.append(keyreduce.Channel(_path(bone, rigclip.CHANNELS[mode][0]), bone, cur, todo, j, mode))
             names.add(bone)
         final[bone] = rigclip.to_quat(cur, mode)
+        raws.append(cur)
     todo = ~known[:, -1]
     if todo.any() and rig["chain"] and (rig["root_on_bone"] or rig["root_on_object"]):
         locs, qs, off = _chain_channels(arm, rig, frames, final)
         if rig["root_on_bone"]:
             loc = rigclip.root_location(rig["rests"], locs, qs, root, off)
-            written += fcurves.write_channels(arm, _path(rig["root"], "location"), frames[todo], loc[todo],
-                                              group=rig["root"], cache=rig.get("keys"))
+            chans.append(keyreduce.Channel(_path(rig["root"], "location"), rig["root"], loc, todo, -1, "location"))
         else:
             o = rigclip.object_offset_for(rig["rests"], locs, qs, root)
             loc = o @ rig["object_rs"].T
-            written += fcurves.write_channels(arm, "location", frames[todo], loc[todo], group="Object Transforms",
-                                              cache=rig.get("keys"))
+            chans.append(keyreduce.Channel("location", "Object Transforms", loc, todo, -2, "location"))
         names.add("root")
+    every = sum(int(c.todo.sum()) * c.values.shape[1] for c in chans)
+    written = 0
+    if reduce is None:
+        for c in chans:
+            written += fcurves.write_channels(arm, c.path, frames[c.todo], c.values[c.todo], group=c.group,
+                                              cache=rig.get("keys"), auto_handles=True)
+        figures = {"max_cm": 0.0, "sum_cm": 0.0, "n_cm": 0}
+    else:
+        p = keyreduce.plan(rig, frames, raws, chans, float(reduce["max_cm"]), float(reduce["mean_cm"]),
+                           float(reduce.get("cm_per_unit", 1.0)))
+        for c in chans:
+            written += keywrite.write_reduced(arm, c.path, frames[c.todo], c.keys, group=c.group,
+                                             cache=rig.get("keys"))
+        figures = {"max_cm": p.max_cm, "sum_cm": p.mean_cm * p.checked, "n_cm": p.checked}
+    if stats is not None:
+        stats["every_frame"] = stats.get("every_frame", 0) + every
+        stats["max_cm"] = max(stats.get("max_cm", 0.0), figures["max_cm"])
+        stats["sum_cm"] = stats.get("sum_cm", 0.0) + figures["sum_cm"]
+        stats["n_cm"] = stats.get("n_cm", 0) + figures["n_cm"]
     return written, names
 
 

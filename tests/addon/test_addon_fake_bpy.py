@@ -93,6 +93,8 @@ def test_infill_operator_fills_every_frame_keeps_user_keys_and_caches_variations
         fakebpy.key_pose(arm, f, pose)
     op = ops.MOTIONCORE_OT_infill()
     assert op.variations == 1 and op.order == "bisection" and op.temperature == 0.0   # defaults from annotations
+    assert op.keys == "REDUCED" and op.max_error == 0.5 and op.mean_error == 0.1
+    op.keys = "EVERY_FRAME"   # a key on every filled frame (Reduced: tests/blender/test_blender_reduced_keys.py)
     assert op.execute(ctx(arm)) == {"FINISHED"}, op.reports
     ch = _channels(arm)
     for b, _ in BANDAI12:
@@ -104,7 +106,7 @@ def test_infill_operator_fills_every_frame_keeps_user_keys_and_caches_variations
             assert {k.type for k in kp if 1 < k.co[0] < 31} == {"GENERATED"}
     # three variations at temperature 1: each pick writes its sample; switching asks the server nothing
     op = ops.MOTIONCORE_OT_infill()
-    op.variations, op.temperature = 3, 1.0
+    op.variations, op.temperature, op.keys = 3, 1.0, "EVERY_FRAME"
     assert op.execute(ctx(arm)) == {"FINISHED"}, op.reports
     first = [k.co[1] for k in ch[('pose.bones["Spine"].rotation_quaternion', 1)].keyframe_points]
     from motioncore.wire.client import Client

@@ -350,7 +350,7 @@ def live_infill(conn: str) -> dict:
     client.Client.call = spy   # every request goes through Client.call (the add-on calls Client methods)
     t = time.perf_counter()
     try:
-        r = bpy.ops.motioncore.infill("EXEC_DEFAULT", True)
+        r = bpy.ops.motioncore.infill("EXEC_DEFAULT", True, keys="EVERY_FRAME")   # Reduced: test_blender_reduced_keys
     finally:
         client.Client.call = orig
     out = {"result": sorted(r), "s": time.perf_counter() - t}

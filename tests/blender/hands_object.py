@@ -93,7 +93,8 @@ def keyed_empty(track: dict):
 
 def hands_infill(**kw) -> str:
     try:
-        bpy.ops.motioncore.hands_infill("EXEC_DEFAULT", True, variations=1, temperature=0.0, **kw)
+        bpy.ops.motioncore.hands_infill("EXEC_DEFAULT", True, variations=1, temperature=0.0,
+                                        **{"keys": "EVERY_FRAME", **kw})   # the fill's own values (parity)
         return bpy.context.scene.motioncore.last_report
     except RuntimeError as e:
         return "ERROR " + str(e).strip()

@@ -160,7 +160,8 @@ def infill(obj, lo: int, hi: int, profile: dict | None = None, **kw) -> tuple[st
         prof.enable()
     t = time.perf_counter()
     try:
-        bpy.ops.motioncore.infill("EXEC_DEFAULT", True, **kw)
+        # a key on every filled frame: these figures are the fill's (Keys = Reduced: reduced_keys.py)
+        bpy.ops.motioncore.infill("EXEC_DEFAULT", True, **{"keys": "EVERY_FRAME", **kw})
         msg = last_report()
     except RuntimeError as e:
         msg = "ERROR " + str(e)

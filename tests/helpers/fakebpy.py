@@ -3,7 +3,8 @@ in milliseconds without Blender (tests/addon/test_addon_fake_bpy.py). Blender 4.
 ``Action.fcurves``, no action slots. Real Blender is covered by tests/blender/test_blender_real.py.
 
 What is faithful: operator properties from (string) annotations with their defaults; f-curves with bulk
-``keyframe_points.add`` / ``foreach_get`` / ``foreach_set`` (``co`` and the ``type`` enum as integers),
+``keyframe_points.add`` / ``insert`` / ``remove`` / ``foreach_get`` / ``foreach_set`` (``co``, the handles, and the
+``type``, handle-type and interpolation enums as integers; handles are stored, not computed),
 ``update`` sorting keys, linear ``evaluate`` per channel (as Blender does, quaternions are not kept
 unit between keys); armatures whose bones have rest rotations (``matrix_local``), heads, parents and
 children; pose bones; scenes with frame and preview ranges and a render fps. Undo and the UI are not.
@@ -17,6 +18,11 @@ from typing import Any
 import numpy as np
 
 KEY_TYPES = {"KEYFRAME": 0, "BREAKDOWN": 1, "MOVING_HOLD": 2, "EXTREME": 3, "JITTER": 4, "GENERATED": 5}
+HANDLE_TYPES = {"FREE": 0, "AUTO": 1, "VECTOR": 2, "ALIGNED": 3, "AUTO_CLAMPED": 4}
+INTERPOLATIONS = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
+ENUMS = {"type": KEY_TYPES, "handle_left_type": HANDLE_TYPES, "handle_right_type": HANDLE_TYPES,
+         "interpolation": INTERPOLATIONS}
+PAIRS = ("co", "handle_left", "handle_right")
 
 
 # ------------------------------------------------------------------------------------------- props
@@ -123,15 +129,17 @@ class _EnumItem:
 
 
 class _RNA:
-    properties = {"type": types.SimpleNamespace(enum_items={k: _EnumItem(v) for k, v in KEY_TYPES.items()})}
+    properties = {a: types.SimpleNamespace(enum_items={k: _EnumItem(v) for k, v in e.items()})
+                  for a, e in ENUMS.items()}
 
 
 class Key:
     bl_rna = _RNA()
 
     def __init__(self) -> None:
-        self.co = (0.0, 0.0)
-        self.type = "KEYFRAME"
+        self.co = self.handle_left = self.handle_right = (0.0, 0.0)
+        self.type, self.interpolation = "KEYFRAME", "BEZIER"
+        self.handle_left_type = self.handle_right_type = "AUTO_CLAMPED"
 
 
 class KeyframePoints(list):
@@ -146,23 +154,26 @@ class KeyframePoints(list):
         list.insert(self, at, k)
         return k
 
+    def remove(self, key: Key, fast: bool = False) -> None:  # type: ignore[override]
+        del self[next(i for i, k in enumerate(self) if k is key)]
+
     def foreach_get(self, attr: str, seq: np.ndarray) -> None:
-        if attr == "co":
-            seq[:] = np.array([k.co for k in self], np.float32).reshape(-1)
-        elif attr == "type":
-            seq[:] = [KEY_TYPES[k.type] for k in self]
+        if attr in PAIRS:
+            seq[:] = np.array([getattr(k, attr) for k in self], np.float32).reshape(-1)
+        elif attr in ENUMS:
+            seq[:] = [ENUMS[attr][getattr(k, attr)] for k in self]
         else:
             raise TypeError(attr)
 
     def foreach_set(self, attr: str, seq: Any) -> None:
         a = np.asarray(seq)
-        if attr == "co":
+        if attr in PAIRS:
             for k, xy in zip(self, a.reshape(-1, 2).astype(np.float32), strict=True):
-                k.co = (float(xy[0]), float(xy[1]))
-        elif attr == "type":
-            names = {v: k for k, v in KEY_TYPES.items()}
+                setattr(k, attr, (float(xy[0]), float(xy[1])))
+        elif attr in ENUMS:
+            names = {v: n for n, v in ENUMS[attr].items()}
             for k, t in zip(self, a, strict=True):
-                k.type = names[int(t)]
+                setattr(k, attr, names[int(t)])
         else:
             raise TypeError(attr)
 

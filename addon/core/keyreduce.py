@@ -1,0 +1,196 @@
+"""Keys = "Reduced": the fewest keys that hold a filled span, planned in numpy (no bpy).
+
+Per channel and per filled span (`vendor.keyfit.fit_span`): keys on frames of the fill, their values the fill's, with
+ALIGNED handles on fitted slopes. The tolerance is the user's, in world joint positions (at most ``max_cm``, on
+average ``mean_cm``): each bone's channels get an angle of ``max_cm`` over the bone's reach (its head to the
+farthest joint below it), the root's location ``max_cm`` itself; then the plan is checked in world joint positions
+over every filled frame of each gap (the rig's rest heads, the rotations composed down the bones, the root's
+displacement added); a gap that misses is fitted again with half the tolerance (a few times; then on every frame).
+
+Legend: T frames of a window, B bones, C channels of one property.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..vendor import keyfit
+from ..vendor.gaps import runs
+from . import rigclip, rigmap
+from .feet_report import rig_positions
+
+MAX_CM, MEAN_CM = 0.5, 0.1   # the defaults of the operators' Max Error / Mean Error
+KEYS = [("REDUCED", "Reduced", "The fewest keys, with handles to shape, that hold the fill within Max / Mean Error of "
+                             "the world joint positions"),
+        ("EVERY_FRAME", "Every Frame", "A key on every filled frame (a baked curve)")]   # the operators' Keys
+TIGHTEN = 6                  # halvings of a gap's tolerance before it is keyed on every frame
+MIN_REACH = 0.2              # a bone with nothing below it (hands, head, toes) counts as reaching this far (x max reach)
+
+
+@dataclass
+class Channel:
+    """One property's filled values in a window: (T, C) ``values`` (the dense fill, every frame), written where
+    ``todo`` (T,); ``bone`` its index in the rig's bones (-1: the root's location), ``mode`` the rotation mode or
+    "location"; -1 the root bone's location, -2 the object's)."""
+
+    path: str
+    group: str
+    values: np.ndarray
+    todo: np.ndarray
+    bone: int
+    mode: str
+    keys: list[dict[str, np.ndarray]] = field(default_factory=list)   # per channel: the planned keys
+
+
+@dataclass
+class Plan:
+    channels: list[Channel]
+    written: int          # keys planned
+    every_frame: int      # keys an every-frame fill writes
+    max_cm: float         # measured: world joint positions, reduced against the dense fill
+    mean_cm: float
+    checked: int          # joint positions (frames x joints) the check measured
+
+
+def reach(heads: np.ndarray, up: Sequence[int]) -> np.ndarray:
+    """(B,) each bone's reach in armature units: its rest head to the farthest rest head below it (along ``up``, each
+    bone's nearest keyed ancestor), at least ``MIN_REACH`` of the largest reach."""
+    h = np.asarray(heads, np.float64)
+    B = h.shape[0]
+    out = np.zeros(B)
+    for b in range(B):
+        u = up[b]
+        while u >= 0:
+            out[u] = max(out[u], float(np.linalg.norm(h[b] - h[u])))
+            u = up[u]
+    return np.maximum(out, MIN_REACH * max(float(out.max()), 1e-9))
+
+
+def channel_tolerance(mode: str, angle: float, units: float) -> float:
+    """A channel's tolerance for a bone allowed ``angle`` radians (rotation modes), or ``units`` (location)."""
+    if mode == "location":
+        return units / np.sqrt(3.0)
+    if mode in ("QUATERNION", "AXIS_ANGLE"):
+        return angle / 4.0   # |dq| <= angle / 2 on four components: the rotation moves by at most ~angle
+    return angle / np.sqrt(3.0)   # Euler: three angles
+
+
+def fit(values: np.ndarray, todo: np.ndarray, frames: np.ndarray, tol: float, span: slice) -> dict[str, np.ndarray]:
+    """The keys of one channel ``values`` (T,) on its ``todo`` frames within ``span``: each run of todo frames fitted
+    apart (`keyfit.fit_span`); frames, values, and the handles (lx, ly, rx, ry)."""
+    parts = []
+    t = np.zeros(todo.shape, bool)
+    t[span] = todo[span]
+    for s, e in runs(t):
+        idx, m = keyfit.fit_span(values[s:e], tol)
+        kx = frames[s + idx]
+        ky = values[s + idx]
+        parts.append((kx, ky, *keyfit.third_handles(kx, ky, m)))
+    if not parts:
+        return {k: np.zeros(0) for k in ("frames", "values", "lx", "ly", "rx", "ry")}
+    cat = [np.concatenate(p) for p in zip(*parts)]
+    return dict(zip(("frames", "values", "lx", "ly", "rx", "ry"), cat))
+
+
+def evaluate(keys: dict[str, np.ndarray], values: np.ndarray, todo: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """(T,) the channel as written: the planned keys' Bezier on the todo frames, ``values`` elsewhere (the
+    animator's keys)."""
+    out = np.asarray(values, np.float64).copy()
+    for s, e in runs(todo):
+        sel = (keys["frames"] >= frames[s]) & (keys["frames"] <= frames[e - 1])
+        if sel.any():
+            k = {c: keys[c][sel] for c in ("frames", "values", "lx", "ly", "rx", "ry")}
+            out[s:e] = keyfit.bezier_evaluate(k["frames"], k["values"], k["lx"], k["ly"], k["rx"], k["ry"], frames[s:e])
+    return out
+
+
+def positions(rig: dict[str, Any], bone_values: dict[int, np.ndarray], modes: Sequence[str], root: np.ndarray
+              ) -> np.ndarray:
+    """(T, B, 3) joint positions (armature units) from each bone's raw channel values (T, C) and the root's (T, 3)
+    displacement in armature axes."""
+    qs = np.stack([rigmap.to_model(rigclip.to_quat(bone_values[j], modes[j]), rig["offsets"][b])
+                   for j, b in enumerate(rig["bones"])], axis=1)
+    root_bone = rig["bones"].index(rig["root"]) if rig.get("root") in rig["bones"] else 0
+    T = qs.shape[0]
+    p = rig_positions(qs, np.zeros((T, 3)), rig["heads"], rig["up"], root_bone, -1)
+    return p + root[:, None, :]
+
+
+def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], channels: list[Channel],
+         max_cm: float = MAX_CM, mean_cm: float = MEAN_CM, cm_per_unit: float = 1.0) -> Plan:
+    """Reduced keys for a window's ``channels`` (the bones' rotations and the root's location that are written):
+    fitted per channel, checked per gap in world joint positions against the dense fill (``raw``: every bone's
+    (T, C) values as filled), tightened where they miss. ``cm_per_unit``: centimetres per scene unit."""
+    frames = np.asarray(frames, np.float64)
+    T = frames.size
+    modes = list(rig["modes"])
+    dense = {j: np.asarray(v, np.float64) for j, v in enumerate(raw)}
+    reach_u = reach(rig["heads"], rig["up"])
+    budget = max_cm / max(cm_per_unit, 1e-12)   # in armature units
+    mw = np.asarray(rig.get("object_rs", np.eye(3)), np.float64)
+    scale = float(np.cbrt(abs(np.linalg.det(mw)))) or 1.0   # the object's scale: armature units -> scene units
+    budget /= scale
+    any_todo = np.zeros(T, bool)
+    for c in channels:
+        any_todo |= c.todo
+    gap_runs = runs(any_todo)
+    dense_pos = positions(rig, dense, modes, np.zeros((T, 3)))
+    for c in channels:
+        c.keys = [dict() for _ in range(c.values.shape[1])]
+    parts: dict[tuple[int, int], list[dict[str, np.ndarray]]] = {}
+    max_seen, sum_err, n_err = 0.0, 0.0, 0
+    for s, e in gap_runs:
+        span = slice(s, e)
+        factor = 0.5
+        for attempt in range(TIGHTEN + 1):
+            last = attempt == TIGHTEN
+            got = []
+            for c in channels:
+                angle = budget / reach_u[c.bone] if c.bone >= 0 else 0.0
+                tol = channel_tolerance(c.mode, angle, budget) * factor
+                got.append([fit(c.values[:, i], c.todo, frames, -1.0 if last else tol, span)
+                            for i in range(c.values.shape[1])])
+            red = dict(dense)
+            root = np.zeros((T, 3))
+            for c, ks in zip(channels, got):
+                ev = np.stack([evaluate(k, c.values[:, i], c.todo & _mask(T, span), frames) for i, k in enumerate(ks)],
+                              axis=1)
+                if c.bone >= 0:
+                    red[c.bone] = ev
+                else:   # -1: the root bone's location (armature units); -2: the object's (scene units)
+                    root = (ev - c.values) / (scale if c.bone == -2 else 1.0)
+            pos = positions(rig, red, modes, root)
+            err = np.linalg.norm(pos[span] - dense_pos[span], axis=-1) * cm_per_unit * scale
+            if last or (err.max() <= max_cm and err.mean() <= mean_cm):
+                break
+            factor *= 0.5
+        max_seen = max(max_seen, float(err.max()))
+        sum_err += float(err.sum())
+        n_err += err.size
+        for ci, ks in enumerate(got):
+            for i, k in enumerate(ks):
+                parts.setdefault((ci, i), []).append(k)
+    written = every = 0
+    for ci, c in enumerate(channels):
+        for i in range(c.values.shape[1]):
+            ks = parts.get((ci, i), [])
+            c.keys[i] = {k: np.concatenate([p[k] for p in ks]) if ks else np.zeros(0)
+                         for k in ("frames", "values", "lx", "ly", "rx", "ry")}
+            written += c.keys[i]["frames"].size
+            every += int(c.todo.sum())
+    return Plan(channels, written, every, max_seen, sum_err / max(n_err, 1), n_err)
+
+
+def report(written: int, stats: dict[str, float]) -> str:
+    """What a Reduced write says: "wrote 1,240 keys (every frame: 11,880), within 0.5 cm"."""
+    return (f"wrote {written:,} keys (every frame: {int(stats.get('every_frame', 0)):,}), within "
+            f"{stats.get('max_cm', 0.0):.2g} cm")
+
+
+def _mask(T: int, span: slice) -> np.ndarray:
+    m = np.zeros(T, bool)
+    m[span] = True
+    return m

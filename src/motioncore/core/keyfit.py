@@ -1,0 +1,201 @@
+"""Fewest Bezier keys that hold a dense curve, and Blender's Bezier with explicit (FREE / ALIGNED) handles, in numpy.
+
+A filled span of one channel (a value on every frame) becomes a few keys with ALIGNED handles an animator can grab:
+keys on frames of the fill, each with the fill's value there and a slope; the handles of a key lie on its slope, a
+third of the way to each neighbouring key. Handles a third of the way make x(u) linear in the Bezier parameter u,
+so each segment is a cubic Hermite piece and the slopes that best hold the fill are a linear least squares
+(`fit_slopes`). `fit_span` is greedy: the span's first and last frames first, then a key at the frame the curve
+misses most until the curve is within the tolerance everywhere.
+
+`bezier_evaluate` is Blender's ``fcurve.evaluate`` for Bezier keys with handles as given (no auto handles): a handle
+longer in x than its segment is first shortened to it (``BKE_fcurve_correct_bezpart``), the parameter u at a frame
+is the root of x(u) = frame, then y(u). It has a parity test against real Blender. Where a segment's two handles
+still cross in x, x(u) is not monotonic and Blender takes the first root its cubic solver finds, which this
+bisection need not; the add-on never writes such handles (a third of the segment each).
+
+Legend: n frames of a span, K keys, F evaluated frames, C channels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .fcurve import bezier_parameter
+
+EDGE, EDGE_WEIGHT = 2, 10.0   # the frames next to a span's ends weigh more in the fit (`edge_weights`)
+SMOOTH = 1.0   # weight of the second-derivative jumps at inner keys (`fit_slopes`)
+REG = 1e-6   # weight of the pull of each slope towards the fill's own (central difference): fixes keys no frame decides
+
+
+def correct_bezpart(x0: np.ndarray, hx1: np.ndarray, hy1: np.ndarray, hx2: np.ndarray, hy2: np.ndarray,
+                    x3: np.ndarray, y0: np.ndarray, y3: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Blender's ``BKE_fcurve_correct_bezpart`` for segments (all broadcast): a handle that reaches further in x than
+    the segment is long is scaled towards its key to the segment's length (each handle on its own). Returns
+    (hx1, hy1, hx2, hy2)."""
+    d1x, d1y = x0 - hx1, y0 - hy1
+    d2x, d2y = x3 - hx2, y3 - hy2
+    span = x3 - x0
+    l1, l2 = np.abs(d1x), np.abs(d2x)
+    f1 = np.where(l1 > span, span / np.where(l1 > 0, l1, 1.0), 1.0)
+    f2 = np.where(l2 > span, span / np.where(l2 > 0, l2, 1.0), 1.0)
+    return x0 - f1 * d1x, y0 - f1 * d1y, x3 - f2 * d2x, y3 - f2 * d2y
+
+
+def bezier_evaluate(kx: np.ndarray, ky: np.ndarray, lx: np.ndarray, ly: np.ndarray, rx: np.ndarray, ry: np.ndarray,
+                    frames: np.ndarray) -> np.ndarray:
+    """One Bezier F-curve with the handles given, at ``frames`` (F,) -> (F,): keys (kx, ky) (K,), left handles
+    (lx, ly), right handles (rx, ry). Frames outside the keys hold the end values (constant extrapolation)."""
+    kx, ky, lx, ly, rx, ry = (np.asarray(a, np.float64) for a in (kx, ky, lx, ly, rx, ry))
+    f = np.asarray(frames, np.float64)
+    if kx.ndim != 1 or kx.size < 1 or not (np.diff(kx) > 0).all():
+        raise ValueError(f"keys: need increasing frames (K>=1,), got {kx}")
+    out = np.where(f <= kx[0], ky[0], ky[-1])
+    if kx.size == 1:
+        return out
+    inside = (f > kx[0]) & (f < kx[-1])
+    fi = f[inside]
+    k = np.clip(np.searchsorted(kx, fi, side="right") - 1, 0, kx.size - 2)
+    x0, x3, y0, y3 = kx[k], kx[k + 1], ky[k], ky[k + 1]
+    hx1, hy1, hx2, hy2 = correct_bezpart(x0, rx[k], ry[k], lx[k + 1], ly[k + 1], x3, y0, y3)
+    third = (np.abs(hx1 - (2 * x0 + x3) / 3) <= 1e-9 * (x3 - x0)) & (np.abs(hx2 - (x0 + 2 * x3) / 3) <= 1e-9 * (x3 - x0))
+    u = (fi - x0) / (x3 - x0)   # handles at the thirds: x(u) is linear
+    if not third.all():
+        u = np.where(third, u, bezier_parameter(x0, hx1, hx2, x3, fi))
+    v = 1.0 - u
+    val = v**3 * y0 + 3.0 * v * v * u * hy1 + 3.0 * v * u * u * hy2 + u**3 * y3
+    out[inside] = np.where(fi == x0, y0, val)
+    return out
+
+
+def third_handles(kx: np.ndarray, ky: np.ndarray, slopes: np.ndarray, before: float = 1.0, after: float = 1.0
+                  ) -> tuple[np.ndarray, ...]:
+    """ALIGNED handles on each key's slope, a third of the way to its neighbours: (lx, ly, rx, ry) (K,). The first
+    key's left handle reaches a third of ``before`` frames, the last key's right one a third of ``after``."""
+    kx, ky, m = (np.asarray(a, np.float64) for a in (kx, ky, slopes))
+    d = np.diff(kx)
+    left = np.concatenate([[before], d]) / 3.0
+    right = np.concatenate([d, [after]]) / 3.0
+    return kx - left, ky - m * left, kx + right, ky + m * right
+
+
+def _basis(n: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For frames 0..n-1 and keys at ``idx`` (sorted, idx[0] = 0, idx[-1] = n-1): each frame's segment k, and the
+    Hermite weights of y[k], y[k+1], m[k], m[k+1] (third-handles: u = (f - x_k) / h)."""
+    f = np.arange(n, dtype=np.float64)
+    k = np.clip(np.searchsorted(idx, f, side="right") - 1, 0, idx.size - 2)
+    x0, h = idx[k].astype(np.float64), np.diff(idx)[k].astype(np.float64)
+    u = (f - x0) / h
+    v = 1.0 - u
+    b0, b1, b2, b3 = v**3, 3 * v * v * u, 3 * v * u * u, u**3
+    return k, np.stack([b0 + b1, b2 + b3], 1), b1 * h / 3.0, -b2 * h / 3.0
+
+
+def edge_weights(n: int) -> np.ndarray:
+    """(n,) least-squares weights of a span's frames: ``EDGE_WEIGHT`` on the ``EDGE`` frames inside either end, 1
+    elsewhere. The fill meets the animator's keys there: a curve that misses it next to a key turns sharply."""
+    w = np.ones(n)
+    w[1:1 + EDGE] = EDGE_WEIGHT
+    w[max(n - 1 - EDGE, 1):n - 1] = EDGE_WEIGHT
+    return w
+
+
+def fit_slopes(values: np.ndarray, idx: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares slopes (K,) at the keys ``idx`` (frames of ``values`` (n,), idx[0] = 0, idx[-1] = n - 1) so
+    that the third-handle Bezier through the keys' values holds ``values`` on every frame (``weights`` (n,) per
+    frame, default `edge_weights`); each slope pulled weakly (``REG``) towards the fill's central difference (keys
+    without frames between them)."""
+    return _fit(np.asarray(values, np.float64), idx, weights)[0]
+
+
+def _fit(y: np.ndarray, idx: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(slopes (K,), the fitted curve (n,)) of `fit_slopes`, the Hermite basis computed once for both."""
+    n, K = y.size, idx.size
+    w = edge_weights(n) if weights is None else np.asarray(weights, np.float64)
+    k, wy, wm0, wm1 = _basis(n, idx)
+    base = wy[:, 0] * y[idx[k]] + wy[:, 1] * y[idx[k + 1]]
+    r = (y - base) * w
+    d0 = np.bincount(k, wm0 * wm0 * w, K) + np.bincount(k + 1, wm1 * wm1 * w, K)
+    off = np.bincount(k, wm0 * wm1 * w, K - 1)
+    A = np.diag(d0) + np.diag(off, 1) + np.diag(off, -1)
+    b = np.bincount(k, wm0 * r, K) + np.bincount(k + 1, wm1 * r, K)
+    if K > 2 and SMOOTH > 0:   # second-derivative jumps at the inner keys: C2 where the fill allows
+        h = np.diff(idx).astype(np.float64)
+        ha, hb = h[:-1], h[1:]
+        j = np.arange(1, K - 1)
+        R = np.zeros((K - 2, K))   # jump = y''_start(j) - y''_end(j-1) = R m + c
+        R[j - 1, j - 1] = -2.0 / ha
+        R[j - 1, j] = -4.0 / ha - 4.0 / hb
+        R[j - 1, j + 1] = -2.0 / hb
+        yk = y[idx]
+        c = 6.0 * (yk[2:] - yk[1:-1]) / hb**2 + 6.0 * (yk[1:-1] - yk[:-2]) / ha**2
+        wj = SMOOTH * (0.5 * (ha + hb)) ** 4   # a jump d of y'' weighs as a miss of d h^2 on one frame
+        A += (R * wj[:, None]).T @ R
+        b -= R.T @ (wj * c)
+    g = np.empty(n)   # the fill's own slope: central differences, one-sided at the ends
+    g[1:-1] = 0.5 * (y[2:] - y[:-2])
+    g[0], g[-1] = y[1] - y[0], y[-1] - y[-2]
+    scale = max(float(np.trace(A)) / K, 1.0) * REG
+    A[np.diag_indices(K)] += scale
+    b += scale * g[idx]
+    m = np.linalg.solve(A, b)
+    return m, base + wm0 * m[k] + wm1 * m[k + 1]
+
+
+def hermite_values(values: np.ndarray, idx: np.ndarray, slopes: np.ndarray) -> np.ndarray:
+    """(n,) the third-handle Bezier through keys ``idx`` (values from ``values``) with ``slopes``, on frames 0..n-1:
+    exactly `bezier_evaluate` of its keys and `third_handles` (x(u) is linear there)."""
+    y = np.asarray(values, np.float64)
+    if idx.size == y.size:
+        return y.copy()
+    k, wy, wm0, wm1 = _basis(y.size, idx)
+    return wy[:, 0] * y[idx[k]] + wy[:, 1] * y[idx[k + 1]] + wm0 * slopes[k] + wm1 * slopes[k + 1]
+
+
+def fit_span(values: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The fewest keys (greedy) that hold one channel's span ``values`` (n,) within ``tol`` on every frame:
+    (key frame indices (K,) into the span, always its first and last frame; slopes (K,)). A span of one or two
+    frames is keyed on every frame.
+
+    Keys are added where the curve misses most, kept within the middle half of that segment (the worst frame of a
+    long segment often lies next to its keys, and a key there leaves the segment as long as it was); then each
+    inner key is tried once for dropping, the least needed first, and dropped where the curve still holds."""
+    y = np.asarray(values, np.float64)
+    n = y.size
+    if n <= 2:
+        return np.arange(n), (np.gradient(y) if n == 2 else np.zeros(n))
+    idx = np.array([0, n - 1])
+    while True:
+        m, fitted = _fit(y, idx)
+        err = np.abs(fitted - y)
+        worst = int(np.argmax(err))
+        if err[worst] <= tol or idx.size == n:
+            break
+        s = int(np.searchsorted(idx, worst, side="right")) - 1
+        a, b = int(idx[s]), int(idx[min(s + 1, idx.size - 1)])
+        q = max((b - a) // 4, 1)
+        at = int(np.clip(worst, a + q, b - q)) if b - a >= 2 else worst
+        if at in idx:
+            at = next(f for f in range(n) if f not in idx)
+        idx = np.insert(idx, np.searchsorted(idx, at), at)
+    return _prune(y, idx, tol)
+
+
+def _prune(y: np.ndarray, idx: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Drop inner keys of ``idx`` while the fit of ``y`` stays within ``tol``: each inner key is tried once, those
+    whose removal alone leaves the smallest worst miss first."""
+    def worst(j: np.ndarray) -> tuple[float, np.ndarray]:
+        m, fitted = _fit(y, j)
+        return float(np.abs(fitted - y).max()), m
+
+    miss = [worst(np.delete(idx, i))[0] for i in range(1, idx.size - 1)]
+    for f in [int(idx[i + 1]) for i in np.argsort(miss, kind="stable")]:
+        j = idx[idx != f]
+        if worst(j)[0] <= tol:
+            idx = j
+    return idx, fit_slopes(y, idx)
+
+
+def fit_channels(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`fit_span` of each channel of ``values`` (n, C) within its ``tol`` (C,)."""
+    v = np.asarray(values, np.float64)
+    t = np.broadcast_to(np.asarray(tol, np.float64), (v.shape[1],))
+    return [fit_span(v[:, c], float(t[c])) for c in range(v.shape[1])]

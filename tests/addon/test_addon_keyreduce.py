@@ -1,0 +1,86 @@
+"""The add-on's Keys = Reduced plan (addon/core/keyreduce.py) on captured motion: the LAFAN1 clip's skeleton and
+rotations (evaluation and tests only) as a rig's channels, quaternion and Euler, two gaps "filled" with the
+capture itself. The planned curves, evaluated as Blender evaluates their keys and handles (`vendor.keyfit`,
+parity-tested against real Blender), are put through forward kinematics written here, independent of the plan's
+own check: world joint positions within the user's max / mean of the every-frame values, the plan's figures
+equal to these, the animator's frames untouched, fewer keys than frames."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import needs_data
+from helpers.addon import addon_module
+
+kr = addon_module("core.keyreduce")
+rigclip = addon_module("core.rigclip")
+
+
+@pytest.fixture(scope="module")
+def clip():
+    from motioncore.data.cache import data_root, unpack
+    from motioncore.io.bvh import read_bvh
+    path = unpack(data_root() / "lafan1_sample" / "lafan1_sample.tar.xz", progress=False) / "lafan1_walk_7184f.bvh"
+    return read_bvh(path)
+
+
+def fk(q: np.ndarray, offsets: np.ndarray, parents: list[int]) -> np.ndarray:
+    """(T, J, 3) joint positions (cm) from local WXYZ rotations (T, J, 4)."""
+    from motioncore.core.rotations import quat_to_matrix
+    R = quat_to_matrix(q / np.linalg.norm(q, axis=-1, keepdims=True))
+    G = np.zeros_like(R)
+    P = np.zeros(q.shape[:2] + (3,))
+    for j, p in enumerate(parents):
+        if p < 0:
+            G[:, j], P[:, j] = R[:, j], offsets[j]
+        else:
+            G[:, j] = G[:, p] @ R[:, j]
+            P[:, j] = P[:, p] + np.einsum("tij,j->ti", G[:, p], offsets[j])
+    return P
+
+
+@needs_data
+@pytest.mark.parametrize("mode", ["QUATERNION", "ZYX"])
+def test_reduced_curves_hold_the_world_positions_within_the_users_tolerance(clip, mode):
+    sk = clip.skeleton
+    T = 240
+    q = np.asarray(clip.rotations[1000:1000 + T], np.float64)
+    par, off = list(sk.parents), np.asarray(sk.offsets, np.float64)
+    heads = np.zeros((len(par), 3))
+    for j, p in enumerate(par):
+        heads[j] = off[j] + (heads[p] if p >= 0 else 0.0)
+    raw = [rigclip.from_quat(q[:, j], mode, q[0, j] if mode == "QUATERNION" else np.zeros(3)) for j in range(len(par))]
+    rig = {"bones": list(sk.names), "modes": [mode] * len(par), "heads": heads, "up": par,
+           "offsets": {b: None for b in sk.names}, "root": sk.names[0]}
+    frames = np.arange(T, dtype=np.float64) + 1.0
+    todo = np.zeros(T, bool)
+    todo[40:70] = True    # a 30-frame gap
+    todo[150:165] = True  # a 15-frame gap
+    chans = [kr.Channel(f"b{j}", b, raw[j].copy(), todo.copy(), j, mode) for j, b in enumerate(sk.names)]
+    plan = kr.plan(rig, frames, raw, chans, 0.5, 0.1, 1.0)
+
+    got = np.stack([np.stack([kr.evaluate(c.keys[i], c.values[:, i], c.todo, frames) for i in range(c.values.shape[1])],
+                             axis=1) for c in chans], axis=1)
+    qr = rigclip.to_quat(got, mode)
+    dev = np.linalg.norm(fk(qr, off, par) - fk(q, off, par), axis=-1)
+    assert np.abs(dev[~todo]).max() < 1e-9   # the animator's frames: as they were
+    print(f"{mode}: {plan.written} keys of {plan.every_frame}; max {dev[todo].max():.3f} cm, mean "
+          f"{dev[todo].mean():.4f} cm (the plan's check: {plan.max_cm:.3f}, {plan.mean_cm:.4f})")
+    assert dev[todo].max() <= 0.5 and dev[todo].mean() <= 0.1
+    assert plan.max_cm == pytest.approx(dev[todo].max(), rel=0.1) and plan.mean_cm == pytest.approx(dev[todo].mean(),
+                                                                                                    rel=0.1)
+    assert plan.every_frame == todo.sum() * sum(c.values.shape[1] for c in chans)
+    assert plan.written < plan.every_frame
+    for c in chans:   # keys only on filled frames, the span ends always among them
+        for k in c.keys:
+            assert np.isin(k["frames"], frames[todo]).all()
+            assert {41.0, 70.0, 151.0, 165.0} <= set(k["frames"].tolist())
+
+
+def test_each_bone_is_allowed_the_angle_that_moves_its_farthest_joint_by_the_budget():
+    heads = np.array([[0.0, 0, 0], [0, 0, 10], [0, 0, 30], [5, 0, 30]])
+    r = kr.reach(heads, [-1, 0, 1, 1])
+    far = np.sqrt(925.0)   # bone 0's farthest joint below it: bone 3, at (5, 0, 30)
+    assert r == pytest.approx([far, np.sqrt(425.0), 0.2 * far, 0.2 * far])   # leaves: MIN_REACH x the largest
+    assert kr.channel_tolerance("QUATERNION", 0.01, 1.0) == pytest.approx(0.0025)
+    assert kr.channel_tolerance("XYZ", 0.01, 1.0) == pytest.approx(0.01 / np.sqrt(3))
+    assert kr.channel_tolerance("location", 0.01, 1.0) == pytest.approx(1 / np.sqrt(3))
