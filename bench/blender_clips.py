@@ -225,7 +225,7 @@ def main() -> None:
     for subj, L, keys, imp, mode in ((s, L, k, i, m) for s in CLIPS for L in lengths for k in a.keys
                                      for i in a.imports for m in ("default", "unplanted", "adapt")):
         group = [r for r in rows if r["subject"] == subj and r["length"] == L and r["mode"] == mode
-                 and r.get("keys_as") == keys and r.get("import") == imp]
+                 and r.get("keys_as", "BEZIER") == keys and r.get("import", "defaults") == imp]   # older runs: Bezier
         bad = [r for r in group if "error" in r]
         if bad:   # never a ratio over the clips that happened to work
             print(f"  subject {subj}, {L:>2} (negative: a key every -L), {mode:<7}, keys {keys}, import {imp}: FAILED ({len(bad)} of {len(group)} clips; "
