@@ -81,11 +81,10 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
     try:
         steps = int(content.get("steps") or DEFAULT_STEPS)   # the budget in steps; ``seconds`` limits it
         ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled,
-                          steps=steps)
+                          steps=steps, key=key)
     except MotioncoreError as e:
         raise InvalidRequest(str(e)) from None
     ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation
-    ad.key = key
     cache.put(key, ad)
     log.info("adapted", extra={"fields": {"keys": key, "steps": ad.steps, "used": ad.used}})
     return {"model": name, "adapted": ad.summary(), "cached": False}, {}
