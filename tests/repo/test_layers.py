@@ -32,8 +32,8 @@ RANK = {
     "features": 4,               # PFNN / MANN feature layouts
     "models": 5,                 # nets, registry, checkpoint, sampling
     "train": 6,                  # the shared training loop and the controllers' recipe
-    "tasks": 7,                  # locomotion, paths, infill, style
-    "retarget": 8,               # joint maps and retargeting (fills missing joints with tasks.infill)
+    "retarget": 7,               # joint maps and retargeting (missing joints: a filler passed in, tasks.joints)
+    "tasks": 8,                  # locomotion, paths, infill, style
     "eval": 9,                   # benchmarks
     "training": 10,              # a family's own training (families/*/train*.py): may validate with the benchmarks
     "families": 10,              # the families' package __init__ files (docstrings only)
