@@ -137,11 +137,9 @@ UPWARD_LEFT = {
     ("families.body.gate_rate", "tasks.infill"), ("families.body.train_data", "eval.metrics"),
     ("families.body.train_loop", "eval.baselines"), ("families.body.train_loop", "eval.infill"),
     ("families.hands.evaluate", "tasks.infill"), ("families.hands.fill_clip", "tasks.infill"),
-    ("families.hands.train", "tasks.infill"), ("families.style.evaluate", "eval.controllers"),
-    ("families.style.evaluate", "tasks.locomotion"), ("families.style.evaluate_judge", "tasks.paths"),
-    ("families.style.evaluate_turns", "eval.controllers"), ("families.style.evaluate_turns", "tasks.paths"),
-    ("families.style.generate", "tasks.locomotion"), ("families.style.train_heldout", "eval.controllers"),
-    ("families.style.train_rollouts", "tasks.paths"),
+    ("families.hands.train", "tasks.infill"), ("families.style.evaluate", "tasks.locomotion"),
+    ("families.style.evaluate_judge", "tasks.paths"), ("families.style.evaluate_turns", "tasks.paths"),
+    ("families.style.generate", "tasks.locomotion"), ("families.style.train_rollouts", "tasks.paths"),
     ("train.controllers", "families.mann.features"), ("train.controllers", "families.pfnn.features"),
 }
 

@@ -6,13 +6,14 @@ Legend: T frames, J joints, F feet. Y is up; the ground is the XZ plane. Quatern
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import MotioncoreError
 from .motion import Motion
-from .rotations import quat_apply, quat_continuity, quat_mul, quat_normalize, quat_slerp
+from .rotations import quat_angle, quat_apply, quat_continuity, quat_mul, quat_normalize, quat_slerp
 from .skeleton import Skeleton
 
 _LEFT = re.compile(r"(^|[^a-z])(l|left)([^a-z]|$)|^left|left$|_l$|\.l$", re.I)
@@ -270,3 +271,19 @@ def reframe(rotations: np.ndarray, positions: np.ndarray, skeleton: Skeleton, bo
     rot[:, :, 0] = quat_mul(r, rotations[:, :, 0])
     pos[:, :, 0] = quat_apply(r, positions[:, :, 0] - c[:, None])
     return rot, pos
+
+
+def rotation_steps(rotations: np.ndarray) -> np.ndarray:
+    """(T - 1, J) degrees each joint's local rotation turns between consecutive frames of (T, J, 4)."""
+    q = np.asarray(rotations, np.float64)
+    return np.degrees(quat_angle(q[1:], q[:-1]))
+
+
+def rotation_step_limits(motions: Sequence[Motion], percentile: float = 99.9) -> np.ndarray:
+    """(J,) per joint, the ``percentile`` of its frame-to-frame local rotation change (degrees) over
+    ``motions`` (a controller's training clips, at their own fps): what "no flips" is measured against.
+    A high percentile rather than the maximum, so one glitched mocap frame does not set the bar."""
+    if not motions:
+        raise MotioncoreError("rotation_step_limits: no motions")
+    steps = np.concatenate([rotation_steps(m.rotations) for m in motions if m.num_frames > 1])
+    return np.percentile(steps, percentile, axis=0)

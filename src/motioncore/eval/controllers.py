@@ -126,24 +126,6 @@ def joint_position_error(pred: np.ndarray, true: np.ndarray) -> float:
     return float(np.linalg.norm(np.asarray(pred) - np.asarray(true), axis=-1).mean())
 
 
-def rotation_steps(rotations: np.ndarray) -> np.ndarray:
-    """(T - 1, J) degrees each joint's local rotation turns between consecutive frames of (T, J, 4)."""
-    from ..core.rotations import quat_angle
-
-    q = np.asarray(rotations, np.float64)
-    return np.degrees(quat_angle(q[1:], q[:-1]))
-
-
-def rotation_step_limits(motions: Sequence[Motion], percentile: float = 99.9) -> np.ndarray:
-    """(J,) per joint, the ``percentile`` of its frame-to-frame local rotation change (degrees) over
-    ``motions`` (a controller's training clips, at their own fps): what "no flips" is measured against.
-    A high percentile rather than the maximum, so one glitched mocap frame does not set the bar."""
-    if not motions:
-        raise MotioncoreError("rotation_step_limits: no motions")
-    steps = np.concatenate([rotation_steps(m.rotations) for m in motions if m.num_frames > 1])
-    return np.percentile(steps, percentile, axis=0)
-
-
 # ----------------------------------------------------------------------------- per character
 def _joint_columns(ctl: Any) -> np.ndarray:
     """(J', 3) Y columns of the joint positions compared in (a): skeleton joints except the ground ones."""

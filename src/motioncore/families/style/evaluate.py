@@ -22,10 +22,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from motioncore.core.kinematics import find_body_joints
+from motioncore.core.kinematics import find_body_joints, rotation_step_limits, rotation_steps
 from motioncore.data import Clip
 from motioncore.errors import MotioncoreError
-from motioncore.eval.controllers import rotation_step_limits, rotation_steps
 from motioncore.families.style.evaluate_judge import CONDITIONS, SETTLE_S, WALK_SPEED_MPS, Judge, walks
 from motioncore.families.style.train_data import Prepared
 from motioncore.features.poses import ground_joints
