@@ -41,7 +41,9 @@ from ..core.rotations import (
 )
 from ..core.skeleton import Skeleton
 from . import rest
+from .contacts import pin_feet, source_contacts
 from .mapping import JointMap, RetargetError, _roles, detect_preset
+from .twist import match_convention
 
 __all__ = ["leg_length", "leg_scale", "rest_rotations", "retarget"]
 
@@ -178,8 +180,6 @@ def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Ma
     pos[:, r] = want
     out = Motion(target, local, pos, source.fps, source.name)
     if convention is not None:
-        from .twist import match_convention
-
         out = match_convention(out, convention)
     unmapped = np.array([j not in pairs for j in range(Jt)])
     if missing == "infill" and unmapped.any():
@@ -188,7 +188,5 @@ def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Ma
                                 "any-order checkpoint)")
         out = joint_fill(out, unmapped)
     if contacts:
-        from .contacts import pin_feet, source_contacts
-
         out = pin_feet(out, source_contacts(source))
     return out

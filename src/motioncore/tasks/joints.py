@@ -10,6 +10,7 @@ import numpy as np
 from ..core.motion import Motion
 from ..errors import MotioncoreError
 from ..retarget.mapping import RetargetError
+from .infill import fill_joints
 
 __all__ = ["joint_filler", "JointFill"]
 
@@ -21,7 +22,6 @@ def joint_filler(infill_model: str | tuple) -> JointFill:
     """A filler of unmapped joints with ``infill_model`` (a per-element any-order checkpoint on the target
     skeleton: a bundled name, a path or a loaded (model, meta)). Its errors are ``RetargetError``s."""
     from ..models.registry import load_model
-    from .infill import fill_joints
 
     if isinstance(infill_model, str):
         if infill_model not in _MODELS:
