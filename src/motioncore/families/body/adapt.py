@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from motioncore.core.gaps import CONTEXT, runs
-from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
-from motioncore.families.body.fill import BodyLayout, run_model
 from motioncore.families.body.gate import bucket, pseudo_windows
 
 __all__ = ["Adapted", "adapt_infill", "keys_hash", "DEFAULT_SECONDS", "DEFAULT_STEPS"]
@@ -94,6 +92,8 @@ def _starts(avail: np.ndarray, width: int) -> np.ndarray:
 
 def _held_error(model, layout, q, pos, windows) -> float:
     """Mean global joint position error (cm) of the network's fill over held-out pseudo-gaps."""
+    from motioncore.families.body.fill import run_model
+
     if not windows:
         return float("nan")
     idx = np.stack([np.arange(a, b) for a, _, _, b in windows])
@@ -121,6 +121,8 @@ def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
     were put at the model's rate); default ``keys_hash`` of these keys."""
     import torch
 
+    from motioncore.core.skeleton import Skeleton
+    from motioncore.families.body.fill import BodyLayout
     from motioncore.families.body.loss import Net, batch_loss
 
     sk = Skeleton.from_dict(meta["skeleton"])

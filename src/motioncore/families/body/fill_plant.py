@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from motioncore.core.feet import fill_span, skate_sums
-from motioncore.core.feet import ground as feet_ground
 from motioncore.core.kinematics import find_body_joints
 from motioncore.core.plant import Leg, Planted, plant_feet
-from motioncore.core.rotations import quat_angle
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
 from motioncore.retarget.topology import find_legs
@@ -77,6 +74,10 @@ def judge_plant(meta: dict, q: np.ndarray, pos: np.ndarray, frames: np.ndarray, 
     frames, ``fq`` / ``fp`` the windows as the gate fills them): plant at most ``JUDGE`` of them (evenly picked)
     and say whether planting keeps the errors within ``TOLERANCE`` (their mean growth) and lowers the skate.
     Returns (plant, {unplanted, planted: [cm, deg, skate cm/s], truth_skate})."""
+    from motioncore.core.feet import fill_span, skate_sums
+    from motioncore.core.feet import ground as feet_ground
+    from motioncore.core.rotations import quat_angle
+
     sk = Skeleton.from_dict(meta["skeleton"])
     legs = legs_of(sk)
     if not legs:

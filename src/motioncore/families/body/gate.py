@@ -25,11 +25,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from motioncore.core.gaps import CONTEXT, runs
-from motioncore.core.rotations import quat_to_matrix
-from motioncore.core.skeleton import Skeleton
-from motioncore.families.body.fill import POS_SCALE, BodyLayout, confidence, finish, prepare
-from motioncore.families.body.fill_plant import judge_plant
-from motioncore.families.body.gate_curve import fit_blend
 
 Pair = tuple[float, float]
 
@@ -142,6 +137,8 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
     truth alike: the errors are those on the skeleton)."""
     import torch
 
+    from motioncore.core.rotations import quat_to_matrix
+    from motioncore.families.body.fill import POS_SCALE, confidence, prepare
     from motioncore.families.body.loss import Net
     from motioncore.families.body.model import assemble, basis_of, smooth_residual
 
@@ -186,6 +183,8 @@ def _score_windows(model, layout, safety, q, p, known, frames) -> Callable[[list
 
     def fill(pair: Pair) -> tuple[np.ndarray, np.ndarray]:
         """The windows filled at ``pair``'s weights, on the skeleton: (B, T, J, 4), (B, T, J, 3), keys exact."""
+        from motioncore.families.body.fill import finish
+
         w = conf[:, None] * torch.as_tensor(pair, dtype=torch.float32, device=dev)[None]
         with torch.no_grad():
             _, quats, root = assemble(*whole, smooth=False, weights=w)
@@ -215,6 +214,9 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
     for a length where it costs error). ``curve`` ("linear", "constant": the user's keys' interpolation): also fit
     how far to blend from that curve toward the gated fill (``families.body.gate_curve``; "bezier" or None: the
     gate's base is the user's curve already, the blend stays 1)."""
+    from motioncore.core.skeleton import Skeleton
+    from motioncore.families.body.fill import BodyLayout
+
     sk = Skeleton.from_dict(meta["skeleton"])
     layout = BodyLayout.of(sk)
     J, rj = sk.num_joints, int(meta.get("root_joint", layout.body.root))
@@ -253,11 +255,15 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             fits[bk].plant, fits[bk].plant_error = False, {"unjudged": "no fully keyed stretch to cut a test gap "
                                                                        f"of {L} frames from"}
         if curve in ("linear", "constant") and len(wins) >= MIN_DENSE_FOR_WEIGHTS and fits[bk].method == "pseudo-gaps":
+            from motioncore.families.body.gate_curve import fit_blend
+
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gated fill, blended from the user's curve
             fits[bk].curve = curve
             fits[bk].blend, fits[bk].curve_error = fit_blend(sk, q[idx], pos[idx], frames, fq, fp, curve)
         if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
             # fewer than the weights need): kept only where it costs no error there
+            from motioncore.families.body.fill_plant import judge_plant
+
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
             fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp)
     return Gate(fits)

@@ -27,9 +27,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ...core.gaps import context_frames, runs
-from ...core.quat_np import quat_conj, quat_mul
-from ...core.skeleton import Skeleton
-from .gate import pseudo_windows
 
 __all__ = ["RATES", "MIN_GAIN", "RateCheck", "rate_check"]
 
@@ -61,7 +58,10 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
     """The check (module docstring) for a clip on the checkpoint's skeleton at the scene's ``fps``
     (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` / ``todo`` (T, J + 1)); None when the rate is unknown or
     not one of ``SCENE_RATES``, or fewer than ``MIN_RATE_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
+    from ...core.quat_np import quat_conj, quat_mul
+    from ...core.skeleton import Skeleton
     from ...tasks.infill import fill_clip_at
+    from .gate import pseudo_windows
 
     if not fps or fps <= 0 or float(fps) not in SCENE_RATES:
         return None
