@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from motioncore.core.rotations import quat_angle
 from motioncore.families.hands import fill as hf
 
 __all__ = ["CONTEXT", "GATE_STEPS", "pseudo_gaps", "gap_examples", "split_examples", "fit_gate", "adapt",
@@ -104,8 +105,6 @@ def split_examples(examples: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def _gap_error(ex: dict, coef: np.ndarray) -> float:
-    from motioncore.core.rotations import quat_angle
-
     return float(np.degrees(quat_angle(hf.apply_correction(ex["bez"], ex["basis"], coef), ex["truth"])).mean())
 
 

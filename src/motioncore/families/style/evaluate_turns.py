@@ -18,12 +18,11 @@ import numpy as np
 
 from motioncore.core.kinematics import rotation_step_limits, rotation_steps
 from motioncore.core.motion import Motion
+from motioncore.tasks.paths import Path
 
 
 def sharp_turn() -> Any:
     """3 m straight along +Z, then a right angle onto +X for 3 m, at a walk (as test_controller_flips)."""
-    from motioncore.tasks.paths import Path
-
     return Path(np.array([[0.0, 0.0], [0.0, 3.0], [3.0, 3.0]]), None, None, ("walk",) * 3)
 
 
