@@ -33,6 +33,7 @@ import numpy as np
 from motioncore.families.mann.features import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
 from motioncore.families.pfnn.features import CONTACT_HEIGHT, CONTACT_SPEED, gait_labels, gait_of_content
 
+from ..core.feet import GROUND_PERCENTILE  # a foot's ground level: this percentile of its height
 from ..core.motion import Motion
 from ..errors import MotioncoreError
 from ..features.layout import one_hot
@@ -66,7 +67,6 @@ class ControllerEvalConfig:
 
 
 # ----------------------------------------------------------------------------- metrics
-GROUND_PERCENTILE = 5.0  # a foot's ground level: this percentile of its height (over the ground-truth frames)
 
 
 def ground_levels(positions: np.ndarray) -> np.ndarray:
