@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from motioncore.cli.controllers import demo_path
+from motioncore.core.kinematics import rotation_step_limits
 from motioncore.data import load
-from motioncore.eval.controllers import rotation_step_limits
 from motioncore.families.pfnn.features import locomotion_clips
 from motioncore.families.style.evaluate_turns import code_turns, sharp_turn
 from motioncore.families.style.generate import StyleAdapter

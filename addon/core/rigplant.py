@@ -15,28 +15,21 @@ import numpy as np
 
 from ..vendor.axes import z_up_to_y_up
 from ..vendor.gaps import runs
-
-SIDES = (("_l", "left", "l_"), ("_r", "right", "r_"))
+from ..vendor.topology import find_legs
 
 
 def rig_legs(names: Sequence[str], model_skeleton: dict[str, Any]) -> list[tuple[int, int, int, int]]:
-    """[(thigh, shin, foot, toe or -1)] rig bone indices per leg, from the model joints the bones map to (the
-    model's foot joint: named like a foot or ankle; its parent the shin, its grandparent the thigh); [] if a leg
-    is not mapped."""
-    mn, mp = list(model_skeleton["names"]), [int(p) for p in model_skeleton["parents"]]
+    """[(thigh, shin, foot, toe or -1)] rig bone indices per leg, left then right: the model's legs by the
+    library's one leg finder (`vendor.topology.find_legs`: the hierarchy first, then names), each joint taken to
+    the rig bone that maps to it (``names``: the model joint of each rig column); [] if a leg is not mapped."""
+    mn = list(model_skeleton["names"])
     col = {n: b for b, n in enumerate(names)}
     out: list[tuple[int, int, int, int]] = []
-    for side in SIDES:
-        foot = next((j for j, n in enumerate(mn) if ("foot" in n.lower() or "ankle" in n.lower())
-                     and any(t in n.lower() for t in side)), None)
-        if foot is None or mp[foot] < 0 or mp[mp[foot]] < 0:
+    for thigh, shin, foot, toe in find_legs(model_skeleton["parents"], np.asarray(model_skeleton["offsets"], float),
+                                            mn):
+        if any(mn[j] not in col for j in (thigh, shin, foot)):
             return []
-        chain = [mp[mp[foot]], mp[foot], foot]
-        toe = next((j for j, p in enumerate(mp) if p == foot), None)
-        if any(mn[j] not in col for j in chain):
-            return []
-        out.append((col[mn[chain[0]]], col[mn[chain[1]]], col[mn[chain[2]]],
-                    col[mn[toe]] if toe is not None and mn[toe] in col else -1))
+        out.append((col[mn[thigh]], col[mn[shin]], col[mn[foot]], col[mn[toe]] if toe >= 0 and mn[toe] in col else -1))
     return out
 
 

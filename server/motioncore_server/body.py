@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from motioncore.errors import MotioncoreError
+from motioncore.families.body.adapt import DEFAULT_SECONDS, DEFAULT_STEPS, adapt_infill, keys_hash
+from motioncore.tasks.infill import at_model_rate
 from motioncore.wire.protocol import InvalidRequest
 
 __all__ = ["AdaptCache", "adapt_body", "CACHE_SIZE"]
@@ -46,8 +48,6 @@ class AdaptCache:
                     content: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
         """(network, fill_clip arguments, reply fields) for an ``infill`` request: the adapted copy when these
         keys were learnt (its gate on the pseudo-gaps adapting held out), else the model."""
-        from motioncore.families.body.adapt import keys_hash
-
         gate = bool(content.get("gate", True))
         plant = content.get("plant_feet", True)
         plant = plant if plant == "judge" else bool(plant)
@@ -65,9 +65,6 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
                content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
     """The ``adapt`` request: Learn This Action on the request's keys (at the model's rate), with progress and
     cancellation; the copy is cached for later ``infill`` requests with the same keys."""
-    from motioncore.families.body.adapt import DEFAULT_SECONDS, DEFAULT_STEPS, adapt_infill, keys_hash
-    from motioncore.tasks.infill import at_model_rate
-
     key = keys_hash(q, root, known)
     seconds = float(content.get("seconds") or DEFAULT_SECONDS)
     hit = cache.get(key)
@@ -81,11 +78,10 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
     try:
         steps = int(content.get("steps") or DEFAULT_STEPS)   # the budget in steps; ``seconds`` limits it
         ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled,
-                          steps=steps)
+                          steps=steps, key=key)
     except MotioncoreError as e:
         raise InvalidRequest(str(e)) from None
     ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation
-    ad.key = key
     cache.put(key, ad)
     log.info("adapted", extra={"fields": {"keys": key, "steps": ad.steps, "used": ad.used}})
     return {"model": name, "adapted": ad.summary(), "cached": False}, {}

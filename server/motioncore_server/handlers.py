@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from motioncore.core.motion import Motion
+from motioncore.core.skeleton import Skeleton
+from motioncore.errors import MotioncoreError
 from motioncore.models.kinds import controller, default_model
+from motioncore.retarget import auto_map, leg_scale
+from motioncore.retarget import retarget as retarget_motion
 from motioncore.wire.protocol import (
     PROTOCOL_VERSION,
     Cancelled,
@@ -361,9 +366,6 @@ def _skeleton(content: Mapping[str, Any], field_name: str) -> int:
 
 def _full_skeleton(content: Mapping[str, Any], field_name: str):
     """A motioncore Skeleton from a wire skeleton that also carries ``offsets`` (J lists of 3 numbers)."""
-    from motioncore.core.skeleton import Skeleton
-    from motioncore.errors import MotioncoreError
-
     J = _skeleton(content, field_name)
     sk = content[field_name]
     offsets = sk.get("offsets")
@@ -384,11 +386,6 @@ def retarget(req: Message, ctx: Context) -> Result:
     """rotations (T, J, 4) WXYZ unit quaternions + root (T, 3) on source -> the same on target, with
     motioncore.retarget (bodies matched by topology on the sent frames, then names; rest-pose alignment,
     leg-length root scaling)."""
-    from motioncore.core.motion import Motion
-    from motioncore.errors import MotioncoreError
-    from motioncore.retarget import auto_map, leg_scale
-    from motioncore.retarget import retarget as retarget_motion
-
     src, tgt = _full_skeleton(req.content, "source"), _full_skeleton(req.content, "target")
     scale = req.content.get("scale", "legs")
     if not (scale in ("legs", None) or (type(scale) in (int, float) and 0 < scale < 1e3)):

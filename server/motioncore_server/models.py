@@ -1,8 +1,10 @@
-"""ServedModels for the path controllers (checkpoint kinds ``pfnn``, ``phase-mlp`` and ``mann``).
+"""ServedModels for every kind of checkpoint the server runs, by ``models.kinds``' loader name (``LOADERS``): the
+in-fill (``load_infill``: the body and hands in-fill models and the any-order ones, the rotation form of
+``infill`` and ``adapt``), the path controllers (``load_controller``: kinds ``pfnn``, ``phase-mlp`` and ``mann``)
+and the style learnet (``load_style``).
 
 Importing this module registers their loaders (``registry.register_loader``); ``bundled_checkpoints()``
-lists the checkpoints shipped with motioncore (``pfnn-biped``, ``mann-dog``) for the server to register
-lazily at start-up.
+lists the checkpoints shipped with motioncore for the server to register lazily at start-up.
 
 A controller serves whole requests through ``run`` only (no single-frame ``step``): a request carries a
 root path (docs/protocol.md, ``pfnn.rollout`` / ``mann.rollout`` path form), already validated by the
@@ -116,7 +118,7 @@ def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], devi
     return ServedModel(name, kind, spec(kind).serves, info, step=None, run=run)
 
 
-def load_anyorder(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
+def load_infill(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
     """Registry loader for in-filling checkpoints (``models.kinds``: loader ``infill``; sampling or deterministic):
     the rotation form of ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the
     server's device; ``adapt`` (Learn This Action) for a kind that learns by that request."""
@@ -308,7 +310,7 @@ def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: t
     return ServedModel(name, kind, spec(kind).serves, info, step=None, run=run)
 
 
-LOADERS = {"infill": load_anyorder, "controller": load_controller, "style": load_style}   # models.kinds' loader names
+LOADERS = {"infill": load_infill, "controller": load_controller, "style": load_style}   # models.kinds' loader names
 for _k in KINDS.values():   # every served kind, once, from its family's record
     if _k.loader is not None:
         register_loader(_k.kind, _k.serves, LOADERS[_k.loader])

@@ -87,3 +87,10 @@ def test_gaps_are_windowed_by_the_one_vendored_rule():
     assert mine == set()
     uses = (ADDON / "blender" / "rigio.py").read_text()
     assert "gaps.windows(missing, gaps.context_frames(fps))" in uses
+
+
+def test_the_vendor_readme_lists_exactly_what_is_vendored():
+    import re
+
+    listed = re.findall(r"^- `([\w/]+\.py)`", (ADDON / "vendor" / "README.md").read_text(), re.M)
+    assert sorted(listed) == sorted(build_addon.VENDORED) and len(listed) == len(set(listed))

@@ -23,7 +23,7 @@ import torch
 from conftest import needs_data
 
 from motioncore.cli.controllers import demo_path
-from motioncore.eval.controllers import rotation_step_limits, rotation_steps
+from motioncore.core.kinematics import rotation_step_limits, rotation_steps
 from motioncore.io.bvh import read_bvh, write_bvh
 from motioncore.tasks.paths import Path
 

@@ -354,6 +354,7 @@ def test_missing_joints_held_at_rest_or_filled_by_a_per_element_model():
     from motioncore.core.kinematics import resample
     from motioncore.data import load
     from motioncore.models.registry import load_model
+    from motioncore.tasks.joints import joint_filler
 
     m = resample(load("manipnet-right", "test")[0].motion, 30.0).slice(0, 60)
     sk = m.skeleton
@@ -364,7 +365,7 @@ def test_missing_joints_held_at_rest_or_filled_by_a_per_element_model():
     jm = auto_map(sub, sk)
     assert jm.unmapped == ("PINKY_MCP", "PINKY_PIP_FE", "PINKY_DIP_FE")
     rest = retarget(four, sk, jm, scale=None)
-    filled = retarget(four, sk, jm, scale=None, missing="infill", infill_model="anyorder-hands")
+    filled = retarget(four, sk, jm, scale=None, missing="infill", joint_fill=joint_filler("anyorder-hands"))
     pinky = [sk.names.index(n) for n in jm.unmapped]
     others = [j for j in range(sk.num_joints) if j not in pinky]
     np.testing.assert_array_equal(filled.rotations[:, others], rest.rotations[:, others])
@@ -374,7 +375,7 @@ def test_missing_joints_held_at_rest_or_filled_by_a_per_element_model():
     with pytest.raises(RetargetError, match="per-element"):
         body, meta = load_model("anyorder-body")
         meta = {**meta, "skeleton": sk.to_dict()}
-        retarget(four, sk, jm, scale=None, missing="infill", infill_model=(body, meta))
+        retarget(four, sk, jm, scale=None, missing="infill", joint_fill=joint_filler((body, meta)))
 
 
 @needs_data

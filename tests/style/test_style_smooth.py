@@ -35,7 +35,7 @@ def walk_rows():
 
 @needs_data
 def test_the_turn_meter_is_rotation_steps_of_the_clip_on_its_own_rows(walk_rows):
-    from motioncore.eval.controllers import rotation_steps
+    from motioncore.core.kinematics import rotation_steps
 
     clip, rows, layout = walk_rows
     Y = rows["Y"].astype(np.float64)

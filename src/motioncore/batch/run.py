@@ -95,6 +95,7 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
     source skeleton (cached in this process; ``target_poses``: some frames of the target clip, ``clip_poses``)."""
     from ..core.skeleton import Skeleton
     from ..retarget import auto_map, check_map, clip_poses, retarget
+    from ..tasks.joints import joint_filler
 
     t0 = time.perf_counter()
     out, res = start_result(path, out_dir, fmt)
@@ -115,7 +116,8 @@ def process_file(path: str, out_dir: str, target: Mapping[str, Any], overrides: 
                                        source_poses=poses, target_poses=target_poses))
         res["unmapped"] = list(jm.unmapped)
         stage = "retarget"
-        moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, infill_model=infill_model,
+        fill = joint_filler(infill_model) if missing == "infill" and infill_model is not None else None
+        moved = retarget(motion, tgt, jm, scale=scale, contacts=contacts, missing=missing, joint_fill=fill,
                          convention=None if convention is None else np.asarray(convention, np.float64))
         if floor is not None:   # the feet on the target's own ground (its walks' contact height)
             from ..retarget.contacts import contact_height_of, stand_on

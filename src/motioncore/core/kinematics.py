@@ -6,13 +6,23 @@ Legend: T frames, J joints, F feet. Y is up; the ground is the XZ plane. Quatern
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import MotioncoreError
 from .motion import Motion
-from .rotations import quat_apply, quat_continuity, quat_mul, quat_normalize, quat_slerp
+from .rotations import (
+    matrix_to_quat,
+    quat_angle,
+    quat_apply,
+    quat_continuity,
+    quat_mul,
+    quat_normalize,
+    quat_slerp,
+    quat_to_matrix,
+)
 from .skeleton import Skeleton
 
 _LEFT = re.compile(r"(^|[^a-z])(l|left)([^a-z]|$)|^left|left$|_l$|\.l$", re.I)
@@ -163,7 +173,6 @@ def mirror_frames(skeleton: Skeleton, pairs: np.ndarray | None = None, rotations
     Offsets fix a bone's direction, not its twist: where several reflections fit the offsets equally (a bone
     along an axis), ``rotations`` (T, J, 4), frames of the data to mirror, break the tie: the one that carries
     the partner's mean local rotation closest to the joint's own (parents first)."""
-    from .rotations import matrix_to_quat, quat_angle, quat_to_matrix
     pairs = mirror_map(skeleton) if pairs is None else np.asarray(pairs)
     J = skeleton.num_joints
     kids: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(J)]  # (child or -1, offset) per joint
@@ -217,8 +226,6 @@ def mirror(motion: Motion, pairs: np.ndarray | None = None, frames: np.ndarray |
     a skeleton whose rest pose is symmetric about x = 0 and stays right where the joint frames are not
     world-aligned at rest (Bandai). Exact when the rest pose is symmetric under those reflections. ``frames``:
     ``mirror_frames`` computed once for a dataset (default: from this clip's own rotations)."""
-    from .rotations import matrix_to_quat, quat_continuity, quat_to_matrix
-
     sk = motion.skeleton
     pairs = mirror_map(sk) if pairs is None else np.asarray(pairs)
     X = mirror_frames(sk, pairs, motion.rotations) if frames is None else np.asarray(frames)
@@ -270,3 +277,19 @@ def reframe(rotations: np.ndarray, positions: np.ndarray, skeleton: Skeleton, bo
     rot[:, :, 0] = quat_mul(r, rotations[:, :, 0])
     pos[:, :, 0] = quat_apply(r, positions[:, :, 0] - c[:, None])
     return rot, pos
+
+
+def rotation_steps(rotations: np.ndarray) -> np.ndarray:
+    """(T - 1, J) degrees each joint's local rotation turns between consecutive frames of (T, J, 4)."""
+    q = np.asarray(rotations, np.float64)
+    return np.degrees(quat_angle(q[1:], q[:-1]))
+
+
+def rotation_step_limits(motions: Sequence[Motion], percentile: float = 99.9) -> np.ndarray:
+    """(J,) per joint, the ``percentile`` of its frame-to-frame local rotation change (degrees) over
+    ``motions`` (a controller's training clips, at their own fps): what "no flips" is measured against.
+    A high percentile rather than the maximum, so one glitched mocap frame does not set the bar."""
+    if not motions:
+        raise MotioncoreError("rotation_step_limits: no motions")
+    steps = np.concatenate([rotation_steps(m.rotations) for m in motions if m.num_frames > 1])
+    return np.percentile(steps, percentile, axis=0)

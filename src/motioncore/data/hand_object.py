@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.rotations import quat_apply, quat_conj, quat_mul, quat_normalize, quat_to_rot6d
+from .windows import window_starts
 
 __all__ = ["COND_DIM", "VEL_FRAMES", "object_features", "cond_stats", "normalise_cond", "window_cond"]
 
@@ -59,8 +60,6 @@ def window_cond(clips, length: int, offset: int, root_joint: int = 0) -> np.ndar
     """Raw features (N, length, COND_DIM) of every window of ``clips`` in ``lafan1_windows``' order (the
     same starts); the root joint must be a skeleton root (its local pose is its world pose). Clips without
     an object track give zeros (no object)."""
-    from .windows import window_starts
-
     out = []
     for c in clips:
         if int(c.motion.skeleton.parents[root_joint]) >= 0:

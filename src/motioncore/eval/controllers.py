@@ -31,15 +31,18 @@ from typing import Any
 import numpy as np
 
 from motioncore.families.mann.features import PAW_HEIGHT, PAW_SPEED, TRAJ_VEL_SIGMA_S
-from motioncore.families.pfnn.features import CONTACT_HEIGHT, CONTACT_SPEED
+from motioncore.families.pfnn.features import CONTACT_HEIGHT, CONTACT_SPEED, gait_labels, gait_of_content
 
+from ..core.feet import GROUND_PERCENTILE  # a foot's ground level: this percentile of its height
 from ..core.motion import Motion
 from ..errors import MotioncoreError
 from ..features.layout import one_hot
 from ..features.poses import ground_joints
 from ..features.root_frame import ground_velocity, root_frames
+from ..io.atomic import atomic_write_text
 from ..models.kinds import KINDS
 from ..tasks.paths import Path, distance_to_polyline
+from ..tasks.rollout import stack_states
 
 PFNN_MODES = ("weights", "constant", "linear", "cubic")  # compared with the exact model ("outputs")
 
@@ -64,7 +67,6 @@ class ControllerEvalConfig:
 
 
 # ----------------------------------------------------------------------------- metrics
-GROUND_PERCENTILE = 5.0  # a foot's ground level: this percentile of its height (over the ground-truth frames)
 
 
 def ground_levels(positions: np.ndarray) -> np.ndarray:
@@ -124,24 +126,6 @@ def joint_position_error(pred: np.ndarray, true: np.ndarray) -> float:
     if np.shape(pred) != np.shape(true):
         raise MotioncoreError(f"pred {np.shape(pred)} and true {np.shape(true)} differ")
     return float(np.linalg.norm(np.asarray(pred) - np.asarray(true), axis=-1).mean())
-
-
-def rotation_steps(rotations: np.ndarray) -> np.ndarray:
-    """(T - 1, J) degrees each joint's local rotation turns between consecutive frames of (T, J, 4)."""
-    from ..core.rotations import quat_angle
-
-    q = np.asarray(rotations, np.float64)
-    return np.degrees(quat_angle(q[1:], q[:-1]))
-
-
-def rotation_step_limits(motions: Sequence[Motion], percentile: float = 99.9) -> np.ndarray:
-    """(J,) per joint, the ``percentile`` of its frame-to-frame local rotation change (degrees) over
-    ``motions`` (a controller's training clips, at their own fps): what "no flips" is measured against.
-    A high percentile rather than the maximum, so one glitched mocap frame does not set the bar."""
-    if not motions:
-        raise MotioncoreError("rotation_step_limits: no motions")
-    steps = np.concatenate([rotation_steps(m.rotations) for m in motions if m.num_frames > 1])
-    return np.percentile(steps, percentile, axis=0)
 
 
 # ----------------------------------------------------------------------------- per character
@@ -207,7 +191,6 @@ def _locomotion(ctl: Any, clip: Any) -> bool:
     an action (kick, punch...), which has no gait label."""
     if KINDS[ctl.kind].gated:
         return True
-    from motioncore.families.pfnn.features import gait_of_content
 
     content = clip.labels.get("content")
     return content is None or gait_of_content(content) is not None
@@ -219,15 +202,12 @@ def _clip_labels(ctl: Any, clip: Any, frames: Any) -> np.ndarray:
         from motioncore.families.mann.features import dog_actions
 
         return dog_actions(clip.motion, ctl.body)[1]
-    from motioncore.families.pfnn.features import gait_labels
 
     return one_hot(gait_labels(frames, clip.motion.fps, clip.labels.get("content"), ctl.labels), len(ctl.labels))
 
 
 def path_following(ctl: Any, clips: Sequence[Any], cfg: ControllerEvalConfig) -> dict[str, Any]:
     """(b) and (c): every selected clip's root path drives the controller from the clip's own state."""
-    from ..tasks.rollout import stack_states
-
     H = 6 * ctl.step  # past frames a start state needs; the path must also reach 1 s beyond the last frame
     shortest = min(cfg.max_frames, int(ctl.fps))  # frames a clip must offer beyond those 2 s
     jobs = [(c, min(cfg.max_frames, c.motion.num_frames - 2 * H)) for c in clips
@@ -327,6 +307,4 @@ def format_table(results: Sequence[Mapping[str, Any]]) -> str:
 
 def write_json(results: Any, path: str | os.PathLike) -> None:
     """Indented JSON, written atomically."""
-    from ..io.atomic import atomic_write_text
-
     atomic_write_text(path, json.dumps(results, indent=2) + "\n")  # the umask's mode, not mkstemp's 0600

@@ -20,6 +20,7 @@ from ..core.rotations import quat_continuity
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError, ShapeError
 from ..io.atomic import atomic_write, atomic_write_text
+from ..retarget.contacts import feet_of
 from .baselines import Fill
 from .metrics import l2p_frames, l2q_frames, npss_terms
 
@@ -213,8 +214,6 @@ def evaluate_infill(models: Mapping[str, Fill], skeleton: Skeleton, rotations: n
 def skate_feet(skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray, frames: int = 64) -> list[int]:
     """The foot and toe joints foot skate is measured on (``retarget.contacts.feet_of``, left and right read from
     up to ``frames`` frames spread over the windows (N, T, J, ...)); [] for a body without two legs (a hand)."""
-    from ..retarget.contacts import feet_of
-
     q = np.asarray(rotations).reshape(-1, *np.shape(rotations)[-2:])
     p = np.asarray(positions).reshape(-1, *np.shape(positions)[-2:])
     idx = np.unique(np.linspace(0, len(q) - 1, min(frames, len(q))).astype(np.int64))

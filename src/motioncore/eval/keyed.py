@@ -24,7 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 from tqdm import tqdm
 
+from motioncore.families.body.fill import bezier_fill, bezier_quats
+
 from ..core import feet as foots
+from ..core.kinematics import find_body_joints
+from ..core.motion import Motion
 from ..core.rotations import (
     euler_to_quat,
     quat_apply,
@@ -37,6 +41,8 @@ from ..core.rotations import (
 )
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
+from ..retarget import auto_map, retarget
+from ..retarget.core import _pairs_of, leg_scale
 from .baselines import Fill
 from .infill import Results, _Sums, results_of, skate_feet
 
@@ -82,8 +88,6 @@ def interp_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndar
 
 def _bezier_frames(values: np.ndarray, kf: np.ndarray) -> np.ndarray:
     """Blender's Bezier through values at the key frames, every frame: (N, T, ...) -> (N, T, ...)."""
-    from motioncore.families.body.fill import bezier_fill
-
     N, T = values.shape[:2]
     flat = values.reshape(N, T, -1)
     return bezier_fill(flat, np.broadcast_to(kf[None, :, None], flat.shape)).reshape(values.shape)
@@ -107,8 +111,6 @@ def bezier_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndar
 
 def bezier_quat_keys(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
     """Bezier on W, X, Y, Z (sign-continuous over the keys), normalised (``eval.baselines.bezier_quat``)."""
-    from motioncore.families.body.fill import bezier_quats
-
     _shared(known)
     J = q.shape[2]
     rot = bezier_quats(np.asarray(q, np.float64), np.repeat(known[..., None], J, axis=-1))
@@ -169,11 +171,6 @@ def pairs_by_name(joint_map) -> dict[str, str]:
 
 
 def _transfer(fill: KeyFill, msk: Skeleton, conv, sk: Skeleton, q, p, known, joint_map=None):
-    from ..core.kinematics import find_body_joints
-    from ..core.motion import Motion
-    from ..retarget import auto_map, retarget
-    from ..retarget.core import _pairs_of, leg_scale
-
     bq, bp = bezier_quat_keys(sk, q, p, known)  # the window's own Bezier
     if joint_map is None:   # the body read from the windows' frames (`retarget.topology`), not the rest pose
         flat_q, flat_p = bq.reshape(-1, *bq.shape[-2:]), bp.reshape(-1, *bp.shape[-2:])

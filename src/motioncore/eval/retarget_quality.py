@@ -31,6 +31,9 @@ from ..core.kinematics import find_body_joints, resample
 from ..core.motion import Motion
 from ..core.rotations import quat_inv, quat_mul
 from ..core.skeleton import Skeleton
+from ..data import load
+from ..retarget import auto_map, rest_rotations, retarget
+from ..retarget.contacts import contact_thresholds
 
 
 @dataclass
@@ -55,7 +58,6 @@ def _vec_angle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def skating(m: Motion) -> tuple[float, int]:
     """(summed slide in the motion's units, frame pairs in contact) of its ankles and toes."""
-    from ..retarget.contacts import contact_thresholds
     from .controllers import skating_terms
 
     feet = list(find_body_joints(m.skeleton).feet)
@@ -77,8 +79,6 @@ def _chains(target: Skeleton, roles: dict[str, str], pairs: dict[str, str]) -> l
 
 
 def clip_figures(src: Motion, target: Skeleton) -> dict[str, Any]:
-    from ..retarget import auto_map, rest_rotations, retarget
-
     jm = auto_map(src.skeleton, target)
     out: dict[str, Any] = {"frames": src.num_frames}
     moved = {k: retarget(src, target, jm, contacts=c) for k, c in (("plain", False), ("contacts", True))}
@@ -163,9 +163,6 @@ def stick_strip(src: Motion, moved: Motion, path: str | Path, frames: int = 6, s
 
 def run(opts: Options, progress: bool = True) -> dict[str, Any]:
     from tqdm import tqdm
-
-    from ..data import load
-    from ..retarget import auto_map, retarget
 
     target = load("bandai2", "test", progress=False)[0].motion.skeleton
     clips = load("cmu", progress=False)

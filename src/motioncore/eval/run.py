@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from motioncore.families.anyorder.evaluate import is_anyorder_checkpoint, load_fill
+from motioncore.families.anyorder.model_elements import body_joints
+from motioncore.families.body.evaluate import is_body_checkpoint, load_body_keyfill
 
 from ..core.kinematics import resample
 from ..core.skeleton import Skeleton
@@ -25,6 +27,7 @@ from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
 from ..io.bvh import read_bvh
 from ..io.files import check_suffix, files_with_suffix
+from ..retarget import auto_map, check_map, load_overrides
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
 from .keyed import KEY_BASELINES, KeyFill, evaluate_keys, key_fill, lafan_fill, on_skeleton
@@ -49,8 +52,6 @@ def resolve_key_models(names: list[str], lafan: bool = False, maps: dict | None 
                        ) -> dict[str, KeyFill]:
     """Model names or checkpoint paths to key-mask fills (``eval.keyed``). Any-order checkpoints take LaFAN1
     masks only (``lafan``); for sparse keys they are refused. ``plant_feet``: the body in-fill plants its feet."""
-    from motioncore.families.body.evaluate import is_body_checkpoint, load_body_keyfill
-
     from ..models.checkpoint import read_meta
     from ..models.registry import resolve
 
@@ -130,7 +131,6 @@ def check_skeletons(model_names: list[str], skeleton: Skeleton, what: str, overr
     another skeleton."""
     from ..models.checkpoint import read_meta
     from ..models.registry import resolve
-    from ..retarget import auto_map, check_map, load_overrides
 
     ov = load_overrides(overrides) if overrides is not None else None
     maps = {}
@@ -164,7 +164,6 @@ def load_eval_sets(data: str, progress: bool = True):
         train = load(data, "train", fps=FPS, progress=progress)
     else:   # outside clips: one rig at a time (the others named), every window they allow
         test = train = one_hierarchy(_clips_from_files(data, progress), data)
-    from motioncore.families.anyorder.model_elements import body_joints
 
     length, offset = TEST
     test_w = lafan1_windows(test, length, offset if data in REGISTRY else OUTSIDE_OFFSET,

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.kinematics import foot_contacts
+
 DEFAULT_CYCLE_S = 1.1  # phase cycle length where no steps are seen (median Bandai walk cycle: 1.07-1.10 s)
 MIN_STEP_S = 0.1  # onsets closer than this to the previous one are dropped (shuffles, kicks)
 
@@ -91,8 +93,6 @@ def foot_phase(global_positions: np.ndarray, left_feet: Sequence[int], right_fee
     """Phase (T,) in [0, 2 pi) and radians per frame (T,) from foot contacts (`kinematics.foot_contacts`:
     within ``height`` of the joint's lowest point in the clip and slower than ``speed`` units/s; the
     defaults suit cm at 30-60 fps). A side is in contact when any of its joints is."""
-    from ..core.kinematics import foot_contacts
-
     ct = foot_contacts(global_positions, tuple(left_feet) + tuple(right_feet), fps, height, speed)
     nl = len(left_feet)
     left = contact_onsets(side_contacts(ct[:, :nl], fps))

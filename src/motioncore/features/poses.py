@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.kinematics import BodyJoints
+from ..core.kinematics import BodyJoints, find_body_joints
 from ..core.motion import Motion
 from ..core.rotations import matrix_to_quat, quat_conj, quat_mul, quat_to_matrix
 from ..core.skeleton import Skeleton
@@ -64,8 +64,6 @@ def clip_features(motion: Motion, body: BodyJoints | None = None, per_second: bo
     """Root frames and root-relative positions / velocities / rotations of every frame, for the joints
     followed by the end sites ``sites`` (indices into ``skeleton.end_sites``). Velocities are per frame,
     or per second with ``per_second``. Ground joints (Bandai's ``joint_Root``) become the root frame."""
-    from ..core.kinematics import find_body_joints
-
     sk = motion.skeleton
     body = body or find_body_joints(sk)
     gq, gp = motion.global_transforms()
@@ -88,8 +86,6 @@ def local_rotations_from_root_relative(skeleton: Skeleton, rot_root_space: np.nd
     row is used). Joints above the body root (Bandai's ``joint_Root``) are given their rest transform
     (identity, rest offset), as in the source files, so writing ``rotations`` and putting the translation
     on the body root gives a valid BVH of the same skeleton. Other joints take their rest offsets."""
-    from ..core.kinematics import find_body_joints
-
     body = body or find_body_joints(skeleton)
     J = skeleton.num_joints
     if np.shape(rot_root_space)[-2:] != (J, 4) or np.shape(pos_root_space)[-2:] != (J, 3):
@@ -125,8 +121,6 @@ def local_pose(skeleton: Skeleton, rot_root_space: np.ndarray, pos_root_space: n
                body: BodyJoints | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Full local arrays for a `Motion` / BVH: rotations (..., J, 4) and translations (..., J, 3) (rest
     offsets, with the body root's translation from `local_rotations_from_root_relative`)."""
-    from ..core.kinematics import find_body_joints
-
     body = body or find_body_joints(skeleton)
     rot, trans = local_rotations_from_root_relative(skeleton, rot_root_space, frame, pos_root_space, body)
     pos = np.broadcast_to(skeleton.offsets, rot.shape[:-1] + (3,)).copy()

@@ -8,6 +8,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import OutputError
+
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
     """Call ``write(tmp_path)`` on a temp file beside ``path``, then move it onto ``path``."""
@@ -55,8 +57,6 @@ def check_output_dir(path: str | os.PathLike, arg: str = "--out",
     """Check, before any work and without writing anything, that ``path`` can be an output folder: not an
     existing file, nothing on the way to it a file, writable, and not one of ``inputs`` (files or folders).
     Raises ``OutputError`` (one line naming ``arg``)."""
-    from ..errors import OutputError
-
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise OutputError(f"{arg} {p}: is an existing file; expected a folder")
@@ -78,8 +78,6 @@ def check_output_file(path: str | os.PathLike, arg: str = "--out", inputs: tuple
                       suffixes: tuple[str, ...] = ()) -> Path:
     """As `check_output_dir` for a file to be written: not an existing folder, its folder creatable and
     writable, not an input, and (when given) one of ``suffixes``."""
-    from ..errors import OutputError
-
     p = Path(path)
     if suffixes and p.suffix.lower() not in suffixes:
         raise OutputError(f"{arg} {p}: expected a {' or '.join(suffixes)} file name")

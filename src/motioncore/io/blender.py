@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.axes import Y_UP_TO_Z_UP, y_up_to_z_up, z_up_to_y_up
 from ..core.motion import Motion
-from ..core.rotations import quat_apply, quat_inv, quat_mul, quat_normalize
+from ..core.rotations import matrix_to_quat, quat_apply, quat_inv, quat_mul, quat_normalize
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 
@@ -122,8 +122,6 @@ def _q(m) -> np.ndarray:
 
 def _rotation_of(m: np.ndarray) -> np.ndarray:
     """WXYZ rotation of a 4x4 matrix with scale (columns normalised)."""
-    from ..core.rotations import matrix_to_quat
-
     r = np.asarray(m, np.float64)[:3, :3]
     return matrix_to_quat(r / np.linalg.norm(r, axis=0, keepdims=True))
 

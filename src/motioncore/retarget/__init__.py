@@ -1,4 +1,4 @@
-"""Layer retarget: joint maps and retargeting onto another skeleton. May import tasks and every layer below.
+"""Layer retarget: joint maps and retargeting onto another skeleton. May import train and every layer below.
 
 Retargeting: joint maps (presets, auto-matching, override files) and world-space rotation-offset
 retargeting of a Motion onto another Skeleton. See docs/retarget.md."""

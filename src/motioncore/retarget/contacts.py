@@ -32,6 +32,7 @@ from ..core.rotations import quat_inv, quat_mul, quat_normalize
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from .mapping import RetargetError
+from .topology import find_body, foot_joints
 
 __all__ = ["leg_chains", "source_contacts", "pin_feet", "contact_thresholds", "feet_of", "source_cm_per_unit",
            "contact_height_of", "stand_on"]
@@ -44,8 +45,6 @@ def feet_of(skeleton: Skeleton, poses: np.ndarray | None = None) -> tuple[tuple[
     """(left, right) legs' foot and toe joints for ``core.feet``: by topology (`retarget.topology.foot_joints`;
     ``poses`` (F, J, 3), some of the clip's world frames, tell left from right), else by name
     (``find_body_joints``), else None (a hand, a rig without two legs)."""
-    from .topology import find_body, foot_joints
-
     body = find_body(skeleton.parents, skeleton.offsets, skeleton.names, poses)
     if body is not None and body.parts.get("l_leg_end") and body.parts.get("r_leg_end"):
         return foot_joints(body)

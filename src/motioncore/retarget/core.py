@@ -26,7 +26,7 @@ The target root (the ``hips`` role, else the shallowest mapped joint) is placed 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -41,7 +41,9 @@ from ..core.rotations import (
 )
 from ..core.skeleton import Skeleton
 from . import rest
+from .contacts import pin_feet, source_contacts
 from .mapping import JointMap, RetargetError, _roles, detect_preset
+from .twist import match_convention
 
 __all__ = ["leg_length", "leg_scale", "rest_rotations", "retarget"]
 
@@ -125,47 +127,17 @@ def _root_joint(pairs: dict[int, int], target: Skeleton, roles: dict[str, str]) 
     return min(pairs, key=lambda j: (depth[j], j))
 
 
-_INFILL_MODELS: dict[str, tuple] = {}
-
-
-def _infill_missing(motion: Motion, unmapped: np.ndarray, infill_model: str | tuple | None) -> Motion:
-    from ..models.registry import load_model
-    from ..tasks.infill import fill_joints
-
-    if infill_model is None:
-        raise RetargetError("missing='infill' needs infill_model (a per-element any-order checkpoint)")
-    if isinstance(infill_model, str):
-        if infill_model not in _INFILL_MODELS:   # once per process (a batch or a Ray worker)
-            _INFILL_MODELS[infill_model] = load_model(infill_model)
-        model, meta = _INFILL_MODELS[infill_model]
-    else:
-        model, meta = infill_model
-    names = list(meta["skeleton"]["names"])
-    if names != list(motion.skeleton.names):
-        raise RetargetError(f"infill_model is for the skeleton ({', '.join(names[:3])}, ...), not the target's "
-                            f"({', '.join(motion.skeleton.names[:3])}, ...)")
-    from ..errors import MotioncoreError
-
-    rj = int(meta["root_joint"])
-    try:
-        q = fill_joints(model, meta, motion.rotations, motion.positions[:, rj], unmapped)
-    except RetargetError:
-        raise
-    except MotioncoreError as e:
-        raise RetargetError(f"missing='infill': {e}") from None
-    return Motion(motion.skeleton, q, motion.positions, motion.fps, motion.name)
-
-
 def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Mapping[str, str], *,
              scale: str | float | None = "legs", missing: str = "rest", contacts: bool = False,
-             infill_model: str | tuple | None = None, convention: np.ndarray | None = None) -> Motion:
+             joint_fill: Callable[[Motion, np.ndarray], Motion] | None = None,
+             convention: np.ndarray | None = None) -> Motion:
     """``source`` moved onto ``target_skeleton``. ``joint_map``: target joint -> source joint
     (a JointMap from ``auto_map`` or a plain dict). ``scale``: "legs" (``leg_scale``: target/source
     hip-to-foot chain length),
     a number, or None (1.0) multiplies the root's world position. ``missing``: "rest" holds unmapped
     target joints at their rest local rotation; "error" raises if any target joint is unmapped; "infill"
-    fills them from the mapped joints with ``infill_model`` (a per-element any-order checkpoint on the
-    target skeleton: a name, a path or a loaded (model, meta); `infill.fill_joints`).
+    fills them from the mapped joints with ``joint_fill(clip, unmapped)`` (``tasks.joints.joint_filler`` of a
+    per-element any-order checkpoint on the target skeleton).
     ``contacts``: pin the target's ankles wherever the source's are planted (two-bone leg IK,
     `retarget.contacts`), so the feet do not slide. ``convention`` (J, 4): the target data's mean local
     rotations; the free twists are matched to them (`retarget.twist.match_convention`; positions kept)."""
@@ -208,14 +180,13 @@ def retarget(source: Motion, target_skeleton: Skeleton, joint_map: JointMap | Ma
     pos[:, r] = want
     out = Motion(target, local, pos, source.fps, source.name)
     if convention is not None:
-        from .twist import match_convention
-
         out = match_convention(out, convention)
     unmapped = np.array([j not in pairs for j in range(Jt)])
     if missing == "infill" and unmapped.any():
-        out = _infill_missing(out, unmapped, infill_model)
+        if joint_fill is None:
+            raise RetargetError("missing='infill' needs joint_fill (tasks.joints.joint_filler of a per-element "
+                                "any-order checkpoint)")
+        out = joint_fill(out, unmapped)
     if contacts:
-        from .contacts import pin_feet, source_contacts
-
         out = pin_feet(out, source_contacts(source))
     return out

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Body", "find_body", "foot_joints", "pair_bodies", "PARTS"]
+__all__ = ["Body", "find_body", "find_legs", "foot_joints", "pair_bodies", "PARTS"]
 
 _LIMB = ("top", "upper", "lower", "end", "tail")
 PARTS: tuple[str, ...] = ("root", "hips", "spine", "chest", "neck", "head", "head_end") + tuple(
@@ -241,6 +241,31 @@ def _read_body(tree: _Tree, parents: np.ndarray, offsets: np.ndarray, names: Seq
     for s, leg, arm in zip("lr", legs, arms, strict=True):
         parts |= {f"{s}_leg_{k}": leg[k] for k in _LIMB} | {f"{s}_arm_{k}": arm[k] for k in _LIMB}
     return Body(parts, how)
+
+
+def find_legs(parents: Sequence[int] | np.ndarray, offsets: np.ndarray, names: Sequence[str],
+              poses: np.ndarray | None = None) -> list[tuple[int, int, int, int]]:
+    """[(thigh, shin, foot, toe or -1)] joint indices of the left, then the right leg: the one leg finder of the
+    library (``families.body.fill_plant.legs_of``) and the add-on (``core.rigplant.rig_legs``). The hierarchy
+    first (``find_body``: each leg's upper, lower and end joint, its first tail joint the toe); on a skeleton that
+    is no whole biped (no chest with arms and a neck), the names: a joint named like a foot or an ankle (not a toe
+    or ball) with a side, its parent the shin, its grandparent the thigh, its first child the toe. [] when there
+    are not two such legs."""
+    parents = np.asarray(parents, np.int64)
+    body = find_body(parents, offsets, names, poses)
+    if body is not None:
+        return [(body.parts[f"{s}_leg_upper"][0], body.parts[f"{s}_leg_lower"][0], body.parts[f"{s}_leg_end"][0],
+                 (body.parts[f"{s}_leg_tail"] or (-1,))[0]) for s in "lr"]
+    low = [re.split(r"[:|]", n)[-1].lower() for n in names]
+    out = []
+    for side in "lr":
+        foot = next((j for j, n in enumerate(low) if ("foot" in n or "ankle" in n) and "toe" not in n
+                     and "ball" not in n and _name_side(names[j]) == side), None)
+        if foot is None or parents[foot] < 0 or parents[parents[foot]] < 0:
+            return []
+        toe = next((j for j, p in enumerate(parents) if p == foot), -1)
+        out.append((int(parents[parents[foot]]), int(parents[foot]), int(foot), int(toe)))
+    return out
 
 
 def foot_joints(body: Body) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -1,1 +1,1 @@
-"""Layer tasks: what users run in-process (path locomotion, paths, in-filling, style). May import models, train, features, data, io, core, errors."""
+"""Layer tasks: what users run in-process (path locomotion, paths, in-filling, style). May import retarget, train, models, features, data, io, core, errors."""

@@ -1,5 +1,6 @@
-"""In-fill a clip around keys with an any-order checkpoint: the call behind the server's ``infill``,
-the batch in-fill job and the Blender add-on.
+"""In-fill a clip around keys with an in-filling checkpoint (the body and hands in-fill models, ``infill-body`` and
+``infill-hands``, through their family's ``fill`` hook; an any-order checkpoint here): the call behind the
+server's ``infill``, the batch in-fill job and the Blender add-on.
 
 ``fill_clip(model, meta, rotations, root, known)`` takes a clip on the checkpoint's skeleton:
 

@@ -37,12 +37,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from motioncore.families.mann.features import TRAJ_VEL_SIGMA_S, find_paws, mann_decode, mann_encode, mann_layout
+from motioncore.families.mann.features import (
+    TRAJ_VEL_SIGMA_S,
+    dog_actions,
+    find_paws,
+    mann_decode,
+    mann_encode,
+    mann_layout,
+)
 from motioncore.families.pfnn.features import (
     CONTACT_HEIGHT,
     CONTACT_SPEED,
     advance_phase,
     contact_joints,
+    gait_labels,
     pfnn_decode,
     pfnn_encode,
     pfnn_layout,
@@ -60,6 +68,7 @@ from ..features.phase import foot_phase
 from ..features.poses import Pose, clip_features, ground_joints, local_pose
 from ..features.root_frame import TRAJ_FUTURE, TRAJ_PAST, RootFrame, Trajectory, ground_velocity, trajectory_step
 from ..models.checkpoint import CheckpointError
+from ..models.registry import load_model
 from .path_follow import BIPED, DOG, Character, path_trajectory
 from .paths import Path, PathError, PathTrack, resolve_labels
 from .rollout import Rollout, State, align_bones, map_trajectories
@@ -106,8 +115,6 @@ class Controller:
     def load(name_or_path: str | FilePath, mode: str = "outputs") -> Controller:
         """A bundled model name (``pfnn-biped``, ``mann-dog``) or a checkpoint path. PFNN and PhaseMLP
         checkpoints roll out as PFNN (phase from Δphase), MANN and single-expert MANN as MANN."""
-        from ..models.registry import load_model
-
         model, meta = load_model(name_or_path)
         return Controller.from_model(model, meta, mode)
 
@@ -341,8 +348,6 @@ class PFNNController(Controller):
         return Pose(np.repeat(jp[None], batch, 0), np.zeros((batch, J, 3)), rot)
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from motioncore.families.pfnn.features import gait_labels
-
         return one_hot(gait_labels(cf.frames, self.fps, None, self.labels), len(self.labels))
 
     def _clip_phase(self, cf: Any, frame: int) -> float:
@@ -401,8 +406,6 @@ class MANNController(Controller):
         return clip_features(motion, self.body, per_second=True, sites=find_paws(self.skeleton, self.body))
 
     def _clip_labels(self, motion: Motion, cf: Any) -> np.ndarray:
-        from motioncore.families.mann.features import dog_actions
-
         return dog_actions(motion, self.body)[1]
 
     def _encode(self, frame: RootFrame, traj: Trajectory, prev: Pose) -> np.ndarray:

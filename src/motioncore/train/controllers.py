@@ -22,6 +22,7 @@ from ..data import get_spec, load
 from ..errors import MotioncoreError
 from ..models.checkpoint import save_model
 from ..models.kinds import FAMILIES, KINDS, kinds_for, recipe_family
+from ..models.registry import build
 from .loop import TrainConfig, fit, pick_device
 
 
@@ -78,8 +79,6 @@ def build_rows(recipe: ControllerRecipe, split: str, progress: bool = True) -> t
 
 def make_model(recipe: ControllerRecipe, d_in: int, d_out: int, d_gate: int = 0) -> tuple[torch.nn.Module, str, dict]:
     """(model, kind, config dict)."""
-    from ..models.registry import build
-
     kind = recipe.kind
     cfg: dict[str, Any] = {"input_dim": d_in, "output_dim": d_out}
     if recipe.gated:

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from ..errors import MotioncoreError
 from ..io.atomic import atomic_write
-from ..models.checkpoint import CheckpointError, load_tensors, save_tensors
+from ..models.checkpoint import CheckpointError, load_state_into, load_tensors, save_tensors
 
 LossFn = Callable[[torch.nn.Module, dict[str, torch.Tensor]], torch.Tensor]
 
@@ -181,7 +181,6 @@ def _resume(path: Path, model, opt, sched, gen, cfg: TrainConfig) -> tuple[int, 
     tensors, meta = load_tensors(path)
     if meta.get("kind") != "train_state":
         raise CheckpointError(f"{path}: not a training state")
-    from ..models.checkpoint import load_state_into
 
     load_state_into(model, {k[6:]: v for k, v in tensors.items() if k.startswith("model/")}, str(path))
     _restore_opt(opt, tensors, meta["optimizer"])

@@ -33,7 +33,7 @@ from motioncore.families.anyorder.model_elements import (
     ungroup_channels,
 )
 from motioncore.families.anyorder.model_heads import sample_values
-from motioncore.families.anyorder.model_sampling import ORDERS, static_order
+from motioncore.families.anyorder.model_sampling import ORDERS, _decode, grid_prior, key_frame_in, static_order
 
 __all__ = ["AnyOrderFill", "load_fill", "is_anyorder_checkpoint"]
 
@@ -115,8 +115,6 @@ class AnyOrderFill:
                     seed: int) -> tuple[np.ndarray, np.ndarray]:
         """q (B, T, J, 4), root (B, T, 3) with T = n_past + n_trans + 1 -> transition quaternions
         (B, n_trans, J, 4) and root translations (B, n_trans, 3)."""
-        from motioncore.families.anyorder.model_sampling import _decode, grid_prior, key_frame_in
-
         model, cfg = self.model, self.model.cfg
         param = next(model.parameters())
         B, T = q.shape[:2]

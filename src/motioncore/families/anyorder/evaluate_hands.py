@@ -29,8 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from motioncore.core.rotations import quat_angle, quat_continuity
+from motioncore.core.fcurve import fcurve_evaluate
+from motioncore.core.rotations import quat_angle, quat_continuity, quat_normalize
 from motioncore.errors import MotioncoreError
+from motioncore.io.atomic import atomic_write
 from motioncore.tasks.infill import interp_channels
 
 __all__ = ["HandsTask", "TASKS", "FINGERTIPS", "hand_keys", "evaluate_hands", "evaluate_tasks", "bezier_channels",
@@ -97,9 +99,6 @@ def bezier_channels(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Blender's Auto Clamped Bezier F-curves (``core.fcurve``, Continuous Acceleration, constant
     extrapolation) through each joint channel's own keys, on its W, X, Y, Z made sign-continuous over the
     keys (a quaternion-mode bone; ``bezier-quat``), normalised. q (N, T, J, 4), keys (T, >= J) -> (N, T, J, 4)."""
-    from motioncore.core.fcurve import fcurve_evaluate
-    from motioncore.core.rotations import quat_normalize
-
     q = np.asarray(q, np.float64)
     N, T, J = q.shape[:3]
     out = q.copy()
@@ -290,8 +289,6 @@ def plot_timing(results: dict[str, dict], path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from motioncore.io.atomic import atomic_write
-
     methods = [("interp", "Interp", "tab:blue"), ("bezier", "Bezier", "tab:green"), ("model", "model (T=0)", "tab:red"),
                ("samples", "samples", "tab:orange")]
     fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.2), squeeze=False)
@@ -338,8 +335,6 @@ def plot_hands(res: dict, path: str | Path, joints: tuple[str, ...] = ("INDEX_PI
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from motioncore.io.atomic import atomic_write
 
     c = res["curves"]
     names = c["names"]

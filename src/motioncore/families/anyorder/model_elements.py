@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from motioncore.core.kinematics import BodyJoints, find_body_joints
 from motioncore.core.rotations import matrix_to_rot6d, quat_to_rot6d, rot6d_to_matrix, rot6d_to_quat
 from motioncore.families.anyorder.model import KIND_DIMS, AnyOrderConfig
 
@@ -106,8 +107,6 @@ def elements_to_motion(x: Tensor) -> tuple[Tensor, Tensor]:
 def body_joints(skeleton):
     """``BodyJoints`` for windowing: ``find_body_joints`` for bodies; for a hand (ManipNet: WRIST,
     INDEX_MCP, PINKY_MCP) the wrist as root and index minus pinky knuckle as the across vector."""
-    from motioncore.core.kinematics import BodyJoints, find_body_joints
-
     names = [n.upper() for n in skeleton.names]
     if "WRIST" in names and "INDEX_MCP" in names and "PINKY_MCP" in names:
         w, i, p = names.index("WRIST"), names.index("INDEX_MCP"), names.index("PINKY_MCP")

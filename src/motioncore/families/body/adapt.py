@@ -110,13 +110,15 @@ def _held_error(model, layout, q, pos, windows) -> float:
 def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
                  seconds: float = DEFAULT_SECONDS, todo: np.ndarray | None = None,
                  progress: Callable[[float, str], None] | None = None, cancel: Callable[[], bool] | None = None,
-                 seed: int = 0, steps: int | None = DEFAULT_STEPS) -> Adapted:
+                 seed: int = 0, steps: int | None = DEFAULT_STEPS, key: str | None = None) -> Adapted:
     """Fine-tune a copy of ``model`` on the clip's keyed frames (``rotations`` (T, J, 4), ``root`` (T, 3) on the
     checkpoint's skeleton, ``known`` (T,) or (T, J + 1) bool) for ``steps`` learning steps (the same learning on any
     machine), with ``seconds`` of wall time as a limit (None steps: for ``seconds``). ``todo`` (T,) the frames to
     be filled (default: every frame not fully keyed); their lengths set the pseudo-gaps' lengths.
     ``progress(fraction, message)``; ``cancel()`` True stops early (what was learnt so far is judged as usual).
-    Fewer than ``MIN_STEPS`` steps: the shipped model is kept and ``why`` says the budget was too short."""
+    Fewer than ``MIN_STEPS`` steps: the shipped model is kept and ``why`` says the budget was too short.
+    ``key``: the cache key the caller already holds (the server's ``keys_hash`` of the keys as sent, before they
+    were put at the model's rate); default ``keys_hash`` of these keys."""
     import torch
 
     from motioncore.core.skeleton import Skeleton
@@ -187,4 +189,4 @@ def adapt_infill(model, meta: dict, rotations: np.ndarray, root: np.ndarray, kno
         "no held-out gap to judge by (a short clip)" if not scored else
         "the held-out gaps got no better")
     return Adapted(work if used else model, used, before, after, steps, time.monotonic() - t0, n_win,
-                   keys_hash(rotations, root, known), held_n, why)
+                   keys_hash(rotations, root, known) if key is None else key, held_n, why)

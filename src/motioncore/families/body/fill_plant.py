@@ -1,7 +1,7 @@
 """Feet planted in the body in-fill's answer (``core.plant`` on a skeleton), and the gate's judgement of it.
 
-``plant_clip`` plants a filled clip on any body skeleton (legs found by name and topology: each foot joint of
-``find_body_joints``, its parent the shin, its grandparent the thigh, the toe below it). ``judge_plant`` fills the
+``plant_clip`` plants a filled clip on any body skeleton (its legs from ``legs_of``: the hierarchy first, then
+names, the rule the add-on vendors). ``judge_plant`` fills the
 gate's pseudo-gaps (cut from the clip's own keys, ``families.body.gate``) at the gate's weights, plants them, and
 keeps planting for that gap length only where it does not cost error: position and rotation error, each over
 the unplanted fill's, grow on average by at most ``TOLERANCE``, and the skate goes down.
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from motioncore.core.kinematics import find_body_joints, side_of
+from motioncore.core.kinematics import find_body_joints
 from motioncore.core.plant import Leg, Planted, plant_feet
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
+from motioncore.retarget.topology import find_legs
 
 __all__ = ["legs_of", "plant_clip", "plant_filled", "judge_plant", "TOLERANCE", "JUDGE"]
 
@@ -22,37 +23,25 @@ TOLERANCE = 0.05  # planting may cost at most 5% of error (mean of position and 
 
 
 def legs_of(skeleton: Skeleton) -> list[Leg]:
-    """The two legs (thigh, shin, foot, toe) of a body skeleton; [] when it has no two legs with a foot."""
-    try:
-        body = find_body_joints(skeleton)
-    except MotioncoreError:
-        return []
-    names = [n.lower() for n in skeleton.names]
-    out = []
-    for side in ("L", "R"):
-        feet = [f for f in body.feet if side_of(skeleton.names[f]) == side]
-        ankle = next((f for f in feet if "toe" not in names[f] and "ball" not in names[f]), None)
-        if ankle is None:
-            return []
-        knee = int(skeleton.parents[ankle])
-        hip = int(skeleton.parents[knee]) if knee >= 0 else -1
-        if hip < 0 or knee == body.root:
-            return []
-        toe = next((f for f in feet if f != ankle and int(skeleton.parents[f]) == ankle), -1)
-        out.append(Leg(hip, knee, int(ankle), int(toe)))
-    return out
+    """The two legs (thigh, shin, foot, toe) of a body skeleton, left then right, by the one leg finder
+    (``retarget.topology.find_legs``: the hierarchy first, then names); [] when it has no two legs with a foot."""
+    return [Leg(*lg) for lg in find_legs(skeleton.parents, skeleton.offsets, skeleton.names)]
 
 
 def plant_clip(skeleton: Skeleton, rotations: np.ndarray, positions: np.ndarray, keys: np.ndarray,
                todo: np.ndarray, fps: float, contacts: np.ndarray | None = None) -> Planted | None:
     """``core.plant.plant_feet`` on a clip on ``skeleton`` (local (T, J, 4) / (T, J, 3), frame masks (T,)); None
-    when the skeleton has no legs to plant. ``contacts``: given from outside ((T, legs) or (T, feet): each leg's
-    ankle then toe, as ``legs_of`` orders them; bool or probabilities), used instead of those read from the clip."""
+    when the skeleton has no legs to plant, or no joint named as the body's root (``find_body_joints``) to move it
+    by. ``contacts``: given from outside ((T, legs) or (T, feet): each leg's ankle then toe, as ``legs_of`` orders
+    them; bool or probabilities), used instead of those read from the clip."""
     legs = legs_of(skeleton)
     if not legs:
         return None
-    return plant_feet(skeleton.parents, rotations, positions, keys, todo, legs, find_body_joints(skeleton).root, fps,
-                      contacts=contacts)
+    try:
+        root = find_body_joints(skeleton).root
+    except MotioncoreError:
+        return None
+    return plant_feet(skeleton.parents, rotations, positions, keys, todo, legs, root, fps, contacts=contacts)
 
 
 def plant_filled(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,

@@ -32,7 +32,7 @@ __all__ = ["Gate", "GateFit", "fit_gate", "bucket", "pseudo_windows", "GRID", "M
 
 GRID = np.round(np.linspace(0.0, 1.0, 11), 2)  # candidate weights
 MAX_PSEUDO = 24  # pseudo-gaps per length bucket
-MIN_PSEUDO = 4  # fewer dense pseudo-gaps than this: leave-one-key-out as well
+MIN_DENSE_FOR_WEIGHTS = 4  # dense pseudo-gaps needed to fit the weights on them alone; fewer: leave-one-key-out
 JUDGE_CONTEXT = 4  # keyed frames either side of a pseudo-gap that only judges planting (a short clip)
 EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 
@@ -245,7 +245,7 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
                 kn[i, s - a:e - a] = False
                 frames[i, s - a:e - a] = True
             score = _score_windows(model, layout, meta.get("safety"), q[idx], pos[idx], kn, frames)
-        if len(wins) >= MIN_PSEUDO and wins[0][1] - wins[0][0] == context:
+        if len(wins) >= MIN_DENSE_FOR_WEIGHTS and wins[0][1] - wins[0][0] == context:
             fits[bk] = _fit_one(score, len(wins), L, "pseudo-gaps")
         else:
             tasks = _loo_tasks(keys, L, context, MAX_PSEUDO)
@@ -254,7 +254,7 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
         if plant and not wins:  # nothing to judge planting on (sparse keys): the feet are left as filled
             fits[bk].plant, fits[bk].plant_error = False, {"unjudged": "no fully keyed stretch to cut a test gap "
                                                                        f"of {L} frames from"}
-        if curve in ("linear", "constant") and len(wins) >= MIN_PSEUDO and fits[bk].method == "pseudo-gaps":
+        if curve in ("linear", "constant") and len(wins) >= MIN_DENSE_FOR_WEIGHTS and fits[bk].method == "pseudo-gaps":
             from motioncore.families.body.gate_curve import fit_blend
 
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gated fill, blended from the user's curve

@@ -15,7 +15,8 @@ What the check cannot tell is the capture's rate itself: a true 24 fps action pl
 at 30 too (on a Bandai walk resampled to 24 fps, 12-frame gaps: 16% closer, against 21% for the 30 fps original
 played at 24, 15-frame gaps; tests/infill/test_body_rate.py), since the model fills fewer frames of its own per
 gap and the round trip through its rate blurs the keys. So the warning names the rate that fills closer and
-asks whether the action was captured at it; it runs only on dense keys (a capture: at least ``MIN_PSEUDO`` fully keyed windows), never on blocking, and only
+asks whether the action was captured at it; it runs only on dense keys (a capture: at least ``MIN_RATE_PSEUDO``
+fully keyed windows), never on blocking, and only
 at the scene rate Blender starts with (``SCENE_RATES``: 24 fps), the rate a BVH import at the importer's defaults
 plays at; a scene set to another rate was set on purpose, and the check (2-5 s on one thread) is not run.
 """
@@ -32,7 +33,7 @@ __all__ = ["RATES", "MIN_GAIN", "RateCheck", "rate_check"]
 RATES = (24.0, 25.0, 30.0, 50.0, 60.0)   # the rates actions are commonly captured or animated at
 SCENE_RATES = (24.0,)   # scene rates checked: Blender's default, which its BVH importer leaves as it is
 MIN_GAIN = 0.10   # another rate must fill the pseudo-gaps this much closer (cm) to be named
-MIN_PSEUDO = 3
+MIN_RATE_PSEUDO = 3   # pseudo-gaps needed to judge the scene's rate; fewer: no check (a clip of blocking)
 LIMIT = 6   # pseudo-gaps scored per rate
 
 
@@ -56,7 +57,7 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
                fps: float | None, rates: tuple[float, ...] = RATES, limit: int = LIMIT) -> RateCheck | None:
     """The check (module docstring) for a clip on the checkpoint's skeleton at the scene's ``fps``
     (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` / ``todo`` (T, J + 1)); None when the rate is unknown or
-    not one of ``SCENE_RATES``, or fewer than ``MIN_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
+    not one of ``SCENE_RATES``, or fewer than ``MIN_RATE_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
     from ...core.quat_np import quat_conj, quat_mul
     from ...core.skeleton import Skeleton
     from ...tasks.infill import fill_clip_at
@@ -73,10 +74,10 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
     cands = sorted({float(fps), *(float(r) for r in rates)})
     while True:   # every rate gets the model's context (more scene frames at a higher rate): drop the highest
         wins = pseudo_windows(full, L, context_frames(max(cands)), limit)[:limit]   # rates the keys cannot serve
-        if len(wins) >= MIN_PSEUDO or max(cands) <= float(fps):
+        if len(wins) >= MIN_RATE_PSEUDO or max(cands) <= float(fps):
             break
         cands = [c for c in cands if c < max(cands)]
-    if len(wins) < MIN_PSEUDO or len(cands) < 2:
+    if len(wins) < MIN_RATE_PSEUDO or len(cands) < 2:
         return None
     sk = Skeleton.from_dict(meta["skeleton"])
     J, rj = sk.num_joints, int(meta["root_joint"])

@@ -26,6 +26,9 @@ import numpy as np
 from motioncore.core.rotations import quat_angle
 from motioncore.errors import MotioncoreError
 from motioncore.families.anyorder.evaluate_hands import HandsTask, bezier_channels, hand_keys
+from motioncore.families.hands import gate as hg
+from motioncore.io.atomic import atomic_write
+from motioncore.tasks.infill import fill_clip, interp_channels
 
 __all__ = ["evaluate_infill_hands", "bootstrap", "fold_windows", "format_infill_hands", "plot_infill_hands"]
 
@@ -58,15 +61,11 @@ def _err(f: np.ndarray, truth: np.ndarray, fill: np.ndarray) -> float:
 
 
 def _fill(model, meta, q, root, keys, obj, residual=1.0) -> np.ndarray:
-    from motioncore.tasks.infill import fill_clip
-
     return fill_clip(model, meta, q, root, keys, object_track=obj, residual=residual).rotations[0]
 
 
 def _adapted(model, meta, clip, task: HandsTask, free: np.ndarray, seconds: float, use_object: bool, seed: int):
     """(learnt model, its gate, the bundled model's gate on every pseudo-gap, report) from the take's free frames."""
-    from motioncore.families.hands import gate as hg
-
     m = clip.motion
     J = m.skeleton.num_joints
     keys = np.zeros((m.num_frames, J + 1), bool)
@@ -81,7 +80,6 @@ def _adapted(model, meta, clip, task: HandsTask, free: np.ndarray, seconds: floa
 def _take_rows(model, meta, clip, task, keys, fill, use_object, adapt_s, seed) -> dict:
     """Per-window errors of one take: interp, bezier, model, model_no_object (and adapt / gate)."""
     from motioncore.data.windows import window_starts
-    from motioncore.tasks.infill import interp_channels
 
     m = clip.motion
     starts = np.asarray(list(window_starts(m.num_frames, task.window, task.stride)))
@@ -193,8 +191,6 @@ def plot_infill_hands(results: dict[str, dict], path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from motioncore.io.atomic import atomic_write
 
     fig, axes = plt.subplots(1, len(results), figsize=(5.0 * len(results), 3.4), squeeze=False)
     names = [("interp", "Interp"), ("bezier", "Bezier"), ("model", "model"), ("model_no_object", "no object")]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from motioncore.core.fcurve import fcurve_evaluate
 from motioncore.core.gaps import runs
 from motioncore.core.rotations import (
     axis_angle_to_quat,
@@ -133,8 +134,6 @@ def apply_correction(bez: np.ndarray, basis: np.ndarray, coef: np.ndarray) -> np
 def bezier_fingers(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Blender's Bezier of each channel's keys (``families.anyorder.evaluate_hands.bezier_channels``' numpy copy of Blender's Auto
     Clamped F-curves), for one clip: q (T, J, 4), keys (T, J) -> (T, J, 4)."""
-    from motioncore.core.fcurve import fcurve_evaluate
-
     q = np.asarray(q, np.float64)
     T, J = q.shape[:2]
     out = q.copy()
@@ -162,8 +161,6 @@ def bezier_fingers(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 def _bezier_root(root: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Blender's Bezier of the root translation's keys (T,) per axis, constant outside them."""
-    from motioncore.core.fcurve import fcurve_evaluate
-
     r = np.asarray(root, np.float64).copy()
     xs = np.flatnonzero(keys)
     if xs.size < 2:

@@ -21,12 +21,13 @@ import time
 
 import numpy as np
 
+from motioncore.core.gaps import CONTEXT  # keyed frames on each side of a pseudo-gap that its Bezier sees
+from motioncore.core.rotations import quat_angle
 from motioncore.families.hands import fill as hf
 
 __all__ = ["CONTEXT", "GATE_STEPS", "pseudo_gaps", "gap_examples", "split_examples", "fit_gate", "adapt",
            "gap_shapes", "gated_error", "learn_take", "learn_and_fill"]
 
-CONTEXT = 10  # keyed frames on each side of a pseudo-gap that its Bezier sees
 GATE_STEPS = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 
 
@@ -104,8 +105,6 @@ def split_examples(examples: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def _gap_error(ex: dict, coef: np.ndarray) -> float:
-    from motioncore.core.rotations import quat_angle
-
     return float(np.degrees(quat_angle(hf.apply_correction(ex["bez"], ex["basis"], coef), ex["truth"])).mean())
 
 

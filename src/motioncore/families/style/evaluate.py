@@ -22,11 +22,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from motioncore.core.kinematics import find_body_joints
-from motioncore.data import Clip
+from motioncore.core.kinematics import find_body_joints, rotation_step_limits, rotation_steps
+from motioncore.data import Clip, load
 from motioncore.errors import MotioncoreError
-from motioncore.eval.controllers import rotation_step_limits, rotation_steps
+from motioncore.families.pfnn.features import rotation_encoding
 from motioncore.families.style.evaluate_judge import CONDITIONS, SETTLE_S, WALK_SPEED_MPS, Judge, walks
+from motioncore.families.style.generate import StyleAdapter
 from motioncore.families.style.train_data import Prepared
 from motioncore.features.poses import ground_joints
 
@@ -119,9 +120,6 @@ def _training_styles(ctx: dict) -> dict:
 
 
 def _setup(model: str, base: str, judge: str, clips: list[Clip] | None, progress: bool) -> dict:
-    from motioncore.data import load
-    from motioncore.families.pfnn.features import rotation_encoding
-    from motioncore.families.style.generate import StyleAdapter
     from motioncore.families.style.train_heldout import StyleConfig, prepare
     from motioncore.models.registry import load_model
     from motioncore.tasks.locomotion import Controller

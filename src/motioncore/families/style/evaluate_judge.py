@@ -39,6 +39,7 @@ from motioncore.families.style.model_judge import StyleJudge, StyleJudgeConfig
 from motioncore.features.normaliser import Normaliser
 from motioncore.features.poses import clip_features, ground_joints
 from motioncore.io.atomic import atomic_write
+from motioncore.tasks.paths import Path as RootPath
 
 CONDITIONS = ("base", "learnet", "encoder", "wrong_code")  # learnet: the code fitted to the exemplar
 WALK_SPEED_MPS = 1.2  # every judged walk's speed: a plain walk (Bandai's normal walks: 1.1-1.4 m/s)
@@ -167,8 +168,6 @@ def train_judge(clips: list[Clip], cfg: JudgeConfig = JudgeConfig(), progress: b
 def judge_paths(speed_mps: float) -> list[Any]:
     """Three paths (straight 6 m; 2 m then a quarter arc of radius 2.5 m then 2 m; an S-curve 6 m long)
     walked at ``speed_mps``."""
-    from motioncore.tasks.paths import Path as RootPath
-
     a = np.linspace(0, np.pi / 2, 12)
     arc = np.concatenate([np.stack([np.zeros(5), np.linspace(0, 2, 5)], 1),
                           np.stack([2.5 - 2.5 * np.cos(a), 2 + 2.5 * np.sin(a)], 1)[1:],

@@ -4,7 +4,7 @@ judge's paths, against the training data's 99.9th percentile plus a margin.
 
 Codes as a request makes them (`families.style.generate.StyleAdapter.fit`): held-out styles, ``n_exemplars`` exemplar
 clips each (`style_heldout.pick_exemplars`, the clips `motioncore eval style` uses); training styles, each
-style's fixed exemplar. The limit is `eval.controllers.rotation_step_limits` over the Bandai train split's
+style's fixed exemplar. The limit is `core.kinematics.rotation_step_limits` over the Bandai train split's
 locomotion clips (every style), as `tests/controllers/test_controller_flips.py` and `eval style` use.
 
 Legend: J joints, T frames.
@@ -16,14 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from motioncore.core.kinematics import rotation_step_limits, rotation_steps
 from motioncore.core.motion import Motion
-from motioncore.eval.controllers import rotation_step_limits, rotation_steps
+from motioncore.tasks.paths import Path
 
 
 def sharp_turn() -> Any:
     """3 m straight along +Z, then a right angle onto +X for 3 m, at a walk (as test_controller_flips)."""
-    from motioncore.tasks.paths import Path
-
     return Path(np.array([[0.0, 0.0], [0.0, 3.0], [3.0, 3.0]]), None, None, ("walk",) * 3)
 
 

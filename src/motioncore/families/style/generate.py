@@ -26,9 +26,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from motioncore.core.kinematics import resample
 from motioncore.core.motion import Motion
 from motioncore.errors import MotioncoreError
 from motioncore.families.style.adapt import CodePrior, FitConfig, fit_code, level_stance
+from motioncore.families.style.generate_quality import assess, held_out_cm, training_distances
 from motioncore.families.style.model import LearnetPFNN, StyledPFNN
 
 
@@ -100,8 +102,6 @@ class StyleAdapter:
         ``ground``: ``root`` is the root joint's ground projection (a rig's object location): the root
         joint's rest height is added. Joints the request lacks stay at their rest pose; more than a
         quarter missing raises, naming them. Extra joints are ignored."""
-        from motioncore.core.kinematics import resample
-
         names = list(self.skeleton.names)
         joints = names if joints is None else list(joints)
         if len(joints) != rotations.shape[1]:
@@ -167,7 +167,6 @@ class StyleAdapter:
     def _quality(self, rows: dict[str, np.ndarray], x: torch.Tensor, phase: torch.Tensor, held: list[int],
                  z: np.ndarray, z0: np.ndarray) -> dict[str, Any]:
         """`generate_quality.assess` of a fit: its length, held-out errors and code distance."""
-        from motioncore.families.style.generate_quality import assess, held_out_cm, training_distances
         from motioncore.features.poses import ground_joints
 
         assert self.prior is not None

@@ -30,9 +30,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from motioncore.core.kinematics import rotation_step_limits
 from motioncore.data import Clip, get_spec, load
 from motioncore.errors import DataError, MotioncoreError
-from motioncore.eval.controllers import rotation_step_limits
 from motioncore.families.pfnn.features import GAITS, ROTATION_ENCODINGS, locomotion_clips, pfnn_dataset, pfnn_layout
 from motioncore.families.pfnn.model import PFNN
 from motioncore.families.style.adapt import CodePrior, foot_floor

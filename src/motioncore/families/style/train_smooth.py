@@ -9,7 +9,7 @@ the training codes could land where the rotation output is steep. Here every tra
 has row i-1 is predicted twice with the same code, at i and at i-1, and:
 
 - ``turn``: each joint's *local* rotation (relative to its parent: what a BVH stores and what
-  `eval.controllers.rotation_steps` measures) turning from i-1 to i by more than ``margin`` x the data's
+  `core.kinematics.rotation_steps` measures) turning from i-1 to i by more than ``margin`` x the data's
   99.9th-percentile turn of that joint costs the square of the excess (radians), summed over joints;
 - ``vel``: the change of the rotation outputs (z-scored axes) from i-1 to i matches the data's change (MSE);
 - both with the row's own code AND with a *mixed* code (`mixed_codes`): two codes of the batch blended
