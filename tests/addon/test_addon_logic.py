@@ -244,7 +244,11 @@ def test_connection_path_env_overrides_and_host_port_key_file(tmp_path, monkeypa
 class FakeKey:
     def __init__(self):
         self.co = (0.0, 0.0)
+        self.handle_left = self.handle_right = (0.0, 0.0)
         self.type = "KEYFRAME"
+
+
+VECTORS = ("co", "handle_left", "handle_right")   # the float pairs Blender reads and writes in bulk
 
 
 class FakeKeyframePoints(list):
@@ -252,16 +256,16 @@ class FakeKeyframePoints(list):
         self.extend(FakeKey() for _ in range(count))
 
     def foreach_get(self, attr, seq):
-        if attr != "co":  # the enum "type" in bulk is exercised by the real-Blender tests
+        if attr not in VECTORS:  # the enum "type" in bulk is exercised by the real-Blender tests
             raise TypeError(f"the fake has no bulk {attr!r}")
-        seq[:] = np.array([k.co for k in self], np.float32).reshape(-1)
+        seq[:] = np.array([getattr(k, attr) for k in self], np.float32).reshape(-1)
 
     def foreach_set(self, attr, seq):
-        if attr != "co":
+        if attr not in VECTORS:
             raise TypeError(f"the fake has no bulk {attr!r}")
         assert len(seq) == 2 * len(self)
         for k, xy in zip(self, np.asarray(seq).reshape(-1, 2)):
-            k.co = (float(xy[0]), float(xy[1]))
+            setattr(k, attr, (float(xy[0]), float(xy[1])))
 
     inserted = 0
 
