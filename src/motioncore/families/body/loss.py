@@ -50,7 +50,7 @@ CONTACT_WEIGHT = 0.05  # the contact output's binary cross-entropy, added to the
 
 
 def batch_loss(model, net: Net, rotations, positions, known, gap: int, kind: str = "ratio",
-               jerk_weight: float = JERK_WEIGHT, contacts=None):
+               jerk_weight: float = JERK_WEIGHT, contacts=None, foot_weight: float = FOOT_WEIGHT):
     """(loss to minimise, the plain L1 sum for the log). The L1 includes the third difference (jerk) of the
     global position error, weighted by ``jerk_weight``. ``kind``: "ratio" (the L1 over the Bezier base's L1 on
     the same batch: every gap length and task counts by how much it improves on the animator's curve, as the
@@ -96,7 +96,7 @@ def batch_loss(model, net: Net, rotations, positions, known, gap: int, kind: str
                 + 0.5 * (m - t_mats).abs().sum((-1, -2))) * hole).sum() + jerk
         if feet:  # the feet's velocity where the capture's are down: the slide an animator sees as skate
             dv = torch.diff(P[:, :, feet] - tP[:, :, feet], dim=1).abs().sum(-1)  # (B, T-1, F)
-            out = out + (dv * pair).sum() * FOOT_WEIGHT
+            out = out + (dv * pair).sum() * foot_weight
         return out / n
 
     loss = l1(mats, root)

@@ -64,6 +64,7 @@ class BodyRecipe:
     basis: str = "spline"  # the correction's curves (``families.body.model_spline``; "sine": the older per-gap bumps)
     contacts: bool = True  # a contact output per foot and toe, trained on the capture's labels (``core.feet``)
     blocking: float = 0.5  # the share of batches keyed as an animator blocks: a pose every N frames, nothing else
+    foot_weight: float = 4.0  # the feet's velocity error where the capture's are down (``families.body.loss``)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.cmu_share < 1.0:

@@ -282,7 +282,7 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
         r, p, k, gap, labels = sample_batch(rng, data, recipe)
         for g in opt.param_groups:
             g["lr"] = _lr(recipe, state["step"], wall)
-        loss, raw = batch_loss(model, net, r, p, k, gap, recipe.loss, contacts=labels)
+        loss, raw = batch_loss(model, net, r, p, k, gap, recipe.loss, contacts=labels, foot_weight=recipe.foot_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
@@ -310,6 +310,8 @@ def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--warm-start", default=None, metavar="CHECKPOINT",
                    help="a run without saved state starts from these weights (e.g. infill-body: the last bundled)")
     g.add_argument("--tokens", type=int, default=None, help="frames per batch (default 2560; a GPU takes 40960)")
+    g.add_argument("--foot-weight", type=float, default=None,
+                   help="the feet's velocity error where the capture's are down, in the loss (default 4)")
     g.add_argument("--pack", default=None, metavar="PATH", help="write a compact slice of the training data and the "
                    "validation windows (about 18 MB, .npz) for a machine without the mocap, and exit")
     g.add_argument("--data-pack", default=None, metavar="PATH", help="train from such a pack instead of the mocap")
@@ -320,7 +322,7 @@ def train_infill_body_from_args(args: argparse.Namespace) -> int:
     over = {"data": args.body_data, "cmu_share": args.cmu_share, "minutes": args.minutes, "threads": args.threads,
             "seed": getattr(args, "seed", None), "d_model": getattr(args, "d_model", None),
             "n_layers": getattr(args, "n_layers", None), "lr": getattr(args, "lr", None),
-            "tokens": getattr(args, "tokens", None)}
+            "tokens": getattr(args, "tokens", None), "foot_weight": getattr(args, "foot_weight", None)}
     recipe = BodyRecipe(**{**BodyRecipe().to_dict(), **{k: v for k, v in over.items() if v is not None}})
     run = Path(args.out or ("runs/infill-body-cmu" if recipe.data == "cmu" else "runs/infill-body"))
     if args.pack:
