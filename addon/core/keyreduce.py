@@ -80,19 +80,46 @@ def channel_tolerance(mode: str, angle: float, units: float) -> float:
 
 def fit(values: np.ndarray, todo: np.ndarray, frames: np.ndarray, tol: float, span: slice) -> dict[str, np.ndarray]:
     """The keys of one channel ``values`` (T,) on its ``todo`` frames within ``span``: each run of todo frames fitted
-    apart (`keyfit.fit_span`); frames, values, and the handles (lx, ly, rx, ry)."""
-    parts = []
-    t = np.zeros(todo.shape, bool)
-    t[span] = todo[span]
-    for s, e in runs(t):
-        idx, m = keyfit.fit_span(values[s:e], tol)
-        kx = frames[s + idx]
-        ky = values[s + idx]
-        parts.append((kx, ky, *keyfit.third_handles(kx, ky, m)))
-    if not parts:
-        return {k: np.zeros(0) for k in ("frames", "values", "lx", "ly", "rx", "ry")}
-    cat = [np.concatenate(p) for p in zip(*parts)]
-    return dict(zip(("frames", "values", "lx", "ly", "rx", "ry"), cat))
+    apart (`keyfit.fit_span`); frames, values, and the handles (lx, ly, rx, ry). The plain path of `fit_many`."""
+    return fit_many([values], [todo], frames, [tol], span)[0]
+
+
+def fit_many(values: Sequence[np.ndarray], todo: Sequence[np.ndarray], frames: np.ndarray, tol: Sequence[float],
+             span: slice, batched: bool = True) -> list[dict[str, np.ndarray]]:
+    """`fit` of many channels (each (T,) with its todo (T,) and tol) at once: the runs of one length, over all the
+    channels, fitted together (`keyfit.fit_spans`: the same keys as `keyfit.fit_span` on each, in a few batched
+    solves); ``batched=False`` fits each run alone."""
+    runs_of: list[list[tuple[int, int]]] = []
+    for td in todo:
+        t = np.zeros(td.shape, bool)
+        t[span] = td[span]
+        runs_of.append(runs(t))
+    by_len: dict[int, list[tuple[int, int, int]]] = {}
+    for c, rs in enumerate(runs_of):
+        for s, e in rs:
+            by_len.setdefault(e - s, []).append((c, s, e))
+    fitted: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    for items in by_len.values():
+        cols = np.stack([values[c][s:e] for c, s, e in items], axis=1)
+        tols = np.array([tol[c] for c, _, _ in items], np.float64)
+        got = (keyfit.fit_spans(cols, tols) if batched
+               else [keyfit.fit_span(cols[:, i], float(tols[i])) for i in range(len(items))])
+        for (c, s, _), r in zip(items, got):
+            fitted[(c, s)] = r
+    out = []
+    for c, rs in enumerate(runs_of):
+        parts = []
+        for s, _ in rs:
+            idx, m = fitted[(c, s)]
+            kx = frames[s + idx]
+            ky = values[c][s + idx]
+            parts.append((kx, ky, *keyfit.third_handles(kx, ky, m)))
+        if not parts:
+            out.append({k: np.zeros(0) for k in ("frames", "values", "lx", "ly", "rx", "ry")})
+            continue
+        cat = [np.concatenate(p) for p in zip(*parts)]
+        out.append(dict(zip(("frames", "values", "lx", "ly", "rx", "ry"), cat)))
+    return out
 
 
 def evaluate(keys: dict[str, np.ndarray], values: np.ndarray, todo: np.ndarray, frames: np.ndarray) -> np.ndarray:
@@ -120,10 +147,12 @@ def positions(rig: dict[str, Any], bone_values: dict[int, np.ndarray], modes: Se
 
 
 def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], channels: list[Channel],
-         max_cm: float = MAX_CM, mean_cm: float = MEAN_CM, cm_per_unit: float = 1.0) -> Plan:
+         max_cm: float = MAX_CM, mean_cm: float = MEAN_CM, cm_per_unit: float = 1.0, batched: bool = True
+         ) -> Plan:
     """Reduced keys for a window's ``channels`` (the bones' rotations and the root's location that are written):
     fitted per channel, checked per gap in world joint positions against the dense fill (``raw``: every bone's
-    (T, C) values as filled), tightened where they miss. ``cm_per_unit``: centimetres per scene unit."""
+    (T, C) values as filled), tightened where they miss. ``cm_per_unit``: centimetres per scene unit. ``batched``:
+    the channels' spans fitted together (`fit_many`); False fits each alone (the same keys; the parity test's)."""
     frames = np.asarray(frames, np.float64)
     T = frames.size
     modes = list(rig["modes"])
@@ -147,12 +176,19 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
         factor = 0.5
         for attempt in range(TIGHTEN + 1):
             last = attempt == TIGHTEN
-            got = []
+            cols, tds, tols = [], [], []
             for c in channels:
                 angle = budget / reach_u[c.bone] if c.bone >= 0 else 0.0
                 tol = channel_tolerance(c.mode, angle, budget) * factor
-                got.append([fit(c.values[:, i], c.todo, frames, -1.0 if last else tol, span)
-                            for i in range(c.values.shape[1])])
+                for i in range(c.values.shape[1]):
+                    cols.append(c.values[:, i])
+                    tds.append(c.todo)
+                    tols.append(-1.0 if last else tol)
+            flat = fit_many(cols, tds, frames, tols, span, batched)
+            got, at = [], 0
+            for c in channels:
+                got.append(flat[at:at + c.values.shape[1]])
+                at += c.values.shape[1]
             red = dict(dense)
             root = np.zeros((T, 3))
             for c, ks in zip(channels, got):

@@ -92,3 +92,23 @@ def test_dropping_any_one_inner_key_breaks_the_tolerance(lafan_channels):
             assert np.abs(keyfit.hermite_values(y, j, keyfit.fit_slopes(y, j)) - y).max() > tol
             checked += 1
     assert checked > 5
+
+
+@needs_data
+@pytest.mark.parametrize("length", [15, 30, 120])
+def test_batched_spans_take_the_same_keys_as_one_span_at_a_time(lafan_channels, length):
+    """`fit_spans` (the channels and gaps of one length in a few batched solves) against `fit_span` on each: the
+    same key frames and the same slopes, on every channel of the walk, at tolerances from tight to loose (so the
+    key counts, and the batches of one count, differ)."""
+    cols = np.stack([lafan_channels[s:s + length, c] for c in range(lafan_channels.shape[1])
+                     for s in range(0, lafan_channels.shape[0] - length, max(length, 60))], axis=1)
+    tol = np.radians(np.geomspace(0.005, 0.5, cols.shape[1]))
+    tol[::17] = -1.0   # a key on every frame
+    got = keyfit.fit_spans(cols, tol)
+    sizes = set()
+    for i, (idx, m) in enumerate(got):
+        ref_idx, ref_m = keyfit.fit_span(cols[:, i], float(tol[i]))
+        assert idx.tolist() == ref_idx.tolist()
+        assert np.allclose(m, ref_m, rtol=1e-9, atol=1e-12)
+        sizes.add(idx.size)
+    assert len(sizes) >= 3 and length in sizes
