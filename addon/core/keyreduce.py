@@ -5,7 +5,10 @@ ALIGNED handles on fitted slopes. The tolerance is the user's, in world joint po
 average ``mean_cm``): each bone's channels get an angle of ``max_cm`` over the bone's reach (its head to the
 farthest joint below it), the root's location ``max_cm`` itself; then the plan is checked in world joint positions
 over every filled frame of each gap (the rig's rest heads, the rotations composed down the bones, the root's
-displacement added); a gap that misses is fitted again with half the tolerance (a few times; then on every frame).
+displacement added). Each gap is fitted first at ``START`` x these tolerances; where the check holds, the tolerances
+are doubled while it still holds and the keys get fewer (``LOOSEN`` times at most); where it misses, they are halved
+until it holds (``TIGHTEN`` times; then a key on every frame). The channels' runs of one length are fitted together
+(`vendor.keyfit.fit_spans`, the same keys as `fit_span` on each, in batched solves).
 
 Legend: T frames of a window, B bones, C channels of one property.
 """
@@ -26,7 +29,9 @@ MAX_CM, MEAN_CM = 0.5, 0.1   # the defaults of the operators' Max Error / Mean E
 KEYS = [("REDUCED", "Reduced", "The fewest keys, with handles to shape, that hold the fill within Max / Mean Error of "
                              "the world joint positions"),
         ("EVERY_FRAME", "Every Frame", "A key on every filled frame (a baked curve)")]   # the operators' Keys
+START = 0.5                  # a gap's first fit: this fraction of each channel's tolerance (`channel_tolerance`)
 TIGHTEN = 6                  # halvings of a gap's tolerance before it is keyed on every frame
+LOOSEN = 2                   # doublings of a gap's tolerance tried while the world check holds
 MIN_REACH = 0.2              # a bone with nothing below it (hands, head, toes) counts as reaching this far (x max reach)
 
 
@@ -171,38 +176,56 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
         c.keys = [dict() for _ in range(c.values.shape[1])]
     parts: dict[tuple[int, int], list[dict[str, np.ndarray]]] = {}
     max_seen, sum_err, n_err = 0.0, 0.0, 0
+    def attempt(span: slice, factor: float) -> tuple[list[list[dict[str, np.ndarray]]], np.ndarray, int]:
+        """The keys of every channel on ``span`` at ``factor`` x its tolerance (< 0: every frame), the world
+        errors (cm) they leave on the span's frames, and the keys' count."""
+        cols, tds, tols = [], [], []
+        for c in channels:
+            angle = budget / reach_u[c.bone] if c.bone >= 0 else 0.0
+            tol = channel_tolerance(c.mode, angle, budget) * factor
+            for i in range(c.values.shape[1]):
+                cols.append(c.values[:, i])
+                tds.append(c.todo)
+                tols.append(-1.0 if factor < 0 else tol)
+        flat = fit_many(cols, tds, frames, tols, span, batched)
+        got, at = [], 0
+        for c in channels:
+            got.append(flat[at:at + c.values.shape[1]])
+            at += c.values.shape[1]
+        red = dict(dense)
+        root = np.zeros((T, 3))
+        for c, ks in zip(channels, got):
+            ev = np.stack([evaluate(k, c.values[:, i], c.todo & _mask(T, span), frames) for i, k in enumerate(ks)],
+                          axis=1)
+            if c.bone >= 0:
+                red[c.bone] = ev
+            else:   # -1: the root bone's location (armature units); -2: the object's (scene units)
+                root = (ev - c.values) / (scale if c.bone == -2 else 1.0)
+        pos = positions(rig, red, modes, root)
+        err = np.linalg.norm(pos[span] - dense_pos[span], axis=-1) * cm_per_unit * scale
+        return got, err, sum(k["frames"].size for ks in got for k in ks)
+
+    def holds(err: np.ndarray) -> bool:
+        return bool(err.max() <= max_cm and err.mean() <= mean_cm)
+
     for s, e in gap_runs:
         span = slice(s, e)
-        factor = 0.5
-        for attempt in range(TIGHTEN + 1):
-            last = attempt == TIGHTEN
-            cols, tds, tols = [], [], []
-            for c in channels:
-                angle = budget / reach_u[c.bone] if c.bone >= 0 else 0.0
-                tol = channel_tolerance(c.mode, angle, budget) * factor
-                for i in range(c.values.shape[1]):
-                    cols.append(c.values[:, i])
-                    tds.append(c.todo)
-                    tols.append(-1.0 if last else tol)
-            flat = fit_many(cols, tds, frames, tols, span, batched)
-            got, at = [], 0
-            for c in channels:
-                got.append(flat[at:at + c.values.shape[1]])
-                at += c.values.shape[1]
-            red = dict(dense)
-            root = np.zeros((T, 3))
-            for c, ks in zip(channels, got):
-                ev = np.stack([evaluate(k, c.values[:, i], c.todo & _mask(T, span), frames) for i, k in enumerate(ks)],
-                              axis=1)
-                if c.bone >= 0:
-                    red[c.bone] = ev
-                else:   # -1: the root bone's location (armature units); -2: the object's (scene units)
-                    root = (ev - c.values) / (scale if c.bone == -2 else 1.0)
-            pos = positions(rig, red, modes, root)
-            err = np.linalg.norm(pos[span] - dense_pos[span], axis=-1) * cm_per_unit * scale
-            if last or (err.max() <= max_cm and err.mean() <= mean_cm):
-                break
-            factor *= 0.5
+        factor = START
+        got, err, n = attempt(span, factor)
+        if holds(err):   # loosened while the world check holds and fewer keys come of it
+            for _ in range(LOOSEN):
+                g2, e2, n2 = attempt(span, factor * 2.0)
+                if not holds(e2) or n2 >= n:
+                    break
+                factor, got, err, n = factor * 2.0, g2, e2, n2
+        else:            # tightened until it holds; then a key on every frame
+            for _ in range(TIGHTEN):
+                factor *= 0.5
+                got, err, n = attempt(span, factor)
+                if holds(err):
+                    break
+            else:
+                got, err, n = attempt(span, -1.0)
         max_seen = max(max_seen, float(err.max()))
         sum_err += float(err.sum())
         n_err += err.size

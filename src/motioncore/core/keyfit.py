@@ -24,6 +24,19 @@ from .fcurve import bezier_parameter
 EDGE, EDGE_WEIGHT = 2, 10.0   # the frames next to a span's ends weigh more in the fit (`edge_weights`)
 SMOOTH = 1.0   # weight of the second-derivative jumps at inner keys (`fit_slopes`)
 REG = 1e-6   # weight of the pull of each slope towards the fill's own (central difference): fixes keys no frame decides
+JERK = 0.0   # weight of the third differences of the miss (the span's ends held: the frames beside it are not moved)
+
+
+def _jerk_rows(n: int) -> np.ndarray:
+    """(n + 3, n) the third differences of a span's miss with three unmoved frames either side (zeros): every window
+    of four consecutive frames that overlaps the span, the way in and out included."""
+    D = np.zeros((n + 3, n))
+    for r in range(n + 3):
+        for i, c in enumerate((-1.0, 3.0, -3.0, 1.0)):
+            f = r - 3 + i
+            if 0 <= f < n:
+                D[r, f] = c
+    return D
 
 
 def correct_bezpart(x0: np.ndarray, hx1: np.ndarray, hy1: np.ndarray, hx2: np.ndarray, hy2: np.ndarray,
@@ -130,6 +143,13 @@ def _fit(y: np.ndarray, idx: np.ndarray, weights: np.ndarray | None = None) -> t
         wj = SMOOTH * (0.5 * (ha + hb)) ** 4   # a jump d of y'' weighs as a miss of d h^2 on one frame
         A += (R * wj[:, None]).T @ R
         b -= R.T @ (wj * c)
+    if JERK > 0:   # the miss's third differences: the curve as smooth as the fill
+        P = np.zeros((n, K))
+        P[np.arange(n), k] = wm0
+        P[np.arange(n), k + 1] += wm1
+        DP = _jerk_rows(n) @ P
+        A += JERK * DP.T @ DP
+        b += JERK * DP.T @ (_jerk_rows(n) @ (y - base))
     g = np.empty(n)   # the fill's own slope: central differences, one-sided at the ends
     g[1:-1] = 0.5 * (y[2:] - y[:-2])
     g[0], g[-1] = y[1] - y[0], y[-1] - y[-2]
@@ -241,6 +261,11 @@ def _fit_batch(y: np.ndarray, idx: np.ndarray, w: np.ndarray) -> tuple[np.ndarra
         wj = SMOOTH * (0.5 * (ha + hb)) ** 4
         A = A + np.swapaxes(R * wj[:, :, None], 1, 2) @ R
         b = b - np.einsum("gjk,gj->gk", R, wj * c)
+    if JERK > 0:
+        D = _jerk_rows(n)
+        DM = D @ M
+        A = A + JERK * np.swapaxes(DM, 1, 2) @ DM
+        b = b + JERK * np.einsum("grk,gr->gk", DM, (y - base) @ D.T)
     g = np.empty((G, n))
     g[:, 1:-1] = 0.5 * (y[:, 2:] - y[:, :-2])
     g[:, 0], g[:, -1] = y[:, 1] - y[:, 0], y[:, -1] - y[:, -2]
