@@ -31,6 +31,8 @@ KEYS = [("REDUCED", "Reduced", "The fewest keys, with handles to shape, that hol
         ("EVERY_FRAME", "Every Frame", "A key on every filled frame (a baked curve)")]   # the operators' Keys
 START = 0.5                  # a gap's first fit: this fraction of each channel's tolerance (`channel_tolerance`)
 TIGHTEN = 6                  # halvings of a gap's tolerance before it is keyed on every frame
+JERK_KEYS, JERK_FRAMES = 2, 8   # keys added at most per run while it is jerkier than the fill (`keyfit.no_jerkier`):
+                                 # JERK_KEYS, or one per JERK_FRAMES frames of a longer run
 LOOSEN = 2                   # doublings of a gap's tolerance tried while the world check holds
 MIN_REACH = 0.2              # a bone with nothing below it (hands, head, toes) counts as reaching this far (x max reach)
 
@@ -90,10 +92,12 @@ def fit(values: np.ndarray, todo: np.ndarray, frames: np.ndarray, tol: float, sp
 
 
 def fit_many(values: Sequence[np.ndarray], todo: Sequence[np.ndarray], frames: np.ndarray, tol: Sequence[float],
-             span: slice, batched: bool = True) -> list[dict[str, np.ndarray]]:
+             span: slice, batched: bool = True, curves: list[np.ndarray] | None = None
+             ) -> list[dict[str, np.ndarray]]:
     """`fit` of many channels (each (T,) with its todo (T,) and tol) at once: the runs of one length, over all the
     channels, fitted together (`keyfit.fit_spans`: the same keys as `keyfit.fit_span` on each, in a few batched
-    solves); ``batched=False`` fits each run alone."""
+    solves); ``batched=False`` fits each run alone. ``curves`` (each (T,), a copy of the channel's values): the
+    curve through the keys is written on each run's frames (frames one apart)."""
     runs_of: list[list[tuple[int, int]]] = []
     for td in todo:
         t = np.zeros(td.shape, bool)
@@ -109,8 +113,14 @@ def fit_many(values: Sequence[np.ndarray], todo: Sequence[np.ndarray], frames: n
         tols = np.array([tol[c] for c, _, _ in items], np.float64)
         got = (keyfit.fit_spans(cols, tols) if batched
                else [keyfit.fit_span(cols[:, i], float(tols[i])) for i in range(len(items))])
+        if JERK_KEYS:   # no jerkier than the fill, the three frames either side (the animator's curve) included
+            ext = np.stack([_around(values[c], s, e) for c, s, e in items])
+            got = keyfit.no_jerkier_spans(ext, got, max(JERK_KEYS, cols.shape[0] // JERK_FRAMES), batched)
         for (c, s, _), r in zip(items, got):
             fitted[(c, s)] = r
+        if curves is not None:   # the curves through the keys on the run's frames (third handles: Hermite)
+            for (c, s, e), v in zip(items, keyfit.hermite_spans(cols.T, got)):
+                curves[c][s:e] = v
     out = []
     for c, rs in enumerate(runs_of):
         parts = []
@@ -125,6 +135,12 @@ def fit_many(values: Sequence[np.ndarray], todo: Sequence[np.ndarray], frames: n
         cat = [np.concatenate(p) for p in zip(*parts)]
         out.append(dict(zip(("frames", "values", "lx", "ly", "rx", "ry"), cat)))
     return out
+
+
+def _around(y: np.ndarray, s: int, e: int) -> np.ndarray:
+    """(e - s + 6,) ``y[s - 3:e + 3]``, the ends repeated where the window stops."""
+    idx = np.clip(np.arange(s - 3, e + 3), 0, y.size - 1)
+    return np.asarray(y, np.float64)[idx]
 
 
 def evaluate(keys: dict[str, np.ndarray], values: np.ndarray, todo: np.ndarray, frames: np.ndarray) -> np.ndarray:
@@ -176,6 +192,8 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
         c.keys = [dict() for _ in range(c.values.shape[1])]
     parts: dict[tuple[int, int], list[dict[str, np.ndarray]]] = {}
     max_seen, sum_err, n_err = 0.0, 0.0, 0
+    unit = bool(T < 2 or np.all(np.diff(frames) == 1.0))   # frames one apart: the curves are Hermite on them
+
     def attempt(span: slice, factor: float) -> tuple[list[list[dict[str, np.ndarray]]], np.ndarray, int]:
         """The keys of every channel on ``span`` at ``factor`` x its tolerance (< 0: every frame), the world
         errors (cm) they leave on the span's frames, and the keys' count."""
@@ -187,16 +205,20 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
                 cols.append(c.values[:, i])
                 tds.append(c.todo)
                 tols.append(-1.0 if factor < 0 else tol)
-        flat = fit_many(cols, tds, frames, tols, span, batched)
+        curves = [np.array(v, np.float64) for v in cols] if unit else None
+        flat = fit_many(cols, tds, frames, tols, span, batched, curves)
         got, at = [], 0
         for c in channels:
             got.append(flat[at:at + c.values.shape[1]])
             at += c.values.shape[1]
         red = dict(dense)
         root = np.zeros((T, 3))
+        at = 0
         for c, ks in zip(channels, got):
-            ev = np.stack([evaluate(k, c.values[:, i], c.todo & _mask(T, span), frames) for i, k in enumerate(ks)],
-                          axis=1)
+            ev = (np.stack(curves[at:at + len(ks)], axis=1) if curves is not None else
+                  np.stack([evaluate(k, c.values[:, i], c.todo & _mask(T, span), frames) for i, k in enumerate(ks)],
+                           axis=1))
+            at += len(ks)
             if c.bone >= 0:
                 red[c.bone] = ev
             else:   # -1: the root bone's location (armature units); -2: the object's (scene units)
@@ -214,6 +236,8 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
         got, err, n = attempt(span, factor)
         if holds(err):   # loosened while the world check holds and fewer keys come of it
             for _ in range(LOOSEN):
+                if err.max() > 0.6 * max_cm or err.mean() > 0.6 * mean_cm:
+                    break   # twice the tolerance about doubles the misses: it would not hold
                 g2, e2, n2 = attempt(span, factor * 2.0)
                 if not holds(e2) or n2 >= n:
                     break

@@ -17,6 +17,8 @@ Legend: n frames of a span, K keys, F evaluated frames, C channels.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .fcurve import bezier_parameter
@@ -24,18 +26,17 @@ from .fcurve import bezier_parameter
 EDGE, EDGE_WEIGHT = 2, 10.0   # the frames next to a span's ends weigh more in the fit (`edge_weights`)
 SMOOTH = 1.0   # weight of the second-derivative jumps at inner keys (`fit_slopes`)
 REG = 1e-6   # weight of the pull of each slope towards the fill's own (central difference): fixes keys no frame decides
-JERK = 0.0   # weight of the third differences of the miss (the span's ends held: the frames beside it are not moved)
+JERK = 100.0   # weight of the third differences of the miss (the span's ends held: the frames beside it are not moved)
 
 
+@functools.lru_cache(maxsize=64)
 def _jerk_rows(n: int) -> np.ndarray:
     """(n + 3, n) the third differences of a span's miss with three unmoved frames either side (zeros): every window
-    of four consecutive frames that overlaps the span, the way in and out included."""
-    D = np.zeros((n + 3, n))
-    for r in range(n + 3):
-        for i, c in enumerate((-1.0, 3.0, -3.0, 1.0)):
-            f = r - 3 + i
-            if 0 <= f < n:
-                D[r, f] = c
+    of four consecutive frames that overlaps the span, the way in and out included (read-only, cached)."""
+    D = np.zeros((n + 6, n))
+    D[3:n + 3] = np.eye(n)
+    D = np.diff(D, 3, axis=0)
+    D.flags.writeable = False
     return D
 
 
@@ -356,3 +357,84 @@ def fit_spans(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.
         keys[rows[ok], cand[ok]] = False
     _, slopes = _fit_masks(Y, keys, w)
     return [(f[keys[i]], slopes[i]) for i in range(G)]
+
+
+# --- No jerkier than the fill -------------------------------------------------------------------------------------
+
+
+def no_jerkier(ext: np.ndarray, idx: np.ndarray, m: np.ndarray, max_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys ``idx`` (slopes ``m``) of a span, with up to ``max_keys`` keys added while the curve's mean |third
+    difference| over the span and the three frames either side is above the fill's. ``ext`` (n + 6,): the fill with
+    the three frames either side (the curve the span meets). Each key goes to the frame that misses the fill most
+    in the window of four where the keys change the third difference most; the slopes are fitted again."""
+    return no_jerkier_spans(np.asarray(ext, np.float64)[None], [(idx, m)], max_keys, batched=False)[0]
+
+
+def no_jerkier_spans(ext: np.ndarray, fits: list[tuple[np.ndarray, np.ndarray]], max_keys: int,
+                     batched: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`no_jerkier` of G spans of one length at once: ``ext`` (G, n + 6), ``fits`` each span's (keys, slopes);
+    ``batched=False`` refits each span alone (`fit_slopes`)."""
+    ext = np.asarray(ext, np.float64)
+    G, n = ext.shape[0], ext.shape[1] - 6
+    y = np.ascontiguousarray(ext[:, 3:n + 3])
+    keys = np.zeros((G, n), bool)
+    for i, (idx, _) in enumerate(fits):
+        keys[i, idx] = True
+    slopes = [m for _, m in fits]
+    want = np.abs(np.diff(ext, 3, axis=1)).mean(1)
+    d3d = np.diff(ext, 3, axis=1)
+    w = edge_weights(n) if n > 2 else None
+    changed = np.zeros(G, bool)
+    for _ in range(max_keys if n > 2 else 0):
+        active = np.flatnonzero(keys.sum(1) < n)
+        if not active.size:
+            break
+        red = ext[active].copy()
+        red[:, 3:n + 3] = hermite_spans(y[active], [(np.flatnonzero(keys[i]), slopes[i]) for i in active.tolist()])
+        d3r = np.diff(red, 3, axis=1)
+        over = np.abs(d3r).mean(1) > want[active]
+        if not over.any():
+            break
+        rows = active[over]
+        r = np.abs(d3r[over] - d3d[rows]).argmax(1)   # the window of ext frames r .. r + 3
+        miss = np.abs(red[over] - ext[rows])[:, 3:n + 3]
+        for j, i in enumerate(rows.tolist()):
+            cand = [f - 3 for f in range(r[j], r[j] + 4) if 0 <= f - 3 < n and not keys[i, f - 3]]
+            if not cand:
+                cand = np.flatnonzero(~keys[i]).tolist()
+            keys[i, max(cand, key=lambda f: miss[j, f])] = True
+        changed[rows] = True
+        if batched:
+            _, new = _fit_masks(y[rows], keys[rows], w)
+            for j, i in enumerate(rows.tolist()):
+                slopes[i] = new[j]
+        else:
+            for i in rows.tolist():
+                slopes[i] = fit_slopes(y[i], np.flatnonzero(keys[i]))
+    return [(np.flatnonzero(keys[i]), slopes[i]) if changed[i] else fits[i] for i in range(G)]
+
+
+def hermite_spans(values: np.ndarray, fits: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """`hermite_values` of G spans of one length at once: ``values`` (G, n), ``fits`` each span's (keys, slopes) ->
+    (G, n), grouped by key count."""
+    y = np.asarray(values, np.float64)
+    G, n = y.shape
+    out = y.copy()
+    size = np.array([len(k) for k, _ in fits])
+    for K in np.unique(size).tolist():
+        if K >= n or K < 2:
+            continue
+        sel = np.flatnonzero(size == K)
+        idx = np.stack([fits[i][0] for i in sel.tolist()])
+        m = np.stack([fits[i][1] for i in sel.tolist()])
+        f = np.arange(n, dtype=np.float64)
+        k = np.minimum((idx[:, 1:, None] <= f).sum(1), K - 2)
+        x0 = np.take_along_axis(idx, k, 1).astype(np.float64)
+        h = np.take_along_axis(np.diff(idx, axis=1).astype(np.float64), k, 1)
+        u = (f - x0) / h
+        v = 1.0 - u
+        b0, b1, b2, b3 = v**3, 3 * v * v * u, 3 * v * u * u, u**3
+        yk = np.take_along_axis(y[sel], idx, 1)
+        out[sel] = ((b0 + b1) * np.take_along_axis(yk, k, 1) + (b2 + b3) * np.take_along_axis(yk, k + 1, 1)
+                    + b1 * h / 3.0 * np.take_along_axis(m, k, 1) - b2 * h / 3.0 * np.take_along_axis(m, k + 1, 1))
+    return out
