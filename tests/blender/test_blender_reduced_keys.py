@@ -129,7 +129,9 @@ def test_reduced_keys_edit_as_an_animator_expects(lafan_run):
     mv = info["move"]
     assert "error" not in mv, mv
     before, after = np.asarray(mv["before"]), np.asarray(mv["after"])
-    changed = np.abs(after[:, 1] - before[:, 1]) > 1e-6
+    # float32 keys: Blender's update() realigns ALIGNED handles to a few ulps, which moves a curve of large values
+    # (a hips location in cm) by 1e-5 where nothing was moved; a change is more than 1e-6 of the curve's size
+    changed = np.abs(after[:, 1] - before[:, 1]) > 1e-6 * max(1.0, float(np.abs(before[:, 1]).max()))
     assert changed.any()
     assert (before[changed, 0] > mv["prev"]).all() and (before[changed, 0] < mv["next"]).all(), mv["curve"]
     # a pose keyed inside the first gap, the gaps filled again
