@@ -14,18 +14,10 @@ from ..core.feet_report import report_feet
 from ..core.gate_report import adapt_message, gate_message
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
-from . import fcurves
+from . import fcurves, rigio
 from .modal import _ServerOperator, client_factory, worker
 from .props import KeysOptions, bone_map, preferences, scene, settings
-from .rigio import (
-    infill_segments,
-    object_track,
-    read_pose,
-    read_rig,
-    write_rotations_in_mode,
-    write_segment,
-    write_walk,
-)
+from .rigio import infill_segments, object_track, read_pose, read_rig, write_rotations_in_mode, write_segment
 from .scene_read import (
     _armature,
     _hips_bone,
@@ -113,7 +105,7 @@ class _WalkBase(KeysOptions, _ServerOperator):
             loc[:, :2] -= (mw @ np.array(tuple(arm.data.bones[hips].head_local), np.float64))[:2]
         reduce = self.reduce_options(100.0 / float(self._state.get("units", 1.0)))
         stats: dict[str, float] = {}
-        added = write_walk(arm, plan.bones, plan.frames, plan.rotations, loc, reduce, stats, hips)   # bones' own modes
+        added = rigio.write_walk(arm, plan.bones, plan.frames, plan.rotations, loc, reduce, stats, hips)   # bones' own modes
         miss = f"; unmapped: {', '.join(plan.unmapped)}" if plan.unmapped else ""
         what = f"{added} keys" if reduce is None else keyreduce.report(added, stats)
         return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({what}){miss}"
