@@ -14,7 +14,7 @@ from ..core.feet_report import report_feet
 from ..core.gate_report import adapt_message, gate_message
 from ..core.jobs import Worker, run_sync
 from ..vendor.gaps import runs as gap_runs
-from . import fcurves
+from . import fcurves, rigio
 from .modal import _ServerOperator, client_factory, worker
 from .props import KeysOptions, bone_map, preferences, scene, settings
 from .rigio import infill_segments, object_track, read_pose, read_rig, write_rotations_in_mode, write_segment
@@ -65,7 +65,7 @@ class MOTIONCORE_OT_connect(_ServerOperator):
         return s.status
 
 
-class _WalkBase(_ServerOperator):
+class _WalkBase(KeysOptions, _ServerOperator):
     """Shared by walk_path and style_adapt: a root path from the selected curve; the reply's rollout is
     written from the current frame (Blender forbids subclassing a registered operator class)."""
 
@@ -96,7 +96,6 @@ class _WalkBase(_ServerOperator):
                               _preset(context), self._state["offsets"], bone_map(arm), self._state["parents"],
                               self._state["heads"])
         fcurves.ensure_action(arm)
-        added = write_rotations_in_mode(arm, plan.bones, plan.frames, plan.rotations)   # each bone's own mode
         # the root path in the rig's units, and the object placed so that the hips (not the object's origin)
         # are over it: minus the hips' rest head, horizontally, in world axes
         loc = plan.location * float(self._state.get("units", 1.0))
@@ -104,9 +103,12 @@ class _WalkBase(_ServerOperator):
         if hips is not None:
             mw = np.array([list(r) for r in arm.matrix_world], np.float64)[:3, :3]
             loc[:, :2] -= (mw @ np.array(tuple(arm.data.bones[hips].head_local), np.float64))[:2]
-        added += fcurves.write_location(arm, plan.frames, loc)
+        reduce = self.reduce_options(100.0 / float(self._state.get("units", 1.0)))
+        stats: dict[str, float] = {}
+        added = rigio.write_walk(arm, plan.bones, plan.frames, plan.rotations, loc, reduce, stats, hips)   # bones' own modes
         miss = f"; unmapped: {', '.join(plan.unmapped)}" if plan.unmapped else ""
-        return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({added} keys){miss}"
+        what = f"{added} keys" if reduce is None else keyreduce.report(added, stats)
+        return f"walked {plan.frames.size} frames with {len(plan.bones)} bones ({what}){miss}"
 
 
 class MOTIONCORE_OT_walk_path(_WalkBase):

@@ -59,7 +59,7 @@ class MotioncoreBoneMapItem(bpy.types.PropertyGroup):
 
 class KeysOptions:
     """Keys = Reduced | Every Frame and the tolerance, for the operators that write a filled span (In-fill, In-fill
-    Hands): their Adjust Last Operation panel (F9) shows them."""
+    Hands, Walk Along Path, Style from Example): their Adjust Last Operation panel (F9) shows them."""
 
     keys: EnumProperty(name="Keys", default="REDUCED", items=keyreduce.KEYS)  # type: ignore[valid-type]
     max_error: FloatProperty(name="Max Error (cm)", default=keyreduce.MAX_CM, min=0.001,  # type: ignore[valid-type]

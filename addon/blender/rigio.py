@@ -295,6 +295,58 @@ def write_rotations_in_mode(arm: Any, bones: list[str], frames: np.ndarray, quat
     return n
 
 
+def write_walk(arm: Any, bones: list[str], frames: np.ndarray, quats: np.ndarray, location: np.ndarray,
+               reduce: dict[str, float] | None = None, stats: dict[str, float] | None = None,
+               root: str | None = None) -> int:
+    """A walk (Walk Along Path, Style from Example): (T, B, 4) WXYZ pose rotations of ``bones`` in each bone's own
+    rotation mode (continuous from the frame before ``frames[0]``) and the object's (T, 3) ``location``, as
+    GENERATED keys. ``reduce`` (Keys = Reduced, as `write_segment`'s): the fewest keys with ALIGNED handles that
+    keep the world joint positions (the rig's rest heads, ``root`` the bone the object's motion moves) within
+    ``max_cm`` / ``mean_cm`` of the every-frame walk (`core.keyreduce`); None: a key on every frame. ``stats`` gets
+    "every_frame", "max_cm", "sum_cm", "n_cm" as `write_segment` gives them. Returns the keys written."""
+    if reduce is None:
+        n = write_rotations_in_mode(arm, bones, frames, quats) + fcurves.write_location(arm, frames, location)
+        if stats is not None:
+            stats["every_frame"] = stats.get("every_frame", 0) + n
+        return n
+    action, slot = fcurves.assigned_action(arm)
+    fcmap = fcurves.fcurve_map(action, slot) if action is not None else {}
+    db = arm.data.bones
+    idx = {b: i for i, b in enumerate(bones)}
+    T = frames.size
+    todo = np.ones(T, bool)
+    chans: list[keyreduce.Channel] = []
+    raws, modes = [], []
+    for j, b in enumerate(bones):
+        mode = arm.pose.bones[b].rotation_mode
+        path, _ = rigclip.CHANNELS[mode]
+        default = {"QUATERNION": [1.0, 0, 0, 0], "AXIS_ANGLE": [0.0, 0, 1, 0]}.get(mode, [0.0, 0, 0])
+        prev = fcurves.evaluate(fcmap, _path(b, path), default, np.array([frames[0] - 1.0]))[0]
+        vals = rigclip.from_quat(np.asarray(quats[:, j], np.float64), mode, prev)
+        chans.append(keyreduce.Channel(_path(b, path), b, vals, todo, j, mode))
+        raws.append(vals)
+        modes.append(mode)
+    chans.append(keyreduce.Channel("location", "Object Transforms", np.asarray(location, np.float64), todo, -2,
+                                   "location"))
+    rig = {"bones": list(bones), "modes": modes,
+           "heads": np.array([tuple(db[b].head_local) for b in bones], np.float64).reshape(-1, 3),
+           "up": [_keyed_ancestor(db[b], idx) for b in bones],
+           "offsets": {b: rigmap.rest_offset(np.array(tuple(db[b].matrix_local.to_quaternion()), np.float64))
+                       for b in bones},
+           "root": root if root in idx else bones[0], "object_rs": _mat(arm.matrix_world)[:3, :3]}
+    p = keyreduce.plan(rig, frames, raws, chans, float(reduce["max_cm"]), float(reduce["mean_cm"]),
+                       float(reduce.get("cm_per_unit", 1.0)))
+    n = 0
+    for c in chans:
+        n += keywrite.write_reduced(arm, c.path, frames, c.keys, group=c.group)
+    if stats is not None:
+        stats["every_frame"] = stats.get("every_frame", 0) + p.every_frame
+        stats["max_cm"] = max(stats.get("max_cm", 0.0), p.max_cm)
+        stats["sum_cm"] = stats.get("sum_cm", 0.0) + p.mean_cm * p.checked
+        stats["n_cm"] = stats.get("n_cm", 0) + p.checked
+    return n
+
+
 def keyed_mode(arm: Any, fcmap: dict, bone: str) -> str:
     """The rotation mode ``bone``'s keys in this action are in: the bone's own mode when the action keys
     its channel, else the channel the action has (an example clip keyed in another mode)."""

@@ -5,7 +5,10 @@ ALIGNED handles on fitted slopes. The tolerance is the user's, in world joint po
 average ``mean_cm``): each bone's channels get an angle of ``max_cm`` over the bone's reach (its head to the
 farthest joint below it), the root's location ``max_cm`` itself; then the plan is checked in world joint positions
 over every filled frame of each gap (the rig's rest heads, the rotations composed down the bones, the root's
-displacement added); a gap that misses is fitted again with half the tolerance (a few times; then on every frame).
+displacement added). Each gap is fitted first at ``START`` x these tolerances; where the check holds, the tolerances
+are doubled while it still holds and the keys get fewer (``LOOSEN`` times at most); where it misses, they are halved
+until it holds (``TIGHTEN`` times; then a key on every frame). The channels' runs of one length are fitted together
+(`vendor.keyfit.fit_spans`, the same keys as `fit_span` on each, in batched solves).
 
 Legend: T frames of a window, B bones, C channels of one property.
 """
@@ -26,7 +29,11 @@ MAX_CM, MEAN_CM = 0.5, 0.1   # the defaults of the operators' Max Error / Mean E
 KEYS = [("REDUCED", "Reduced", "The fewest keys, with handles to shape, that hold the fill within Max / Mean Error of "
                              "the world joint positions"),
         ("EVERY_FRAME", "Every Frame", "A key on every filled frame (a baked curve)")]   # the operators' Keys
+START = 0.5                  # a gap's first fit: this fraction of each channel's tolerance (`channel_tolerance`)
 TIGHTEN = 6                  # halvings of a gap's tolerance before it is keyed on every frame
+JERK_KEYS, JERK_FRAMES = 2, 8   # keys added at most per run while it is jerkier than the fill (`keyfit.no_jerkier`):
+                                 # JERK_KEYS, or one per JERK_FRAMES frames of a longer run
+LOOSEN = 2                   # doublings of a gap's tolerance tried while the world check holds
 MIN_REACH = 0.2              # a bone with nothing below it (hands, head, toes) counts as reaching this far (x max reach)
 
 
@@ -80,19 +87,60 @@ def channel_tolerance(mode: str, angle: float, units: float) -> float:
 
 def fit(values: np.ndarray, todo: np.ndarray, frames: np.ndarray, tol: float, span: slice) -> dict[str, np.ndarray]:
     """The keys of one channel ``values`` (T,) on its ``todo`` frames within ``span``: each run of todo frames fitted
-    apart (`keyfit.fit_span`); frames, values, and the handles (lx, ly, rx, ry)."""
-    parts = []
-    t = np.zeros(todo.shape, bool)
-    t[span] = todo[span]
-    for s, e in runs(t):
-        idx, m = keyfit.fit_span(values[s:e], tol)
-        kx = frames[s + idx]
-        ky = values[s + idx]
-        parts.append((kx, ky, *keyfit.third_handles(kx, ky, m)))
-    if not parts:
-        return {k: np.zeros(0) for k in ("frames", "values", "lx", "ly", "rx", "ry")}
-    cat = [np.concatenate(p) for p in zip(*parts)]
-    return dict(zip(("frames", "values", "lx", "ly", "rx", "ry"), cat))
+    apart (`keyfit.fit_span`); frames, values, and the handles (lx, ly, rx, ry). The plain path of `fit_many`."""
+    return fit_many([values], [todo], frames, [tol], span)[0]
+
+
+def fit_many(values: Sequence[np.ndarray], todo: Sequence[np.ndarray], frames: np.ndarray, tol: Sequence[float],
+             span: slice, batched: bool = True, curves: list[np.ndarray] | None = None
+             ) -> list[dict[str, np.ndarray]]:
+    """`fit` of many channels (each (T,) with its todo (T,) and tol) at once: the runs of one length, over all the
+    channels, fitted together (`keyfit.fit_spans`: the same keys as `keyfit.fit_span` on each, in a few batched
+    solves); ``batched=False`` fits each run alone. ``curves`` (each (T,), a copy of the channel's values): the
+    curve through the keys is written on each run's frames (frames one apart)."""
+    runs_of: list[list[tuple[int, int]]] = []
+    for td in todo:
+        t = np.zeros(td.shape, bool)
+        t[span] = td[span]
+        runs_of.append(runs(t))
+    by_len: dict[int, list[tuple[int, int, int]]] = {}
+    for c, rs in enumerate(runs_of):
+        for s, e in rs:
+            by_len.setdefault(e - s, []).append((c, s, e))
+    fitted: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    for items in by_len.values():
+        cols = np.stack([values[c][s:e] for c, s, e in items], axis=1)
+        tols = np.array([tol[c] for c, _, _ in items], np.float64)
+        got = (keyfit.fit_spans(cols, tols) if batched
+               else [keyfit.fit_span(cols[:, i], float(tols[i])) for i in range(len(items))])
+        if JERK_KEYS:   # no jerkier than the fill, the three frames either side (the animator's curve) included
+            ext = np.stack([_around(values[c], s, e) for c, s, e in items])
+            got = keyfit.no_jerkier_spans(ext, got, max(JERK_KEYS, cols.shape[0] // JERK_FRAMES), batched)
+        for (c, s, _), r in zip(items, got):
+            fitted[(c, s)] = r
+        if curves is not None:   # the curves through the keys on the run's frames (third handles: Hermite)
+            for (c, s, e), v in zip(items, keyfit.hermite_spans(cols.T, got)):
+                curves[c][s:e] = v
+    out = []
+    for c, rs in enumerate(runs_of):
+        parts = []
+        for s, _ in rs:
+            idx, m = fitted[(c, s)]
+            kx = frames[s + idx]
+            ky = values[c][s + idx]
+            parts.append((kx, ky, *keyfit.third_handles(kx, ky, m)))
+        if not parts:
+            out.append({k: np.zeros(0) for k in ("frames", "values", "lx", "ly", "rx", "ry")})
+            continue
+        cat = [np.concatenate(p) for p in zip(*parts)]
+        out.append(dict(zip(("frames", "values", "lx", "ly", "rx", "ry"), cat)))
+    return out
+
+
+def _around(y: np.ndarray, s: int, e: int) -> np.ndarray:
+    """(e - s + 6,) ``y[s - 3:e + 3]``, the ends repeated where the window stops."""
+    idx = np.clip(np.arange(s - 3, e + 3), 0, y.size - 1)
+    return np.asarray(y, np.float64)[idx]
 
 
 def evaluate(keys: dict[str, np.ndarray], values: np.ndarray, todo: np.ndarray, frames: np.ndarray) -> np.ndarray:
@@ -120,10 +168,12 @@ def positions(rig: dict[str, Any], bone_values: dict[int, np.ndarray], modes: Se
 
 
 def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], channels: list[Channel],
-         max_cm: float = MAX_CM, mean_cm: float = MEAN_CM, cm_per_unit: float = 1.0) -> Plan:
+         max_cm: float = MAX_CM, mean_cm: float = MEAN_CM, cm_per_unit: float = 1.0, batched: bool = True
+         ) -> Plan:
     """Reduced keys for a window's ``channels`` (the bones' rotations and the root's location that are written):
     fitted per channel, checked per gap in world joint positions against the dense fill (``raw``: every bone's
-    (T, C) values as filled), tightened where they miss. ``cm_per_unit``: centimetres per scene unit."""
+    (T, C) values as filled), tightened where they miss. ``cm_per_unit``: centimetres per scene unit. ``batched``:
+    the channels' spans fitted together (`fit_many`); False fits each alone (the same keys; the parity test's)."""
     frames = np.asarray(frames, np.float64)
     T = frames.size
     modes = list(rig["modes"])
@@ -142,31 +192,64 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
         c.keys = [dict() for _ in range(c.values.shape[1])]
     parts: dict[tuple[int, int], list[dict[str, np.ndarray]]] = {}
     max_seen, sum_err, n_err = 0.0, 0.0, 0
+    unit = bool(T < 2 or np.all(np.diff(frames) == 1.0))   # frames one apart: the curves are Hermite on them
+
+    def attempt(span: slice, factor: float) -> tuple[list[list[dict[str, np.ndarray]]], np.ndarray, int]:
+        """The keys of every channel on ``span`` at ``factor`` x its tolerance (< 0: every frame), the world
+        errors (cm) they leave on the span's frames, and the keys' count."""
+        cols, tds, tols = [], [], []
+        for c in channels:
+            angle = budget / reach_u[c.bone] if c.bone >= 0 else 0.0
+            tol = channel_tolerance(c.mode, angle, budget) * factor
+            for i in range(c.values.shape[1]):
+                cols.append(c.values[:, i])
+                tds.append(c.todo)
+                tols.append(-1.0 if factor < 0 else tol)
+        curves = [np.array(v, np.float64) for v in cols] if unit else None
+        flat = fit_many(cols, tds, frames, tols, span, batched, curves)
+        got, at = [], 0
+        for c in channels:
+            got.append(flat[at:at + c.values.shape[1]])
+            at += c.values.shape[1]
+        red = dict(dense)
+        root = np.zeros((T, 3))
+        at = 0
+        for c, ks in zip(channels, got):
+            ev = (np.stack(curves[at:at + len(ks)], axis=1) if curves is not None else
+                  np.stack([evaluate(k, c.values[:, i], c.todo & _mask(T, span), frames) for i, k in enumerate(ks)],
+                           axis=1))
+            at += len(ks)
+            if c.bone >= 0:
+                red[c.bone] = ev
+            else:   # -1: the root bone's location (armature units); -2: the object's (scene units)
+                root = (ev - c.values) / (scale if c.bone == -2 else 1.0)
+        pos = positions(rig, red, modes, root)
+        err = np.linalg.norm(pos[span] - dense_pos[span], axis=-1) * cm_per_unit * scale
+        return got, err, sum(k["frames"].size for ks in got for k in ks)
+
+    def holds(err: np.ndarray) -> bool:
+        return bool(err.max() <= max_cm and err.mean() <= mean_cm)
+
     for s, e in gap_runs:
         span = slice(s, e)
-        factor = 0.5
-        for attempt in range(TIGHTEN + 1):
-            last = attempt == TIGHTEN
-            got = []
-            for c in channels:
-                angle = budget / reach_u[c.bone] if c.bone >= 0 else 0.0
-                tol = channel_tolerance(c.mode, angle, budget) * factor
-                got.append([fit(c.values[:, i], c.todo, frames, -1.0 if last else tol, span)
-                            for i in range(c.values.shape[1])])
-            red = dict(dense)
-            root = np.zeros((T, 3))
-            for c, ks in zip(channels, got):
-                ev = np.stack([evaluate(k, c.values[:, i], c.todo & _mask(T, span), frames) for i, k in enumerate(ks)],
-                              axis=1)
-                if c.bone >= 0:
-                    red[c.bone] = ev
-                else:   # -1: the root bone's location (armature units); -2: the object's (scene units)
-                    root = (ev - c.values) / (scale if c.bone == -2 else 1.0)
-            pos = positions(rig, red, modes, root)
-            err = np.linalg.norm(pos[span] - dense_pos[span], axis=-1) * cm_per_unit * scale
-            if last or (err.max() <= max_cm and err.mean() <= mean_cm):
-                break
-            factor *= 0.5
+        factor = START
+        got, err, n = attempt(span, factor)
+        if holds(err):   # loosened while the world check holds and fewer keys come of it
+            for _ in range(LOOSEN):
+                if err.max() > 0.6 * max_cm or err.mean() > 0.6 * mean_cm:
+                    break   # twice the tolerance about doubles the misses: it would not hold
+                g2, e2, n2 = attempt(span, factor * 2.0)
+                if not holds(e2) or n2 >= n:
+                    break
+                factor, got, err, n = factor * 2.0, g2, e2, n2
+        else:            # tightened until it holds; then a key on every frame
+            for _ in range(TIGHTEN):
+                factor *= 0.5
+                got, err, n = attempt(span, factor)
+                if holds(err):
+                    break
+            else:
+                got, err, n = attempt(span, -1.0)
         max_seen = max(max_seen, float(err.max()))
         sum_err += float(err.sum())
         n_err += err.size

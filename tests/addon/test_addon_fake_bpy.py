@@ -124,17 +124,24 @@ def test_walk_operator_writes_keys_along_the_curve(addon):
     mod, ops, bpy, ctx, scene, _ = addon
     path = fakebpy.curve("Path", [(0, 0, 0), (0, -1.5, 0), (0, -3.0, 0)])
     walker = _rig(bpy, "Walker", seed=2)
-    op = ops.MOTIONCORE_OT_walk_path()
+    op = ops.MOTIONCORE_OT_walk_path()   # Keys = Reduced, the default: fewer keys than frames, the report says so
     assert op.execute(ctx(walker, [path])) == {"FINISHED"}, op.reports
     ch = _channels(walker)
-    assert len(ch[("location", 1)].keyframe_points) > 60                       # the root follows the path
+    reduced = len(ch[("location", 1)].keyframe_points)
+    assert "walked" in op.reports[-1][1] and "keys (every frame: " in op.reports[-1][1], op.reports[-1][1]
     assert ch[("location", 1)].keyframe_points[-1].co[1] < -2.0                # towards -y, as drawn
-    assert "walked" in op.reports[-1][1]
+    op = ops.MOTIONCORE_OT_walk_path()
+    op.keys = "EVERY_FRAME"                                                    # walked again: a key on every frame
+    assert op.execute(ctx(walker, [path])) == {"FINISHED"}, op.reports
+    assert len(ch[("location", 1)].keyframe_points) > 60                       # the root follows the path
+    assert 2 <= reduced < len(ch[("location", 1)].keyframe_points)
+    assert ch[("location", 1)].keyframe_points[-1].co[1] < -2.0
     # over the frame range, faster: keys on exactly frames 5..48 and further along the path by the end
     scene.frame_current, scene.frame_end = 5, 48
     scene.motioncore.walk_length, scene.motioncore.speed = "RANGE", 2.0
     runner = _rig(bpy, "Runner", seed=7)
     op = ops.MOTIONCORE_OT_walk_path()
+    op.keys = "EVERY_FRAME"
     assert op.execute(ctx(runner, [path])) == {"FINISHED"}, op.reports
     loc = _channels(runner)[("location", 1)].keyframe_points
     assert [k.co[0] for k in loc] == list(range(5, 49))
@@ -243,7 +250,7 @@ def test_interactive_path_worker_timer_drain_then_modal_write_with_progress(addo
         out = op.modal(c, fakebpy.event("TIMER"))               # ... and sends the operator timer events
         time.sleep(0.01)
     assert out == {"FINISHED"}, op.reports
-    assert len(_channels(arm)[("location", 0)].keyframe_points) > 60
+    assert len(_channels(arm)[("location", 0)].keyframe_points) >= 2 and "wrote " in op.reports[-1][1]   # Reduced
     assert not bpy.app.timers.funcs and not c.window_manager.timers              # unregistered, removed
     assert c.workspace.status[0].startswith("motioncore Walk along path: waiting") and c.workspace.status[-1] is None
     assert scene.motioncore.progress == ""

@@ -84,3 +84,36 @@ def test_each_bone_is_allowed_the_angle_that_moves_its_farthest_joint_by_the_bud
     assert kr.channel_tolerance("QUATERNION", 0.01, 1.0) == pytest.approx(0.0025)
     assert kr.channel_tolerance("XYZ", 0.01, 1.0) == pytest.approx(0.01 / np.sqrt(3))
     assert kr.channel_tolerance("location", 0.01, 1.0) == pytest.approx(1 / np.sqrt(3))
+
+
+@needs_data
+def test_the_batched_plan_writes_the_keys_of_the_channel_by_channel_plan(clip):
+    """`plan` fits the channels and gaps of one length together (`keyfit.fit_spans`); channel by channel
+    (``batched=False``, `keyfit.fit_span` on each run) it plans the same keys, handles and figures. Euler bones, one
+    gap too short to reduce (2 frames) and a channel whose todo differs (runs of other lengths in one gap)."""
+    sk = clip.skeleton
+    T = 200
+    q = np.asarray(clip.rotations[3000:3000 + T], np.float64)
+    par, off = list(sk.parents), np.asarray(sk.offsets, np.float64)
+    heads = np.zeros((len(par), 3))
+    for j, p in enumerate(par):
+        heads[j] = off[j] + (heads[p] if p >= 0 else 0.0)
+    raw = [rigclip.from_quat(q[:, j], "ZYX", np.zeros(3)) for j in range(len(par))]
+    rig = {"bones": list(sk.names), "modes": ["ZYX"] * len(par), "heads": heads, "up": par,
+           "offsets": {b: None for b in sk.names}, "root": sk.names[0]}
+    frames = np.arange(T, dtype=np.float64)
+    todo = np.zeros(T, bool)
+    todo[20:35] = todo[60:90] = todo[120:122] = True
+    plans = []
+    for batched in (True, False):
+        chans = [kr.Channel(f"b{j}", b, raw[j].copy(), todo.copy(), j, "ZYX") for j, b in enumerate(sk.names)]
+        chans[3].todo[70:75] = False   # the animator keyed this bone inside the 30-frame gap
+        plans.append(kr.plan(rig, frames, raw, chans, 0.3, 0.05, 1.0, batched=batched))
+    a, b = plans
+    assert a.written == b.written and a.written < a.every_frame
+    assert a.max_cm == pytest.approx(b.max_cm, abs=1e-9) and a.mean_cm == pytest.approx(b.mean_cm, abs=1e-9)
+    for ca, cb in zip(a.channels, b.channels):
+        for ka, kb in zip(ca.keys, cb.keys):
+            assert ka["frames"].tolist() == kb["frames"].tolist()
+            for k in ("values", "lx", "ly", "rx", "ry"):
+                assert np.allclose(ka[k], kb[k], rtol=1e-9, atol=1e-12)

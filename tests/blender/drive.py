@@ -209,10 +209,19 @@ def main() -> None:
         bpy.ops.ed.undo_push(message="before walk")
         t = time.perf_counter()
         r = bpy.ops.motioncore.walk_path("EXEC_DEFAULT", True)  # undo=True: pushed as a button press would
-        res["walk"] = {"result": sorted(r), "s": time.perf_counter() - t,
-                       "keys": sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values())}
+        res["walk"] = {"result": sorted(r), "s": time.perf_counter() - t,   # Keys = Reduced, the default
+                       "keys": sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values()),
+                       "report": bpy.context.scene.motioncore.last_report,
+                       "types": sorted({t for v in snapshot(bpy.data.objects["Walker"]).values() for t in v[1]})}
+        reduced = world_heads(bpy.data.objects["Walker"])
         bpy.ops.ed.undo()
         res["walk"]["keys_after_undo"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values())
+        bpy.ops.motioncore.walk_path("EXEC_DEFAULT", True, keys="EVERY_FRAME")
+        res["walk"]["every_keys"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Walker"]).values())
+        dense = world_heads(bpy.data.objects["Walker"])
+        bpy.ops.ed.undo()
+        d = np.linalg.norm(reduced - dense, axis=-1) * 100.0 if reduced.shape == dense.shape else np.full(1, np.inf)
+        res["walk"].update(frames=int(dense.shape[0]), max_cm=float(d.max()), mean_cm=float(d.mean()))
         res["walk"]["world"] = walk_world_check(conn)
         res["bone_map"] = live_bone_map()
         res["retarget"] = live_retarget()
@@ -236,6 +245,19 @@ def _fk(local: np.ndarray, parents: list[int], mul) -> np.ndarray:
     return g
 
 
+def world_heads(obj) -> np.ndarray:
+    """(F, B, 3) world positions of every pose bone's head (scene units) on every frame of the object's action, as
+    Blender evaluates its F-curves."""
+    lo, hi = (int(round(v)) for v in obj.animation_data.action.frame_range)
+    out = np.zeros((hi - lo + 1, len(obj.pose.bones), 3))
+    for i, f in enumerate(range(lo, hi + 1)):
+        bpy.context.scene.frame_set(f)
+        mw = obj.matrix_world
+        for j, pb in enumerate(obj.pose.bones):
+            out[i, j] = tuple(mw @ pb.head)
+    return out
+
+
 def walk_world_check(conn: str) -> dict:
     """Walk a rig whose bones are tilted and rolled (a rest shaped nothing like the model's): the rest alignment
     (`addon/core/align.py`, as the In-fill's) points every bone with one child as the model's bone to that
@@ -251,7 +273,7 @@ def walk_world_check(conn: str) -> dict:
     rig.select_set(True)
     bpy.context.view_layer.objects.active = rig
     sc.frame_current = 1
-    r = bpy.ops.motioncore.walk_path("EXEC_DEFAULT", True)
+    r = bpy.ops.motioncore.walk_path("EXEC_DEFAULT", True, keys="EVERY_FRAME")   # the model's pose on every frame
     points = np.array([[0, 0], [0, 1.5], [0, 3.0]], np.float32)
     with client.Client(conn, timeout=60) as c:
         reply = c.call("pfnn.rollout", {"gait": "walk"}, {"points": points})
@@ -414,10 +436,18 @@ def live_style(conn: str) -> dict:
         r = sorted(bpy.ops.motioncore.style_adapt("EXEC_DEFAULT", True))
     except RuntimeError as e:
         return {"error": str(e)}
-    out = {"result": r, "s": time.perf_counter() - t0,
-           "keys": sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Stylist"]).values())}
+    out = {"result": r, "s": time.perf_counter() - t0,   # Keys = Reduced, the default
+           "keys": sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Stylist"]).values()),
+           "report": bpy.context.scene.motioncore.last_report}
+    reduced = world_heads(bpy.data.objects["Stylist"])
     bpy.ops.ed.undo()
     out["keys_after_undo"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Stylist"]).values())
+    bpy.ops.motioncore.style_adapt("EXEC_DEFAULT", True, keys="EVERY_FRAME")
+    out["every_keys"] = sum(len(v[0]) // 2 for v in snapshot(bpy.data.objects["Stylist"]).values())
+    dense = world_heads(bpy.data.objects["Stylist"])
+    bpy.ops.ed.undo()
+    d = np.linalg.norm(reduced - dense, axis=-1) * 100.0 if reduced.shape == dense.shape else np.full(1, np.inf)
+    out.update(frames=int(dense.shape[0]), max_cm=float(d.max()), mean_cm=float(d.mean()))
     return out
 
 

@@ -5,7 +5,8 @@
 2. The LAFAN1 clip (evaluation only) imported with Blender's BVH importer at its defaults, 12 gaps of 15 frames cut
    and filled by ``bpy.ops.motioncore.infill`` with Keys = Every Frame, then Reduced (bench/reduced_keys.py,
    tests/blender/reduced_keys.py): keys written / every frame <= 0.25; world joint positions of Blender's reduced
-   curve against its every-frame curve within 0.5 cm (0.1 cm on average); no jerkier; the error against the
+   curve against its every-frame curve within 0.5 cm (0.1 cm on average); no jerkier (mean |third difference| of
+   the joints in the gaps, and with 3 frames either side); the error against the
    deleted truth within 1% of the every-frame fill's; the report says what was written. Editing: one reduced key
    moved changes Blender's curve only between that key's neighbours; a pose keyed inside a gap, the handles of the
    keys beside the gap and of the new one shaped (FREE), and the gaps filled again: every GENERATED key of that gap
@@ -113,12 +114,10 @@ def test_reduced_keys_are_few_hold_the_fill_and_say_so(lafan_run):
 
 @needs_data
 @pytest.mark.timeout(1500)
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="issue 49 item 2 (jerk) not met (2026-11-28, bpy 5.0.1 and 4.2 alike, "
-                   "LAFAN1, 12 gaps of 15): the reduced curve's joints 0.0269 cm/frame^3 in the gaps against the "
-                   "every-frame fill's 0.0265 (0.0852 against 0.0829 with 3 frames either side); CMU 07 at 15: "
-                   "0.0092 against 0.0090; met at 30 frames (bench/reduced_keys.py); drop this mark when met")
 def test_reduced_keys_are_no_jerkier_than_the_fill(lafan_run):
     version, clip, d, f, info = lafan_run
+    print(f"jerk in the gaps: reduced {f['jerk_in_reduced']:.5f}, every frame {f['jerk_in_dense']:.5f}; with 3 frames "
+          f"either side {f['jerk_reduced']:.5f}, {f['jerk_dense']:.5f}")
     assert f["jerk_in_reduced"] <= f["jerk_in_dense"] and f["jerk_reduced"] <= f["jerk_dense"], f
 
 
@@ -130,7 +129,9 @@ def test_reduced_keys_edit_as_an_animator_expects(lafan_run):
     mv = info["move"]
     assert "error" not in mv, mv
     before, after = np.asarray(mv["before"]), np.asarray(mv["after"])
-    changed = np.abs(after[:, 1] - before[:, 1]) > 1e-6
+    # float32 keys: Blender's update() realigns ALIGNED handles to a few ulps, which moves a curve of large values
+    # (a hips location in cm) by 1e-5 where nothing was moved; a change is more than 1e-6 of the curve's size
+    changed = np.abs(after[:, 1] - before[:, 1]) > 1e-6 * max(1.0, float(np.abs(before[:, 1]).max()))
     assert changed.any()
     assert (before[changed, 0] > mv["prev"]).all() and (before[changed, 0] < mv["next"]).all(), mv["curve"]
     # a pose keyed inside the first gap, the gaps filled again

@@ -92,3 +92,56 @@ def test_dropping_any_one_inner_key_breaks_the_tolerance(lafan_channels):
             assert np.abs(keyfit.hermite_values(y, j, keyfit.fit_slopes(y, j)) - y).max() > tol
             checked += 1
     assert checked > 5
+
+
+@needs_data
+@pytest.mark.parametrize("length", [15, 30, 120])
+def test_batched_spans_take_the_same_keys_as_one_span_at_a_time(lafan_channels, length):
+    """`fit_spans` (the channels and gaps of one length in a few batched solves) against `fit_span` on each: the
+    same key frames and the same slopes, on every channel of the walk, at tolerances from tight to loose (so the
+    key counts, and the batches of one count, differ)."""
+    cols = np.stack([lafan_channels[s:s + length, c] for c in range(lafan_channels.shape[1])
+                     for s in range(0, lafan_channels.shape[0] - length, max(length, 60))], axis=1)
+    tol = np.radians(np.geomspace(0.005, 0.5, cols.shape[1]))
+    tol[::17] = -1.0   # a key on every frame
+    got = keyfit.fit_spans(cols, tol)
+    sizes = set()
+    for i, (idx, m) in enumerate(got):
+        ref_idx, ref_m = keyfit.fit_span(cols[:, i], float(tol[i]))
+        assert idx.tolist() == ref_idx.tolist()
+        assert np.allclose(m, ref_m, rtol=1e-9, atol=1e-12)
+        sizes.add(idx.size)
+    assert len(sizes) >= 3 and length in sizes
+
+
+@needs_data
+def test_no_jerkier_adds_keys_where_the_curve_is_jerkier_and_batched_agrees(lafan_channels):
+    """`no_jerkier_spans` (batched) against `no_jerkier` on each span: the same keys and slopes. A span the keys
+    leave jerkier than the fill (mean |third difference| over it and the three frames either side) gets keys, is
+    then less jerky than before, and keeps every key it had; `hermite_spans` is `hermite_values` span by span."""
+    length = 30
+    cols = np.stack([lafan_channels[s - 3:s + length + 3, c] for c in range(0, lafan_channels.shape[1], 3)
+                     for s in range(3, lafan_channels.shape[0] - length - 3, 90)])   # (G, n + 6)
+    fits = keyfit.fit_spans(cols[:, 3:-3].T, np.full(cols.shape[0], np.radians(0.2)))
+    curves = keyfit.hermite_spans(cols[:, 3:-3], fits)
+    for i, (idx, m) in enumerate(fits):
+        assert np.allclose(curves[i], keyfit.hermite_values(cols[i, 3:-3], idx, m), atol=1e-12)
+    got = keyfit.no_jerkier_spans(cols, fits, 4)
+
+    def jerk(ext, idx, m):
+        red = ext.copy()
+        red[3:-3] = keyfit.hermite_values(ext[3:-3], idx, m)
+        return np.abs(np.diff(red, 3)).mean()
+
+    grown = 0
+    for i, ((idx, m), (idx0, m0)) in enumerate(zip(got, fits)):
+        ref_idx, ref_m = keyfit.no_jerkier(cols[i], idx0, m0, 4)
+        assert idx.tolist() == ref_idx.tolist() and np.allclose(m, ref_m, rtol=1e-9, atol=1e-12)
+        want = np.abs(np.diff(cols[i], 3)).mean()
+        if idx.size > idx0.size:
+            grown += 1
+            assert set(idx0.tolist()) <= set(idx.tolist()) and idx.size <= idx0.size + 4
+            assert jerk(cols[i], idx, m) < jerk(cols[i], idx0, m0)
+        else:
+            assert jerk(cols[i], idx, m) <= want
+    assert grown > 0

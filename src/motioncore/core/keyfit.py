@@ -17,6 +17,8 @@ Legend: n frames of a span, K keys, F evaluated frames, C channels.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .fcurve import bezier_parameter
@@ -24,6 +26,18 @@ from .fcurve import bezier_parameter
 EDGE, EDGE_WEIGHT = 2, 10.0   # the frames next to a span's ends weigh more in the fit (`edge_weights`)
 SMOOTH = 1.0   # weight of the second-derivative jumps at inner keys (`fit_slopes`)
 REG = 1e-6   # weight of the pull of each slope towards the fill's own (central difference): fixes keys no frame decides
+JERK = 100.0   # weight of the third differences of the miss (the span's ends held: the frames beside it are not moved)
+
+
+@functools.lru_cache(maxsize=64)
+def _jerk_rows(n: int) -> np.ndarray:
+    """(n + 3, n) the third differences of a span's miss with three unmoved frames either side (zeros): every window
+    of four consecutive frames that overlaps the span, the way in and out included (read-only, cached)."""
+    D = np.zeros((n + 6, n))
+    D[3:n + 3] = np.eye(n)
+    D = np.diff(D, 3, axis=0)
+    D.flags.writeable = False
+    return D
 
 
 def correct_bezpart(x0: np.ndarray, hx1: np.ndarray, hy1: np.ndarray, hx2: np.ndarray, hy2: np.ndarray,
@@ -130,6 +144,13 @@ def _fit(y: np.ndarray, idx: np.ndarray, weights: np.ndarray | None = None) -> t
         wj = SMOOTH * (0.5 * (ha + hb)) ** 4   # a jump d of y'' weighs as a miss of d h^2 on one frame
         A += (R * wj[:, None]).T @ R
         b -= R.T @ (wj * c)
+    if JERK > 0:   # the miss's third differences: the curve as smooth as the fill
+        P = np.zeros((n, K))
+        P[np.arange(n), k] = wm0
+        P[np.arange(n), k + 1] += wm1
+        DP = _jerk_rows(n) @ P
+        A += JERK * DP.T @ DP
+        b += JERK * DP.T @ (_jerk_rows(n) @ (y - base))
     g = np.empty(n)   # the fill's own slope: central differences, one-sided at the ends
     g[1:-1] = 0.5 * (y[2:] - y[:-2])
     g[0], g[-1] = y[1] - y[0], y[-1] - y[-2]
@@ -199,3 +220,221 @@ def fit_channels(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, 
     v = np.asarray(values, np.float64)
     t = np.broadcast_to(np.asarray(tol, np.float64), (v.shape[1],))
     return [fit_span(v[:, c], float(t[c])) for c in range(v.shape[1])]
+
+
+# --- Batched: the spans of one length (channels and gaps of one shape) fitted together ----------------------------
+# `fit_spans` takes the same decisions as `fit_span` on each column (tests/core/test_keyfit.py holds them to it);
+# the key sets are grouped by their size K, so one step is a few (G, K, K) solves instead of G small ones.
+
+
+def _fit_batch(y: np.ndarray, idx: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_fit` of G spans at once: values ``y`` (G, n), keys ``idx`` (G, K) (each sorted, first 0, last n-1),
+    weights ``w`` (n,). Returns (slopes (G, K), the fitted curves (G, n))."""
+    G, n = y.shape
+    K = idx.shape[1]
+    f = np.arange(n, dtype=np.float64)
+    k = np.minimum((idx[:, 1:, None] <= f).sum(1), K - 2)   # (G, n) each frame's segment
+    hk = np.diff(idx, axis=1).astype(np.float64)   # (G, K-1)
+    x0 = np.take_along_axis(idx, k, 1).astype(np.float64)
+    h = np.take_along_axis(hk, k, 1)
+    u = (f - x0) / h
+    v = 1.0 - u
+    b0, b1, b2, b3 = v**3, 3 * v * v * u, 3 * v * u * u, u**3
+    wm0, wm1 = b1 * h / 3.0, -b2 * h / 3.0
+    yk = np.take_along_axis(y, idx, 1)   # (G, K)
+    base = (b0 + b1) * np.take_along_axis(yk, k, 1) + (b2 + b3) * np.take_along_axis(yk, k + 1, 1)
+    r = (y - base) * w
+    M = np.zeros((G, n, K))   # the design: frame f's weights of the slopes m[k], m[k+1]
+    gi, fi = np.arange(G)[:, None], np.arange(n)[None, :]
+    M[gi, fi, k] = wm0
+    M[gi, fi, k + 1] += wm1
+    Mw = M * w[None, :, None]
+    A = np.swapaxes(Mw, 1, 2) @ M
+    b = np.einsum("gnk,gn->gk", M, r)
+    if K > 2 and SMOOTH > 0:
+        ha, hb = hk[:, :-1], hk[:, 1:]
+        j = np.arange(K - 2)
+        R = np.zeros((G, K - 2, K))
+        R[:, j, j] = -2.0 / ha
+        R[:, j, j + 1] = -4.0 / ha - 4.0 / hb
+        R[:, j, j + 2] = -2.0 / hb
+        c = 6.0 * (yk[:, 2:] - yk[:, 1:-1]) / hb**2 + 6.0 * (yk[:, 1:-1] - yk[:, :-2]) / ha**2
+        wj = SMOOTH * (0.5 * (ha + hb)) ** 4
+        A = A + np.swapaxes(R * wj[:, :, None], 1, 2) @ R
+        b = b - np.einsum("gjk,gj->gk", R, wj * c)
+    if JERK > 0:
+        D = _jerk_rows(n)
+        DM = D @ M
+        A = A + JERK * np.swapaxes(DM, 1, 2) @ DM
+        b = b + JERK * np.einsum("grk,gr->gk", DM, (y - base) @ D.T)
+    g = np.empty((G, n))
+    g[:, 1:-1] = 0.5 * (y[:, 2:] - y[:, :-2])
+    g[:, 0], g[:, -1] = y[:, 1] - y[:, 0], y[:, -1] - y[:, -2]
+    scale = np.maximum(np.trace(A, axis1=1, axis2=2) / K, 1.0) * REG
+    A = A + scale[:, None, None] * np.eye(K)
+    b = b + scale[:, None] * np.take_along_axis(g, idx, 1)
+    m = np.linalg.solve(A, b[..., None])[..., 0]
+    fitted = base + wm0 * np.take_along_axis(m, k, 1) + wm1 * np.take_along_axis(m, k + 1, 1)
+    return m, fitted
+
+
+def _fit_masks(y: np.ndarray, keys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """`_fit_batch` of spans with key sets of any size, ``keys`` (G, n) bool: grouped by their number of keys.
+    Returns (each span's worst miss (G,), each span's slopes (list of (K,)))."""
+    G = y.shape[0]
+    worst = np.zeros(G)
+    slopes: list[np.ndarray] = [np.zeros(0)] * G
+    size = keys.sum(1)
+    for K in np.unique(size).tolist():
+        sel = np.flatnonzero(size == K)
+        idx = np.nonzero(keys[sel])[1].reshape(sel.size, K)
+        m, fitted = _fit_batch(y[sel], idx, w)
+        worst[sel] = np.abs(fitted - y[sel]).max(1)
+        for i, s in enumerate(sel.tolist()):
+            slopes[s] = m[i]
+    return worst, slopes
+
+
+def fit_spans(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`fit_span` of each column of ``values`` (n, G) (spans of one length: the channels and gaps of one shape)
+    within its ``tol`` (G,), all at once: the same greedy keys and pruning, each step one batched solve per key
+    count. Returns (key frame indices, slopes) per column."""
+    Y = np.ascontiguousarray(np.asarray(values, np.float64).T)   # (G, n)
+    G, n = Y.shape
+    t = np.broadcast_to(np.asarray(tol, np.float64), (G,)).copy()
+    if n <= 2:
+        return [fit_span(Y[i], float(t[i])) for i in range(G)]
+    w = edge_weights(n)
+    keys = np.zeros((G, n), bool)
+    keys[:, [0, n - 1]] = True
+    active = np.ones(G, bool)
+    f = np.arange(n)
+    while active.any():   # greedy: a key where the curve misses most, in the middle half of its segment
+        size = keys.sum(1)
+        for K in np.unique(size[active]).tolist():
+            sel = np.flatnonzero(active & (size == K))
+            idx = np.nonzero(keys[sel])[1].reshape(sel.size, K)
+            _, fitted = _fit_batch(Y[sel], idx, w)
+            err = np.abs(fitted - Y[sel])
+            worst = err.argmax(1)
+            done = (err[np.arange(sel.size), worst] <= t[sel]) | (K == n)
+            active[sel[done]] = False
+            go = ~done
+            if not go.any():
+                continue
+            sg, idx, worst = sel[go], idx[go], worst[go]
+            s = (idx[:, 1:] <= worst[:, None]).sum(1)   # searchsorted(idx, worst, "right") - 1
+            a = idx[np.arange(sg.size), s]
+            b = idx[np.arange(sg.size), np.minimum(s + 1, K - 1)]
+            q = np.maximum((b - a) // 4, 1)
+            at = np.where(b - a >= 2, np.clip(worst, a + q, b - q), worst)
+            taken = keys[sg, at]
+            if taken.any():   # the first frame without a key (as `fit_span`)
+                at[taken] = (~keys[sg[taken]]).argmax(1)
+            keys[sg, at] = True
+    # prune: each inner key tried once, those whose removal alone leaves the smallest worst miss first
+    inner = [np.flatnonzero(keys[i])[1:-1] for i in range(G)]
+    trial_rows = [(i, fr) for i in range(G) for fr in inner[i].tolist()]
+    order: list[list[int]] = [[] for _ in range(G)]
+    if trial_rows:
+        gi = np.array([r[0] for r in trial_rows])
+        fr = np.array([r[1] for r in trial_rows])
+        trial = keys[gi].copy()
+        trial[np.arange(gi.size), fr] = False
+        miss, _ = _fit_masks(Y[gi], trial, w)
+        at = 0
+        for i in range(G):
+            m_i = miss[at:at + inner[i].size]
+            order[i] = [int(inner[i][j]) for j in np.argsort(m_i, kind="stable")]
+            at += inner[i].size
+    for step in range(max((len(o) for o in order), default=0)):
+        rows = np.array([i for i in range(G) if step < len(order[i])])
+        cand = np.array([order[i][step] for i in rows.tolist()])
+        trial = keys[rows].copy()
+        trial[np.arange(rows.size), cand] = False
+        miss, _ = _fit_masks(Y[rows], trial, w)
+        ok = miss <= t[rows]
+        keys[rows[ok], cand[ok]] = False
+    _, slopes = _fit_masks(Y, keys, w)
+    return [(f[keys[i]], slopes[i]) for i in range(G)]
+
+
+# --- No jerkier than the fill -------------------------------------------------------------------------------------
+
+
+def no_jerkier(ext: np.ndarray, idx: np.ndarray, m: np.ndarray, max_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys ``idx`` (slopes ``m``) of a span, with up to ``max_keys`` keys added while the curve's mean |third
+    difference| over the span and the three frames either side is above the fill's. ``ext`` (n + 6,): the fill with
+    the three frames either side (the curve the span meets). Each key goes to the frame that misses the fill most
+    in the window of four where the keys change the third difference most; the slopes are fitted again."""
+    return no_jerkier_spans(np.asarray(ext, np.float64)[None], [(idx, m)], max_keys, batched=False)[0]
+
+
+def no_jerkier_spans(ext: np.ndarray, fits: list[tuple[np.ndarray, np.ndarray]], max_keys: int,
+                     batched: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`no_jerkier` of G spans of one length at once: ``ext`` (G, n + 6), ``fits`` each span's (keys, slopes);
+    ``batched=False`` refits each span alone (`fit_slopes`)."""
+    ext = np.asarray(ext, np.float64)
+    G, n = ext.shape[0], ext.shape[1] - 6
+    y = np.ascontiguousarray(ext[:, 3:n + 3])
+    keys = np.zeros((G, n), bool)
+    for i, (idx, _) in enumerate(fits):
+        keys[i, idx] = True
+    slopes = [m for _, m in fits]
+    want = np.abs(np.diff(ext, 3, axis=1)).mean(1)
+    d3d = np.diff(ext, 3, axis=1)
+    w = edge_weights(n) if n > 2 else None
+    changed = np.zeros(G, bool)
+    for _ in range(max_keys if n > 2 else 0):
+        active = np.flatnonzero(keys.sum(1) < n)
+        if not active.size:
+            break
+        red = ext[active].copy()
+        red[:, 3:n + 3] = hermite_spans(y[active], [(np.flatnonzero(keys[i]), slopes[i]) for i in active.tolist()])
+        d3r = np.diff(red, 3, axis=1)
+        over = np.abs(d3r).mean(1) > want[active]
+        if not over.any():
+            break
+        rows = active[over]
+        r = np.abs(d3r[over] - d3d[rows]).argmax(1)   # the window of ext frames r .. r + 3
+        miss = np.abs(red[over] - ext[rows])[:, 3:n + 3]
+        for j, i in enumerate(rows.tolist()):
+            cand = [f - 3 for f in range(r[j], r[j] + 4) if 0 <= f - 3 < n and not keys[i, f - 3]]
+            if not cand:
+                cand = np.flatnonzero(~keys[i]).tolist()
+            keys[i, max(cand, key=lambda f: miss[j, f])] = True
+        changed[rows] = True
+        if batched:
+            _, new = _fit_masks(y[rows], keys[rows], w)
+            for j, i in enumerate(rows.tolist()):
+                slopes[i] = new[j]
+        else:
+            for i in rows.tolist():
+                slopes[i] = fit_slopes(y[i], np.flatnonzero(keys[i]))
+    return [(np.flatnonzero(keys[i]), slopes[i]) if changed[i] else fits[i] for i in range(G)]
+
+
+def hermite_spans(values: np.ndarray, fits: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """`hermite_values` of G spans of one length at once: ``values`` (G, n), ``fits`` each span's (keys, slopes) ->
+    (G, n), grouped by key count."""
+    y = np.asarray(values, np.float64)
+    G, n = y.shape
+    out = y.copy()
+    size = np.array([len(k) for k, _ in fits])
+    for K in np.unique(size).tolist():
+        if K >= n or K < 2:
+            continue
+        sel = np.flatnonzero(size == K)
+        idx = np.stack([fits[i][0] for i in sel.tolist()])
+        m = np.stack([fits[i][1] for i in sel.tolist()])
+        f = np.arange(n, dtype=np.float64)
+        k = np.minimum((idx[:, 1:, None] <= f).sum(1), K - 2)
+        x0 = np.take_along_axis(idx, k, 1).astype(np.float64)
+        h = np.take_along_axis(np.diff(idx, axis=1).astype(np.float64), k, 1)
+        u = (f - x0) / h
+        v = 1.0 - u
+        b0, b1, b2, b3 = v**3, 3 * v * v * u, 3 * v * u * u, u**3
+        yk = np.take_along_axis(y[sel], idx, 1)
+        out[sel] = ((b0 + b1) * np.take_along_axis(yk, k, 1) + (b2 + b3) * np.take_along_axis(yk, k + 1, 1)
+                    + b1 * h / 3.0 * np.take_along_axis(m, k, 1) - b2 * h / 3.0 * np.take_along_axis(m, k + 1, 1))
+    return out
