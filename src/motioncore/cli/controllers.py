@@ -156,7 +156,7 @@ def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
     known[:10] = True
     known[9::DEMO_KEY_EVERY] = True
     known[-1] = True
-    f = fill_clip(model, meta, walk.rotations, walk.positions[:, rj], known, plant_feet=True)   # as the add-on: planted
+    f = fill_clip(model, meta, walk.rotations, walk.positions[:, rj], known)
     pos = walk.positions.copy()
     pos[:, rj] = f.root[0]
     filled = Motion(walk.skeleton, f.rotations[0], pos, walk.fps)

@@ -170,7 +170,8 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
     step = int(round(ratio)) if abs(ratio - round(ratio)) < 1e-6 else 0   # clip frames per model frame, if whole
     for s, e in runs(todo.any(axis=1)):
         a, b = max(0, s - ctx), min(len(q), e + ctx)
-        if step > 1 and s > 0:   # the key before the gap on a model frame (a single key would fall between them)
+        if step > 1 and 1 < s and not keys[s - 2].all():   # a single key before the gap: on a model frame, or the
+            # window at the model's rate would have no key there (dense keys survive resampling wherever it starts)
             a = max(0, (s - 1) - step * (-(-(s - 1 - a) // step)))
             if (s - 1 - a) % step:
                 a = (s - 1) % step
