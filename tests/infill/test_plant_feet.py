@@ -185,3 +185,30 @@ def test_the_feet_are_planted_at_the_clips_own_rate(walk, one_thread):
     a = _scores(sk, on.rotations[0], pos(on.root[0]), q, p, known, m.fps)
     b = _scores(sk, off.rotations[0], pos(off.root[0]), q, p, known, m.fps)
     assert a["skate"] < b["skate"]
+
+
+@needs_data
+def test_blocking_plants_the_feet_on_the_models_contact_output(walk, one_thread):
+    """A pose every 10 frames: no keyed stretch to judge planting on and nothing in the keys to tell where a foot is
+    down; a model with a contact output (``infill-body-spline``) plants on it, keys exact, the feet slide less."""
+    from motioncore.models.registry import load_model
+    from motioncore.tasks.infill import fill_clip
+
+    m, q, p, _ = walk
+    model, meta = load_model("infill-body-spline")
+    assert meta["config"]["contacts"] == 4 and meta["config"]["basis"] == "spline"
+    known = np.zeros(len(q), bool)
+    known[::10] = True
+    known[-1] = True
+    r = p[:, 1].copy()
+    on = fill_clip(model, meta, q, r, known, plant_feet=True)
+    off = fill_clip(model, meta, q, r, known, plant_feet=False)
+    assert on.plant is not None and on.plant["model_contacts"] > 0 and off.plant is None
+    np.testing.assert_array_equal(on.rotations[0][known], q[known])
+    pos = lambda root: np.concatenate([p[:, :1], root[:, None], p[:, 2:]], 1)  # noqa: E731
+    a = _scores(m.skeleton, on.rotations[0], pos(on.root[0]), q, p, known, m.fps)
+    b = _scores(m.skeleton, off.rotations[0], pos(off.root[0]), q, p, known, m.fps)
+    assert a["skate"] < b["skate"]
+    # the bundled per-gap model has no contact output: blocking is left as filled, as before
+    model0, meta0 = load_model("infill-body")
+    assert fill_clip(model0, meta0, q, r, known, plant_feet=True).plant is None
