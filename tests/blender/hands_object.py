@@ -77,6 +77,24 @@ def delete_finger_keys(obj, wrist: str, a: int, b: int) -> int:
     return n_del
 
 
+def evaluate_keys_bezier(obj, frames) -> np.ndarray:
+    """``evaluate`` with every key of ``obj`` set to Bezier (Blender's default, Auto Clamped), then put back: the
+    curve of the keys the add-on applies a model's change to, whatever the keys' own interpolation (the ManipNet
+    import leaves them LINEAR)."""
+    saved = [(fc, [k.interpolation for k in fc.keyframe_points]) for fc in fcurves_of(obj)]
+    for fc, _ in saved:
+        for k in fc.keyframe_points:
+            k.interpolation = "BEZIER"
+        fc.update()
+    try:
+        return evaluate(obj, frames)
+    finally:
+        for fc, kinds in saved:
+            for k, kind in zip(fc.keyframe_points, kinds, strict=True):
+                k.interpolation = kind
+            fc.update()
+
+
 def keyed_empty(track: dict):
     """An empty keyed on every frame of the track, its world matrix [A R A^-1 | A p]."""
     empty = bpy.data.objects.new("Mug", None)
@@ -152,6 +170,7 @@ def main() -> None:
         res["own_armature"] = hands_infill()
         res["deleted30"] = delete_finger_keys(arm, "WRIST", a2, b2)
         arrays["bezier30"] = evaluate(arm, frames2)
+        arrays["keysbez30"] = evaluate_keys_bezier(arm, frames2)
         sc.frame_start, sc.frame_end = a2 - ctx, b2 + ctx
         sc.frame_set(a2)
         s.hands_object, s.hands_model = empty, ""

@@ -106,10 +106,11 @@ def _drive(version: str, ckpt: Path, tmp: Path, hand: str) -> tuple[dict, dict]:
 
 
 def _gap30_errors(bench, d: dict, res: dict, hand: str) -> tuple[float, float, float]:
-    """Over GAP30: the mean finger error (deg) of the add-on's infill-hands fill and of Blender's Bezier, and
-    the largest angle (deg) between the add-on's fill and the library's correction applied to Blender's Bezier
-    (``fill_clip_at`` with the bundled infill-hands on the files' values, the same keys and object: its answer
-    times its base's inverse, on Blender's curves, as the add-on applies a deterministic model)."""
+    """Over GAP30: the mean finger error (deg) of the add-on's infill-hands fill and of the user's curve (the keys
+    as imported: LINEAR), and the largest angle (deg) between the add-on's fill and the library's correction applied
+    to Blender's Bezier of the same keys (``fill_clip_at`` with the bundled infill-hands on the files' values, the
+    same keys and object: its answer times its base's inverse, on the keys' Bezier, as the add-on applies a
+    deterministic model whatever the keys' interpolation)."""
     from motioncore.core.rotations import quat_to_matrix
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
@@ -138,7 +139,7 @@ def _gap30_errors(bench, d: dict, res: dict, hand: str) -> tuple[float, float, f
     order = [bones.index(n) for n in names]
     to_model = lambda pose: (A.T @ bench.local_rotations(d[pose], d["rest"], res["parents"]) @ A)[:, order]  # noqa: E731
     want = quat_to_matrix(f.rotations[0][inside]) @ np.swapaxes(quat_to_matrix(b.rotations[0][inside]), -1, -2) \
-        @ to_model("bezier30")
+        @ to_model("keysbez30")
     parity = float(bench.angle_deg(to_model("fill30")[:, 1:], want[:, 1:]).max())
     return err("fill30"), parity, err("bezier30")
 
