@@ -322,13 +322,28 @@ def user_key_frames(fcmap: dict[tuple[str, int], Any], path: str, n: int, cache:
     return np.flatnonzero(have) + lo
 
 
+def _keys_bezier(fc: Any, x: np.ndarray, y: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """Blender's default Bezier of keys ``x``, ``y`` (Auto Clamped handles, ``fc``'s auto smoothing, constant
+    extrapolation; one key: held) at ``frames`` (``vendor.fcurve``)."""
+    from ..vendor.fcurve import fcurve_evaluate
+
+    if x.size == 1:
+        return np.full(len(frames), y[0])
+    smooth = str(getattr(fc, "auto_smoothing", "NONE"))
+    inside = (frames >= x[0]) & (frames <= x[-1])
+    col = np.where(frames < x[0], y[0], y[-1])
+    if inside.any():
+        col[inside] = fcurve_evaluate(x, y[None], frames[inside], smooth if smooth in ("CONT_ACCEL", "NONE")
+                                      else "NONE")[0]
+    return col
+
+
 def evaluate_user(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray,
                   cache: KeyCache | None = None) -> np.ndarray:
     """As :func:`evaluate`, but the curve through the user's keys alone: what Blender gives for them, our
     GENERATED keys left out. A curve without GENERATED keys is Blender's own evaluation; one with them is
     Blender's default Bezier (Auto Clamped handles, the curve's auto smoothing, constant extrapolation) of the
     user's keys (``vendor.fcurve``, the library's parity-tested copy of Blender's handle rules)."""
-    from ..vendor.fcurve import fcurve_evaluate
 
     frames = np.asarray(frames, np.float64)
     out = np.tile(np.asarray(default, np.float64), (len(frames), 1))
@@ -341,18 +356,8 @@ def evaluate_user(fcmap: dict[tuple[str, int], Any], path: str, default: Sequenc
             out[:, i] = [fc.evaluate(float(f)) for f in frames]
             continue
         x, y = x[~gen], y[~gen]
-        if x.size == 0:
-            continue
-        if x.size == 1:
-            out[:, i] = y[0]
-            continue
-        smooth = str(getattr(fc, "auto_smoothing", "NONE"))
-        inside = (frames >= x[0]) & (frames <= x[-1])
-        col = np.where(frames < x[0], y[0], y[-1])
-        if inside.any():
-            col[inside] = fcurve_evaluate(x, y[None], frames[inside], smooth if smooth in ("CONT_ACCEL", "NONE")
-                                          else "NONE")[0]
-        out[:, i] = col
+        if x.size:
+            out[:, i] = _keys_bezier(fc, x, y, frames)
     return out
 
 
@@ -361,7 +366,6 @@ def evaluate_keys_bezier(fcmap: dict[tuple[str, int], Any], path: str, default: 
     """(T, n) Blender's default Bezier of the user's keys of ``path`` (Auto Clamped handles, the curve's auto
     smoothing, constant extrapolation; ``vendor.fcurve``) whatever interpolation and handles the keys have: the
     curve the model's base is (a LINEAR import, CONSTANT keys or hand-set handles give another curve in Blender)."""
-    from ..vendor.fcurve import fcurve_evaluate
 
     frames = np.asarray(frames, np.float64)
     out = np.tile(np.asarray(default, np.float64), (len(frames), 1))
@@ -371,18 +375,8 @@ def evaluate_keys_bezier(fcmap: dict[tuple[str, int], Any], path: str, default: 
             continue
         x, y, gen = cached_keys(fcmap, (path, i), cache)
         x, y = x[~gen], y[~gen]
-        if x.size == 0:
-            continue
-        if x.size == 1:
-            out[:, i] = y[0]
-            continue
-        smooth = str(getattr(fc, "auto_smoothing", "NONE"))
-        inside = (frames >= x[0]) & (frames <= x[-1])
-        col = np.where(frames < x[0], y[0], y[-1])
-        if inside.any():
-            col[inside] = fcurve_evaluate(x, y[None], frames[inside], smooth if smooth in ("CONT_ACCEL", "NONE")
-                                          else "NONE")[0]
-        out[:, i] = col
+        if x.size:
+            out[:, i] = _keys_bezier(fc, x, y, frames)
     return out
 
 
