@@ -18,6 +18,8 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
         bez = "the Bezier of your keys" if mine else "Blender's curve"
         if f.get("method") == "none":
             out.append(f"gaps of {n}: no keyed stretch to check the model on, used as trained")
+        elif f.get("method") == "too-long":
+            out.append(f"gaps of {n}: longer than the model takes in one pass (100 frames at 30 fps), kept {bez}")
         elif f["rot"] < 1.0 or f["root"] < 1.0:
             err = f.get("error") or {}
             why = (f" (on {f['pseudo']} test gaps cut from your keys: model {err['model'][0]:.1f} cm, {bez} "

@@ -46,3 +46,10 @@ def test_the_gate_clause_counts_the_actions_own_frames():
     assert [f["frames"] for f in fits] == [15, 6]
     assert requests.scene_frames([{"length": 15}], 30.0, 30.0)[0]["frames"] == 15
     assert requests.scene_frames(None, 24.0, 30.0) is None
+
+
+def test_the_gate_clause_says_a_gap_too_long_for_one_pass_keeps_the_curve():
+    fit = {"length": 150, "frames": 120, "rot": 0.0, "root": 0.0, "pseudo": 0, "method": "too-long", "plant": False}
+    msg = gate_report.gate_message([fit])
+    assert "gaps of 120: longer than the model takes in one pass" in msg and "kept Blender's curve" in msg
+    assert "feet not planted" not in msg   # nothing was judged: no reason to give

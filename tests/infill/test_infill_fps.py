@@ -52,3 +52,25 @@ def test_same_motion_in_seconds_at_24_30_60_120_fps(bandai_walk):
         assert deg < 3.0 and cm < 3.0, (fps, deg, cm)   # the gap's ends fall between model frames
     print(f"120 fps read as model frames: {naive:.2f} deg")
     assert naive > 2 * np.degrees(quat_angle(out[120.0][0], out[30.0][0])).mean()
+
+
+@needs_data
+def test_a_gap_longer_than_one_pass_keeps_blenders_curve_at_24_fps(bandai_walk):
+    """120 frames at 24 fps are 150 at the model's 30: longer than the network takes in one pass. The gap keeps
+    Blender's curve (its base), the gate says why, and nothing raises (it did: '171 frames in one pass')."""
+    from motioncore.io.bvh import read_bvh
+    from motioncore.models.registry import load_model
+
+    model, meta = load_model("infill-body")
+    m = read_bvh(bandai_walk)
+    rj, J = int(meta["root_joint"]), m.skeleton.num_joints
+    reps = int(np.ceil(400 / m.num_frames))   # long enough for a 120-frame gap with keys around it
+    q = np.concatenate([m.rotations] * reps)[:400]
+    r = np.concatenate([m.positions[:, rj]] * reps)[:400]
+    known = np.ones((400, J + 1), bool)
+    known[140:260] = False
+    out = fill_clip_at(model, meta, q, r, known, 24.0)
+    np.testing.assert_array_equal(out.rotations[0][known[:, :J]], q[known[:, :J]])
+    np.testing.assert_allclose(out.rotations[0], out.base_rotations[0], atol=1e-12)   # the base itself
+    (fit,) = out.gate.summary()
+    assert fit["method"] == "too-long" and fit["rot"] == 0.0 and fit["root"] == 0.0

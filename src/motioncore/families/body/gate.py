@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from motioncore.core.gaps import CONTEXT, runs
+from motioncore.families.body.fill import ONE_PASS
 
 Pair = tuple[float, float]
 
@@ -50,7 +51,8 @@ class GateFit:
     rot: float  # weight of the rotations' correction
     root: float  # weight of the root's correction
     pseudo: int  # pseudo-gaps scored
-    method: str  # "pseudo-gaps" | "leave-one-key-out" | "none" (nothing keyed to learn from: weight 1)
+    method: str  # "pseudo-gaps" | "leave-one-key-out" | "none" (nothing keyed to learn from: weight 1) | "too-long"
+    # (a gap longer than the network's one pass, ``families.body.fill.ONE_PASS``: Blender's curve, weight 0)
     error: dict[str, list[float]] = field(default_factory=dict)  # {bezier, model, gated: [cm, deg]}
     plant: bool = True  # plant the feet in gaps of this length (``families.body.fill_plant``)
     plant_error: dict = field(default_factory=dict)  # its judgement: {unplanted, planted: [cm, deg, skate]}
@@ -230,6 +232,9 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
     fits = {}
     for bk, ls in lengths.items():
         L = int(np.median(ls))
+        if L > ONE_PASS:   # longer than the network takes in one pass: such gaps keep Blender's curve (``fill_body``)
+            fits[bk] = GateFit(L, 0.0, 0.0, 0, "too-long", plant=False)
+            continue
         wins = pseudo_windows(full, L, context, limit)
         if not wins and plant:  # too short a keyed stretch for full context: planting is judged on shorter context,
             wins = pseudo_windows(full, L, JUDGE_CONTEXT, limit)  # or on pseudo-gaps down to half the gap's length
