@@ -119,8 +119,9 @@ def bpy_python(version: str) -> Path:
     return cache_root() / "blender" / f"bpy-{version}" / "bin" / "python"
 
 
-def run_driver(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
-    """Build the add-on, start a server, run tests/blender/infill_bvh.py under real bpy."""
+def run_driver(spec: dict, version: str, workdir: Path, script: str = "infill_bvh.py") -> tuple[dict, dict]:
+    """Build the add-on, start a server, run the driver ``tests/blender/SCRIPT`` (default infill_bvh.py) under real
+    bpy."""
     sys.path.insert(0, str(ROOT / "scripts"))
     sys.path.insert(0, str(ROOT / "tests"))
     import build_addon
@@ -130,7 +131,7 @@ def run_driver(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
     out = workdir / "out.npz"
     with server_process(workdir) as (_, conn, _):
         env = {**os.environ, "BLENDER_USER_RESOURCES": str(workdir / "user")}
-        r = subprocess.run([str(bpy_python(version)), str(ROOT / "tests" / "blender" / "infill_bvh.py"), str(z),
+        r = subprocess.run([str(bpy_python(version)), str(ROOT / "tests" / "blender" / script), str(z),
                             str(workdir / "spec.json"), str(out), str(conn)], capture_output=True, text=True,
                            env=env, timeout=3000)
     if r.returncode or not out.exists():

@@ -15,9 +15,6 @@ the same run's baseline, a plain every-frame copy of the values.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -72,21 +69,7 @@ def clip_specs(lengths: tuple[int, ...]) -> list[dict]:
 
 
 def run(spec: dict, version: str, workdir: Path) -> tuple[dict, dict]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    sys.path.insert(0, str(ROOT / "tests"))
-    import build_addon
-    from conftest import server_process
-    z = build_addon.build(dist_dir=workdir / "dist", skip_wheels=True)
-    (workdir / "spec.json").write_text(json.dumps(spec))
-    out = workdir / "out.npz"
-    with server_process(workdir) as (_, conn, _):
-        env = {**os.environ, "BLENDER_USER_RESOURCES": str(workdir / "user")}
-        r = subprocess.run([str(bi.bpy_python(version)), str(ROOT / "tests" / "blender" / "reduced_keys.py"), str(z),
-                            str(workdir / "spec.json"), str(out), str(conn)], capture_output=True, text=True,
-                           env=env, timeout=3000)
-    if r.returncode or not out.exists():
-        raise RuntimeError(r.stdout[-3000:] + r.stderr[-3000:])
-    return dict(np.load(out)), json.loads(Path(str(out) + ".json").read_text())
+    return bi.run_driver(spec, version, workdir, "reduced_keys.py")
 
 
 def world(d: dict, name: str, key: str, cm: float) -> np.ndarray:

@@ -288,7 +288,10 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict, checks: bool) -> Non
     res[name] = info
 
 
-def main() -> None:
+def run_spec(run) -> None:
+    """A driver's main (``python SCRIPT ZIP SPEC.json OUT.npz CONNECTION_FILE``): a factory-fresh Blender with the
+    add-on installed from ZIP, ``run(clip, tmp, res, arrays, spec)`` per clip of SPEC (a clip that raises gets its
+    traceback as its result), then the arrays to OUT.npz and the results to OUT.npz.json."""
     zip_path, spec_path, out_path, conn = sys.argv[1:5]
     import tempfile
     os.environ["MOTIONCORE_CONNECTION_FILE"] = conn
@@ -300,12 +303,16 @@ def main() -> None:
     tmp = tempfile.mkdtemp()
     for clip in spec["clips"]:
         try:
-            run_clip(clip, tmp, res, arrays, bool(spec.get("checks")))
+            run(clip, tmp, res, arrays, spec)
         except Exception:
             res[clip["name"]] = {"error": traceback.format_exc()}
     np.savez(out_path, **arrays)
     with open(out_path + ".json", "w") as f:
         json.dump(res, f, indent=1, default=str)
+
+
+def main() -> None:
+    run_spec(lambda clip, tmp, res, arrays, spec: run_clip(clip, tmp, res, arrays, bool(spec.get("checks"))))
 
 
 if __name__ == "__main__":

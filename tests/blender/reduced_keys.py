@@ -16,16 +16,14 @@ undo), the animator's keys compared.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
-import traceback
 
 import bpy
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from infill_bvh import delete_inside, evaluate, fcurves_of, import_clip, last_report, set_interpolation  # noqa: E402
+from infill_bvh import delete_inside, evaluate, fcurves_of, import_clip, last_report, run_spec, set_interpolation  # noqa: E402
 
 FIELDS = ("co", "handle_left", "handle_right")
 ENUMS = ("type", "interpolation", "handle_left_type", "handle_right_type", "easing")
@@ -278,23 +276,7 @@ def run_clip(clip: dict, tmp: str, res: dict, arrays: dict) -> None:
 
 
 def main() -> None:
-    zip_path, spec_path, out_path, conn = sys.argv[1:5]
-    import tempfile
-    os.environ["MOTIONCORE_CONNECTION_FILE"] = conn
-    spec = json.loads(open(spec_path).read())
-    res: dict = {"blender": bpy.app.version_string}
-    arrays: dict = {}
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
-    tmp = tempfile.mkdtemp()
-    for clip in spec["clips"]:
-        try:
-            run_clip(clip, tmp, res, arrays)
-        except Exception:
-            res[clip["name"]] = {"error": traceback.format_exc()}
-    np.savez(out_path, **arrays)
-    with open(out_path + ".json", "w") as f:
-        json.dump(res, f, indent=1, default=str)
+    run_spec(lambda clip, tmp, res, arrays, spec: run_clip(clip, tmp, res, arrays))
 
 
 if __name__ == "__main__":
