@@ -330,10 +330,9 @@ def _spaced(anchors: list, blend_n: int, n: int, seg: np.ndarray, move: float = 
     return [tuple(x) for x in out]
 
 
-def _slerp(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _toward(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Unit quaternions (n, 4) from ``a`` toward ``b`` by ``w`` (n,) (normalised linear blend, the short way)."""
-    b = np.where(np.sum(a * b, -1, keepdims=True) < 0, -b, b)
-    return quat_normalize(a * (1 - w[:, None]) + b * w[:, None])
+    return quat_normalize(a + w[:, None] * (quat_align(b, a) - a))
 
 
 def _contact_weight(c: np.ndarray, fps: float) -> np.ndarray:
@@ -510,7 +509,7 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         q[sel, lg.knee] = quat_mul(quat_conj(gh), gk)
         # the foot keeps its world rotation where it is planted, its own local rotation in the swing (the other
         # leg's chain is untouched: no FK again)
-        q[sel, lg.ankle] = _slerp(q[sel, lg.ankle], quat_mul(quat_conj(gk), ga), world[i][sel])
+        q[sel, lg.ankle] = _toward(q[sel, lg.ankle], quat_mul(quat_conj(gk), ga), world[i][sel])
     q = quat_align(quat_normalize(q), rotations)
     q = np.where(todo[:, None, None], q, rotations)
     q = cap_turns(q, quat_align(quat_normalize(np.asarray(rotations, np.float64)), q),
