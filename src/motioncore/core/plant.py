@@ -25,8 +25,8 @@ glides and the legs follow the Bezier of the keys. For each run of filled frames
 5. **IK**: per frame, analytic two-bone IK on thigh and shin puts the ankle on ``fill + o`` (``o`` times the
    gate's ``strength``): the knee bends in its own plane, the thigh swings onto the goal; where the leg is planted,
    or its foot low (within ``LOW`` times its contact height, fading out by twice that), the foot keeps its world
-   rotation (flat on the floor; the toe follows), higher in the swing its own local one (eased over ``FOOT_S``). Near full
-   reach the goal's distance softens (``SOFT``: the leg gives way, the knee never snaps straight), and each leg
+   rotation (flat on the floor; the toe follows), higher in the swing its own local one (eased over ``FOOT_S``).
+   Near full reach the goal's distance softens (``SOFT``: the leg gives way, the knee never snaps straight), and each leg
    joint's correction turns per frame no faster than the keyed legs near the gap (``cap_turns``); ``missed`` says
    where an ankle fell short of its goal.
 6. **Hips**: only where a leg cannot reach its goal (beyond ``REACH`` of its length) the root moves by the
@@ -417,8 +417,8 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
     change (the filled ones), ``legs`` the legs, ``root`` the joint whose translation moves the body.
     ``contacts``: given from outside (a model's contact output; ``given_contacts``), used on every frame instead of
     the contacts read from the keys and the fill. ``strength`` (a number or (T,) per frame, 0..1): how much of each
-    ankle goal's offset (the plant and the lifts) is applied (the gate's, ``families.body.fill_plant.judge_plant``: planting that would cost
-    error at full strength gives way part of the way)."""
+    ankle goal's offset (the plant and the lifts) is applied (the gate's, ``families.body.fill_plant.judge_plant``:
+    planting that would cost error at full strength gives way part of the way)."""
     parents = [int(p) for p in parents]
     q = np.asarray(rotations, np.float64).copy()
     p = np.asarray(positions, np.float64).copy()
@@ -507,8 +507,8 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         gpar = gq[sel, par] if par >= 0 else np.tile([1.0, 0.0, 0.0, 0.0], (sel.size, 1))
         q[sel, lg.hip] = quat_mul(quat_conj(gpar), gh)
         q[sel, lg.knee] = quat_mul(quat_conj(gh), gk)
-        # the foot keeps its world rotation where it is planted, its own local rotation in the swing (the other
-        # leg's chain is untouched: no FK again)
+        # the foot keeps its world rotation where it is planted or low, its own local rotation higher in the swing
+        # (the other leg's chain is untouched: no FK again)
         q[sel, lg.ankle] = _toward(q[sel, lg.ankle], quat_mul(quat_conj(gk), ga), world[i][sel])
     q = quat_align(quat_normalize(q), rotations)
     q = np.where(todo[:, None, None], q, rotations)
