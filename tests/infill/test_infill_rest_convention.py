@@ -96,3 +96,34 @@ def test_other_rest_frames_with_the_models_names_keep_the_gain(walks, turn):
     ratio, w = _l2q_ratio(fill, turned)
     assert base < 0.8 and w0 > 0.9   # the model gains on its own rig (0.52 on the whole Bandai test at 15 frames)
     assert abs(ratio - base) < 0.03, (turn, ratio, base, w)
+
+
+def test_a_clip_retargeted_onto_the_models_rig_without_its_twists_is_aligned(walks, raw_file):
+    """The shared LAFAN1 clip retargeted onto a Bandai walk's rig as `motioncore retarget` writes it (bones
+    aligned by shortest arcs, the twists about the spine and shoulders left in LAFAN1's convention, 74-112 deg):
+    read directly, every window is out of the safety blend's range (the model was switched off: Weight 0.000);
+    it is not in the model's convention, so it goes through the twist matching, and with its twists matched
+    (``--match-model``) it is."""
+    from motioncore.core.motion import Motion
+    from motioncore.core.skeleton import Skeleton
+    from motioncore.families.body.fill import BodyLayout, confidence
+    from motioncore.io.bvh import read_bvh
+    from motioncore.models.checkpoint import read_meta
+    from motioncore.models.registry import resolve
+    from motioncore.retarget import auto_map, clip_poses, own_convention, retarget
+
+    clips, _ = walks
+    meta = read_meta(resolve("infill-body"))
+    msk = Skeleton.from_dict(meta["skeleton"])
+    conv = np.asarray(meta["convention"]["mean_local_rotations"])
+    la = read_bvh(raw_file("lafan1", "*.bvh"))
+    la = Motion(la.skeleton, la.rotations[:900], la.positions[:900], la.fps, la.name)
+    target = clips[0].skeleton
+    jm = auto_map(la.skeleton, target, source_poses=clip_poses(la))
+    plain, matched = retarget(la, target, jm), retarget(la, target, jm, convention=conv)
+    assert not own_convention(plain.skeleton, msk, conv, plain.rotations)
+    assert own_convention(matched.skeleton, msk, conv, matched.rotations)
+    q = plain.rotations[:65 * 13].reshape(13, 65, -1, 4)
+    p = plain.positions[:65 * 13].reshape(13, 65, -1, 3)
+    known = np.ones(q.shape[:2] + (q.shape[2] + 1,), bool)
+    assert confidence(BodyLayout.of(msk), meta["safety"], q, p, known).max() == 0.0
