@@ -50,7 +50,9 @@ TWIST_SAME_DEG = 70.0   # and every free twist within this: the rig is in the mo
 # clip's locals closest to the model's training mean (`twists`). On the model's own rig they are a performer's poses,
 # not a convention: on 120 Bandai takes (2026-11-29) the largest per take is 58.5 deg (an upper arm waving goodbye),
 # the median 17; a LAFAN1 clip retargeted onto Bandai's rest without matching them needs 74-112 (shoulders, spine,
-# arms). Leaves are left out (a hand's mean turn is its pose). A roll under this with the rest unchanged is not seen.
+# arms). Leaves are left out (a hand's mean turn is its pose). A roll under this with the rest unchanged is not seen;
+# a take that holds one forearm far from the mean is judged off it (1 of 60 of Bandai's gestures, a right-hand wave at
+# 87 deg; then it is aligned as a mapped rig is, on its own twists).
 
 
 def _swap(name: str, a: str, b: str) -> str:
