@@ -1,5 +1,5 @@
-"""The style outside the rollout (issue 56, `motioncore.families.style.outside`), on the bundled style model and
-real Bandai clips: the walk is the base's own (root path, phase, contacts equal to ``pfnn-style-base`` walking
+"""The style outside the rollout (issue 56, `motioncore.families.style.outside`), on the bundled opt-in style model
+``learnet-biped-outside`` and real Bandai clips: the walk is the base's own (root path, phase, contacts equal to ``pfnn-style-base`` walking
 alone), the written pose is the learnet's on the base's state (against a frame-by-frame reference loop), the
 styled pose never goes back into the loop, and `base_states` equals the base rolled along a clip row by row
 through the controller's own ``predict``."""
@@ -20,7 +20,7 @@ def adapter():
     from motioncore.families.style.generate import StyleAdapter
 
     torch.set_num_threads(1)
-    return StyleAdapter.load("learnet-biped")
+    return StyleAdapter.load("learnet-biped-outside")
 
 
 @pytest.fixture(scope="module")
