@@ -12,7 +12,7 @@ import numpy as np
 
 from motioncore.errors import MotioncoreError
 from motioncore.families.body.adapt import DEFAULT_SECONDS, DEFAULT_STEPS, adapt_infill, keys_hash
-from motioncore.tasks.infill import at_model_rate
+from motioncore.infill import at_model_rate
 from motioncore.wire.protocol import InvalidRequest
 
 __all__ = ["AdaptCache", "adapt_body", "CACHE_SIZE"]

@@ -1,7 +1,7 @@
 """Batch in-filling: fill dropped or marked frames in many BVH clips with an any-order checkpoint.
 
 ``motioncore batch infill SRC --out DIR`` reads every BVH under SRC (folder or glob), finds the frames to
-fill, fills them with ``motioncore.tasks.infill.fill_clip`` and writes ``DIR/<base name>.bvh`` (temporary file
+fill, fills them with ``motioncore.infill.fill`` and writes ``DIR/<base name>.bvh`` (temporary file
 + rename, so a killed run leaves no half file; a re-run skips finished outputs) plus ``DIR/report.json``
 (per file: status, frames filled, gaps, foot skate (`batch.skate`), seconds, error and stage). Inputs are never modified; a bad file
 is recorded and the batch goes on; the exit code is 1 when any file failed.
@@ -15,7 +15,7 @@ Frames to fill, per clip (both may be used together):
 Any biped is filled on its own skeleton and at its own frame rate (``fill_motion``): a clip on another
 skeleton than the checkpoint's goes through the model's skeleton and back as ``motioncore eval infill`` does
 (`eval.keyed.on_skeleton`: the body read from the clip's frames, `retarget.topology`), a clip at another rate
-to the model's rate and back (`tasks.infill.fill_clip_at`). Each output has the input's skeleton, frame rate
+to the model's rate and back (`infill.fill`). Each output has the input's skeleton, frame rate
 and frame count, and a BVH output keeps every frame outside the gaps byte for byte (the input's own lines).
 Clips whose body cannot be mapped onto the model's (a quadruped) are refused before any work; the report
 names, per file, the model joints the clip lacks and the clip's joints the model does not drive (those
@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..infill import Request, at_model_rate, family_for, fill
 from ..io.atomic import check_output_dir
 from ..models.kinds import default_model, spec
 from .errors import BatchError
@@ -79,19 +80,18 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     from ..core.motion import Motion
     from ..core.skeleton import Skeleton
     from ..eval.keyed import on_skeleton
-    from ..tasks.infill import fill_clip_at
-
     msk = Skeleton.from_dict(meta["skeleton"])
     rj = int(meta["root_joint"])
     learns_by_adapt = (k := spec(meta)) is not None and k.learn == "adapt"
+    family = family_for(meta)   # the model's in-fill family, resolved once per clip (``infill.family``)
 
-    def fill(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def fill_on_model(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_q, out_p = q.copy(), p.copy()
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
             net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps) \
                 if (adapt > 0 or adapt_steps > 0) and learns_by_adapt else (model, {})
-            f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed,
-                             plant_feet=plant_feet, **kw)
+            f = fill(Request(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed,
+                             plant_feet=plant_feet, family=family, **kw))
             out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
             if info is not None and f.gate is not None:
                 info["gate"] = f.gate.summary()
@@ -101,7 +101,7 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
         return out_q, out_p
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
-    run = on_skeleton(fill, msk, None if conv is None else np.asarray(conv, np.float64), joint_map)
+    run = on_skeleton(fill_on_model, msk, None if conv is None else np.asarray(conv, np.float64), joint_map)
     known = ~np.asarray(todo, bool)
     q, p = run(m.skeleton, m.rotations[None], m.positions[None], known[None])
     q = np.where(known[:, None, None], m.rotations, q[0])   # bit-identical outside the gaps
@@ -116,7 +116,6 @@ def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.
     from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
 
     from ..errors import MotioncoreError
-    from ..tasks.infill import at_model_rate
 
     mq, mr, mk = at_model_rate(meta, q, root, known, fps)
     try:

@@ -264,3 +264,20 @@ def _evaluate(x: np.ndarray, y: np.ndarray, frames: np.ndarray, smoothing: str) 
     out = v**3 * y0 + 3.0 * v * v * u * y1 + 3.0 * v * u * u * y2 + u**3 * y3
     at_key = frames == x[k]
     return np.where(at_key, y0, out)
+
+
+def keys_bezier(x: np.ndarray, y: np.ndarray, n_frames: int) -> np.ndarray:
+    """Blender's Bezier of keys at frames ``x`` (K,) with values ``y`` (C, K) on every frame 0 .. n_frames - 1
+    -> (C, n_frames): ``fcurve_evaluate`` between the first and the last key, held before the first and after the
+    last (a single key: held everywhere). The one Bezier of the keys of the library's fills and baselines."""
+    x, y = np.asarray(x, np.float64), np.atleast_2d(np.asarray(y, np.float64))
+    t = np.arange(n_frames, dtype=np.float64)
+    out = np.empty((y.shape[0], n_frames))
+    if x.size == 1:
+        out[:] = y[:, :1]
+        return out
+    inside = (t >= x[0]) & (t <= x[-1])
+    out[:, inside] = fcurve_evaluate(x, y, t[inside])
+    out[:, t < x[0]] = y[:, :1]
+    out[:, t > x[-1]] = y[:, -1:]
+    return out
