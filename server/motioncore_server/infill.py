@@ -87,7 +87,7 @@ class InfillModel:
         if task == "adapt" and self.adapted is not None:
             m = self.map_joints(inputs, content)
             return adapt_body(self.model, self.meta, self.name, self.adapted, m.q, inputs["root"], m.known, content,
-                              ctx)
+                              ctx, self.family)
         return self.infill(inputs, content, ctx)
 
     def map_joints(self, inputs: dict[str, np.ndarray], content: dict[str, Any]) -> Mapped:

@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ..infill import Request, at_model_rate, family_for, fill
+from ..errors import MotioncoreError
+from ..infill import Request, family_for, fill
+from ..infill.learn import learn
 from ..io.atomic import check_output_dir
 from ..models.kinds import default_model, spec
 from .errors import BatchError
@@ -88,7 +90,7 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     def fill_on_model(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_q, out_p = q.copy(), p.copy()
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
-            net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps) \
+            net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps, family) \
                 if (adapt > 0 or adapt_steps > 0) and learns_by_adapt else (model, {})
             f = fill(Request(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed,
                              plant_feet=plant_feet, family=family, **kw))
@@ -110,24 +112,19 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
 
 
 def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float, seconds: float,
-             info: dict | None, steps: int = 0) -> tuple[Any, dict[str, Any]]:
-    """Learn This Action on the clip's keys at the model's rate: (the network to fill with, fill_clip's gate
-    arguments). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
-    from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
-
-    from ..errors import MotioncoreError
-
-    mq, mr, mk = at_model_rate(meta, q, root, known, fps)
-    try:
-        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds if seconds > 0 else DEFAULT_SECONDS,  # a limit
-                          steps=steps or None)
+             info: dict | None, steps: int = 0, family: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Learn This Action on the clip's keys (``infill.learn``, at the model's rate): (the network to fill with, the
+    request fields it sets). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
+    try:   # ``seconds`` a limit (the family's default when 0), ``steps`` the budget
+        learnt = learn(Request(model, meta, q, root, known, fps, family=family),
+                       seconds=seconds if seconds > 0 else None, steps=steps or None)
     except MotioncoreError as e:
         if info is not None:
             info["adapt"] = {"skipped": str(e)}
         return model, {}
     if info is not None:
-        info["adapt"] = ad.summary()
-    return ad.model, {"gate_limit": ad.held or None}
+        info["adapt"] = learnt.summary
+    return learnt.model, learnt.fields
 
 
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
@@ -240,7 +237,6 @@ def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"
     Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
     (an any-order in-filling checkpoint), ``frozen`` >= 0, the gap file (its shape, every gap inside its clip's
     frames; keys naming no input clip are warned about on stderr and listed in the report's ``gaps_unmatched``)."""
-    from ..errors import MotioncoreError
     from ..models.registry import check_model
 
     out = Path(out_dir)
@@ -304,7 +300,6 @@ def _check_joints(files: Sequence[Path], model: str) -> dict[Path, str]:
 
 
 def read_header_names(f: Path) -> list[str] | None:
-    from ..errors import MotioncoreError
     from ..io.bvh import read_bvh_header
 
     try:
@@ -357,7 +352,6 @@ def _check_gap_ranges(gaps: Mapping[str, Any], files: Sequence[Path], gaps_file:
     its header (`io.bvh.read_bvh_header`). A gap past a clip's end stops the run (``BatchError``, exit 2) with
     one line naming the clip, the gap and the clip's length (and how many more are out). A header that cannot
     be read, and .fbx / .blend clips, are left to the per-file job (stage ``gaps``)."""
-    from ..errors import MotioncoreError
     from ..io.bvh import read_bvh_header
 
     bad = []

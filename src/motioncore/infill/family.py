@@ -71,7 +71,8 @@ class Request:
 class InfillFamily(Protocol):
     """An in-filling family: ``checks_clip`` (the plan validates the whole clip against the checkpoint), ``own_rate``
     (a clip faster than the model is filled at its own rate), ``fit`` (the request-time weights on the clip's own
-    keys: the body's gate; None where the family has none) and ``fill`` (the plan's gaps, any route)."""
+    keys: the body's gate; None where the family has none), ``fill`` (the plan's gaps, any route) and ``learn`` (the
+    request-time learning, ``infill.learn``)."""
 
     checks_clip: bool
     own_rate: bool
@@ -79,6 +80,8 @@ class InfillFamily(Protocol):
     def fit(self, request: Request, plan: InfillPlan) -> Any: ...
 
     def fill(self, request: Request, plan: InfillPlan) -> Filled: ...
+
+    def learn(self, request: Request, **budget: Any) -> Any: ...   # ``infill.learn``: Learn This Action
 
 
 _RESOLVED: dict[str, InfillFamily] = {}

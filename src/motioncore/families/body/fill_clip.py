@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from motioncore.core.rotations import quat_continuity, quat_normalize
+from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
 from motioncore.families.body.fill import fill_body
 from motioncore.families.body.fill_plant import plant_filled
 from motioncore.families.body.fill_rate import fill_clip_body_at_rate, smooth_back
@@ -25,7 +26,8 @@ from motioncore.families.body.gate_rate import rate_check
 from motioncore.families.body.model import basis_of
 from motioncore.infill.family import Filled, Request
 from motioncore.infill.fill import back_to_clip, model_request, plan_of
-from motioncore.infill.plan import InfillPlan
+from motioncore.infill.learn import Learnt
+from motioncore.infill.plan import InfillPlan, at_model_rate
 
 __all__ = ["BodyFamily", "fill_clip_body"]
 
@@ -45,6 +47,15 @@ class BodyFamily:
             return fit_gate(request.model, request.meta, m.q, m.r, m.keys, m.todo,
                             limit=request.gate_limit or MAX_PSEUDO, plant=bool(plant), curve=request.curve)
         return request.gate if isinstance(request.gate, Gate) else None
+
+    def learn(self, request: Request, seconds: float | None = None, steps: int | None = None,
+              progress: Any = None, cancel: Any = None, key: str | None = None) -> Learnt:
+        """Learn This Action (``families.body.adapt.adapt_infill``) on the clip's keys at the model's rate: the
+        adapted copy, and the gate fitted on the pseudo-gaps it held out (``gate_limit``)."""
+        mq, mr, mk = at_model_rate(request.meta, request.rotations, request.root, request.known, request.fps)
+        ad = adapt_infill(request.model, request.meta, mq, mr, mk, seconds=DEFAULT_SECONDS if seconds is None
+                          else seconds, progress=progress, cancel=cancel, steps=steps, key=key)
+        return Learnt(ad.model, {"gate_limit": ad.held or None}, ad.summary(), ad)
 
     def fill(self, request: Request, plan: InfillPlan) -> Filled:
         if request.rate is None or not plan.fps:
