@@ -232,6 +232,15 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
                            warm_start=str(tmp_path / "a-export"))
     c = load_file(str(tmp_path / "c" / "state.safetensors"))
     assert ws["warm_start"]["steps"] == 6
+    # the export without the contact output: the same in-fill, no contact head
+    from motioncore.models.registry import load_model
+
+    export(tmp_path / "a", tmp_path / "a-nc", data=data, contacts=False)
+    with_c, m1 = load_model(str(tmp_path / "a-export"))
+    without, m2 = load_model(str(tmp_path / "a-nc"))
+    assert m1["config"]["contacts"] > 0 and m2["config"]["contacts"] == 0 and without.contact is None
+    x = torch.randn(2, 20, with_c.inp.in_features)
+    assert torch.equal(with_c.eval()(x), without.eval()(x))
     assert all(torch.allclose(c[k], a[k].half().float()) for k in a if k.startswith("ema/"))
 
 

@@ -212,7 +212,9 @@ class InfillPlan:
                    "method": "none"}
             if f is not None:
                 row.update(rot=float(f.rot), root=float(f.root), blend=float(f.blend), method=str(f.method),
-                           plant=bool(plant) and bool(f.plant) if plant is not None else bool(f.plant))
+                           plant=bool(plant) and bool(f.plant) if plant is not None else bool(f.plant),
+                           strength=float((getattr(f, "plant_error", None) or {}).get("strength", 1.0))
+                           if f.plant else 0.0)
                 if getattr(f, "candidate", None) is not None:
                     row["candidate"] = f.candidate
             rows.append(row)

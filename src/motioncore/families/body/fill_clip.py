@@ -19,7 +19,7 @@ import numpy as np
 from motioncore.core.rotations import quat_continuity, quat_normalize
 from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
 from motioncore.families.body.fill import fill_body
-from motioncore.families.body.fill_plant import plant_filled
+from motioncore.families.body.fill_plant import plant_filled, plant_strength
 from motioncore.families.body.fill_rate import fill_clip_body_at_rate, smooth_back
 from motioncore.families.body.gate import MAX_PSEUDO, Gate, bucket, fit_gate
 from motioncore.families.body.gate_rate import rate_check
@@ -101,6 +101,7 @@ def fill_clip_body(request: Request, plan: InfillPlan, gate: Gate | None) -> Fil
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
     planted = np.zeros(len(q), bool)  # the gap frames whose feet are planted
     by_model = np.zeros(len(q), bool)  # ... of them, those planted on the model's own contacts (blocking)
+    strength = np.ones(len(q))  # ... and how far each plant holds (the gate's, ``fill_plant.judge_plant``)
     feet = int(getattr(getattr(model, "cfg", None), "contacts", 0) or 0)
     contacts = np.zeros((len(q), feet))  # the model's contact probabilities: its filled frames, and the keys around
     seen = np.zeros(len(q), bool)
@@ -125,6 +126,7 @@ def fill_clip_body(request: Request, plan: InfillPlan, gate: Gate | None) -> Fil
         base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
         for s, e in gaps:
             planted[s:e] = bool(plant) and (gate is None or gate.plant(e - s))
+            strength[s:e] = plant_strength(gate, e - s)   # how far the gate lets each plant hold
             if plant and cl and len(gaps) > 1 and not planted[s:e].any() and _unjudged(gate, e - s):
                 # blocking: no keyed stretch to judge planting on, and the keys cannot tell where a foot is down;
                 # the model's contact output can (it was trained on the capture's labels)
@@ -137,7 +139,8 @@ def fill_clip_body(request: Request, plan: InfillPlan, gate: Gate | None) -> Fil
         for part, given in ((planted & ~by_model, None), (by_model, contacts)):
             if not part.any():
                 continue
-            pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & part[:, None], contacts=given)
+            pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & part[:, None], contacts=given,
+                                      strength=np.where(by_model, 1.0, strength))
             if pl is not None:
                 out_q, out_r = pq, pr
                 runs_n, hips = runs_n + len(pl.runs), max(hips, float(pl.hips_moved))

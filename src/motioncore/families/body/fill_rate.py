@@ -41,7 +41,7 @@ from motioncore.infill.plan import InfillPlan
 from motioncore.infill.rate import Resample
 
 from .fill import ONE_PASS, POS_SCALE, BodyLayout, bezier_fill, bezier_quats, confidence, finish, prepare
-from .fill_plant import plant_filled
+from .fill_plant import plant_filled, plant_strength
 from .gate import Gate
 from .model import FRAMES_PER_TERM, MAX_TERMS
 
@@ -125,13 +125,15 @@ def fill_clip_body_at_rate(request: Request, plan: InfillPlan, gate: Gate | None
     keys, todo = plan.keys, plan.todo
     fq, fr, bq, br, g = fill_body_at_rate(request.model, plan, residual, gate, request.check)
     planted = np.zeros(len(plan.q), bool)   # the gaps whose length (in model frames) the gate plants
+    strength = np.ones(len(plan.q))   # ... and how far each plant holds there (``fill_plant.judge_plant``)
     for gap in plan.gaps:
         planted[gap.start:gap.end] = bool(plant_feet) and (not isinstance(gate, Gate) or gate.plant(gap.length))
+        strength[gap.start:gap.end] = plant_strength(gate if isinstance(gate, Gate) else None, gap.length)
     plant_info = None
     if planted.any() and plant_feet == "judge":   # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
     elif planted.any():
-        fq, fr, pl = plant_filled(meta, fq, fr, keys, todo & planted[:, None], fps)
+        fq, fr, pl = plant_filled(meta, fq, fr, keys, todo & planted[:, None], fps, strength=strength)
         if pl is not None:
             plant_info = {"frames": int(planted.sum()), "contact_runs": len(pl.runs), "hips_moved": pl.hips_moved}
     keep = ~todo

@@ -260,7 +260,8 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
         if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
             # fewer than the weights need): kept only where it costs no error there
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
-            fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp)
+            fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp,
+                                                               score.fill((0.0, 0.0)))   # and Blender's curve
     return Gate(fits)
 
 

@@ -15,9 +15,10 @@ from motioncore.families.body.train_data import FPS, build_data
 __all__ = ["export"]
 
 
-def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None = None, data: dict | None = None
-           ) -> Path:
-    """The run's EMA weights as a bundled-style checkpoint (fp16 safetensors + JSON metadata)."""
+def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None = None, data: dict | None = None,
+           contacts: bool = True) -> Path:
+    """The run's EMA weights as a bundled-style checkpoint (fp16 safetensors + JSON metadata); ``contacts`` False:
+    without the contact output (the in-fill itself unchanged: the contact head reads the same last layer)."""
     import platform
 
     import torch
@@ -36,11 +37,15 @@ def export(run: Path, out: Path, name: str = "infill-body", metrics: dict | None
     else:
         t = load_file(str(run / "state.safetensors"))
         tensors = {k[4:]: v for k, v in t.items() if k.startswith("ema/")}
+    config = dict(state["config"])
+    if not contacts and config.get("contacts"):
+        tensors = {k: v for k, v in tensors.items() if not k.startswith("contact.")}
+        config["contacts"] = 0
     licence = CMU_LICENCE if recipe.data == "cmu" else f"{BANDAI_LICENCE} (Bandai Namco data); CMU data: {CMU_LICENCE}"
     last = next(({"step": h["step"], "wall_s": round(h["wall_s"], 1), "l2q_over_interp": h["val"]}
                  for h in reversed(state["history"]) if "val" in h), None)
     meta = {
-        "kind": "infill-body", "task": "infill", "config": state["config"], "recipe": state["recipe"],
+        "kind": "infill-body", "task": "infill", "config": config, "recipe": state["recipe"],
         "skeleton": data["skeleton"].to_dict(), "fps": FPS, "root_joint": Net(data["skeleton"]).layout.body.root,
         "convention": {"mean_local_rotations": np.asarray(data["convention"]).tolist()},
         "training_data": data["describe"], "licence": licence,

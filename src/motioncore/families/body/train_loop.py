@@ -341,7 +341,8 @@ def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--basis", choices=["sine", "spline"], default=None,
                    help="the correction's curves: a bump per gap (sine: infill-body) or one C2 spline through the "
                         "keys (spline, the default: infill-body-spline)")
-    g.add_argument("--no-contacts", action="store_true", help="no contact output (default: one per foot and toe)")
+    g.add_argument("--no-contacts", action="store_true", help="no contact output (default: one per foot and toe); "
+                   "with --export: the checkpoint without the run's contact output")
     g.add_argument("--select", choices=["last", "unseen"], default=None,
                    help="--export writes the last EMA weights (default) or those that scored best on CMU 05 and 07, "
                         "performers never trained on")
@@ -385,7 +386,7 @@ def train_infill_body_from_args(args: argparse.Namespace) -> int:
     if args.export:
         if not (run / "state.json").is_file():
             raise MotioncoreError(f"--export: no training state in {run} (train first)")
-        print(export(run, Path(args.export), Path(args.export).stem, data=data))
+        print(export(run, Path(args.export), Path(args.export).stem, data=data, contacts=not args.no_contacts))
         return 0
     state = train_infill_body(recipe, run, args.max_minutes or None, progress=not getattr(args, "quiet", False),
                               warm_start=args.warm_start, device=_pick_device(args.device), data=data, val_sets=val)
