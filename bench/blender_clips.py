@@ -158,7 +158,7 @@ def main() -> None:
     if a.blocking and "--keys" not in sys.argv:
         a.keys = ["BEZIER"]
     spec = []
-    for subj, names in CLIPS.items():
+    for subj, names in ({} if a.table_from else CLIPS).items():   # --table-from: the spec is the earlier run's
         if a.subject and subj not in a.subject:
             continue
         folder = lafan_folder() if subj == "lafan1" else Path(bi.cmu_test_clips()[0]).parent

@@ -24,7 +24,7 @@ _SKIPS: list[tuple[str, str]] = []   # (test id, reason) of this session's skips
 def mocap_data() -> Path:
     """The mocap folder (``data_root()``); skips, at run time, when it is absent."""
     if not data_root().is_dir():
-        pytest.skip(f"mocap folder {data_root()} absent (set MOTIONCORE_DATA)")
+        pytest.skip(f"{NEEDS_MOCAP} (folder {data_root()} absent; set MOTIONCORE_DATA, README: the captures)")
     return data_root()
 
 
@@ -35,6 +35,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("blender"):
                 item.add_marker(skip)
+
+
+NEEDS_MOCAP = "needs the mocap"   # every skip for want of the captures starts so (`mocap_data`, `raw`, the hook below)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Without the mocap, a test that reached for it (a ``DataError`` from `motioncore.data`: an archive or a set
+    not found) skips with one line naming what it needed, whether it declared the need (`needs_data`, `raw`) or
+    not; with the mocap present nothing changes (CI runs them all)."""
+    outcome = yield
+    rep = outcome.get_result()
+    if call.excinfo is None or rep.skipped or data_root().is_dir():
+        return
+    from motioncore.errors import DataError
+
+    if call.excinfo.errisinstance(DataError):
+        first = str(call.excinfo.value).split(". Set MOTIONCORE_DATA")[0]
+        rep.outcome = "skipped"
+        rep.longrepr = (str(item.path), item.location[1] or 0,
+                        f"Skipped: {NEEDS_MOCAP} ({first}; set MOTIONCORE_DATA, README: the captures)")
+
+
+def skip_summary(skips: list[tuple[str, str]]) -> str:
+    """One line: how many tests skipped, by reason ("612 skipped: 580 need the mocap, 32 MOTIONCORE_SKIP_BLENDER=1")."""
+    kinds: dict[str, int] = {}
+    for _, r in skips:
+        r = r.removeprefix("Skipped: ")
+        k = ("need the mocap" if NEEDS_MOCAP in r else "MOTIONCORE_SKIP_BLENDER=1" if "MOTIONCORE_SKIP_BLENDER" in r
+             else r.split(" (")[0][:60])
+        kinds[k] = kinds.get(k, 0) + 1
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return f"{len(skips)} skipped" + (f": {parts}" if parts else "")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    ran = sum(len(terminalreporter.stats.get(k, [])) for k in ("passed", "failed", "error", "xfailed", "xpassed"))
+    terminalreporter.write_line(f"motioncore: {ran} ran, {skip_summary(_SKIPS)}")
 
 
 def unexpected_skips(skips: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -68,7 +106,7 @@ def raw():
     def get(rel: str) -> Path:
         archive = data_root() / rel
         if not archive.is_file():
-            pytest.skip(f"{archive} absent (set MOTIONCORE_DATA)")
+            pytest.skip(f"{NEEDS_MOCAP} ({archive} absent; set MOTIONCORE_DATA, README: the captures)")
         return unpack(archive, progress=False)
 
     return get

@@ -34,6 +34,7 @@ TIGHTEN = 6                  # halvings of a gap's tolerance before it is keyed 
 JERK_KEYS, JERK_FRAMES = 2, 8   # keys added at most per run while it is jerkier than the fill (`keyfit.no_jerkier`):
                                  # JERK_KEYS, or one per JERK_FRAMES frames of a longer run
 LOOSEN = 2                   # doublings of a gap's tolerance tried while the world check holds
+PIECE = 48                   # frames of a run fitted at once at most (`pieces`): a walk's run is cut into pieces
 MIN_REACH = 0.2              # a bone with nothing below it (hands, head, toes) counts as reaching this far (x max reach)
 
 
@@ -103,7 +104,7 @@ def fit_many(values: Sequence[np.ndarray], todo: Sequence[np.ndarray], frames: n
     for td in todo:
         t = np.zeros(td.shape, bool)
         t[span] = td[span]
-        runs_of.append(runs(t))
+        runs_of.append([p for r in runs(t) for p in pieces(*r)])
     by_len: dict[int, list[tuple[int, int, int]]] = {}
     for c, rs in enumerate(runs_of):
         for s, e in rs:
@@ -136,6 +137,16 @@ def fit_many(values: Sequence[np.ndarray], todo: Sequence[np.ndarray], frames: n
         cat = [np.concatenate(p) for p in zip(*parts)]
         out.append(dict(zip(("frames", "values", "lx", "ly", "rx", "ry"), cat)))
     return out
+
+
+def pieces(s: int, e: int, most: int | None = None) -> list[tuple[int, int]]:
+    """The run ``s`` .. ``e`` (end excluded) cut into pieces of at most ``most`` (`PIECE`) frames, of lengths as equal
+    as they can be: each piece is fitted on its own (its ends keyed), so a long run (a whole walk) costs its length
+    times a piece's, not its length squared times its keys."""
+    most = PIECE if most is None else most
+    k = -(-(e - s) // most)
+    at = s + (np.arange(k + 1) * (e - s)) // k
+    return [(int(a), int(b)) for a, b in zip(at[:-1], at[1:])]
 
 
 def _around(y: np.ndarray, s: int, e: int) -> np.ndarray:

@@ -139,6 +139,14 @@ def test_not_available_errors_are_reported_from_the_typed_server_error():
     assert "not available on this server" in msg and "model_unavailable" in msg
     assert describe("X", P.Busy("full")) == "X: server error busy: full"
     assert describe("X", ValueError("bad")) == "X: ValueError: bad"
+    # the operator's name once, and the add-on's own control where the library names a command-line flag
+    msg = describe("Learn This Action", P.error_from_content(
+        {"code": "invalid_request", "message": "Learn This Action: Learn This Action: no keys to learn from"}))
+    assert msg == "Learn This Action: server error invalid_request: no keys to learn from"
+    msg = describe("Walk Along Path", P.error_from_content({"code": "invalid_request", "message": (
+        "path: walking it takes 126 s, over the 60 s a default length may have; give its length (--frames 3784 at "
+        "30 fps) to generate it whole, or split the path")}))
+    assert "--" not in msg and "set Length to Frame range with a range of 3784 frames (at 30 fps)" in msg
 
 
 STUBS = Path(os.environ.get("MOTIONCORE_STUBS") or cache_root() / "bpy-stubs")

@@ -119,6 +119,36 @@ def test_the_batched_plan_writes_the_keys_of_the_channel_by_channel_plan(clip):
                 assert np.allclose(ka[k], kb[k], rtol=1e-9, atol=1e-12)
 
 
+def test_a_long_run_is_fitted_in_pieces_each_as_fit_span_keys_it():
+    """A walk is one run over every frame: `fit_many` cuts a run longer than `PIECE` frames into pieces of near-equal
+    length (`pieces`), each keyed at its ends and fitted on its own, batched; the slow reference fits each piece
+    alone (`keyfit.fit_span`, ``batched=False``): the same keys and handles, the curve through them on every frame
+    of the run."""
+    assert kr.pieces(0, 30) == [(0, 30)]
+    cut = kr.pieces(10, 210)
+    assert cut[0][0] == 10 and cut[-1][1] == 210 and all(a[1] == b[0] for a, b in zip(cut, cut[1:]))
+    assert max(e - s for s, e in cut) <= kr.PIECE and max(e - s for s, e in cut) - min(e - s for s, e in cut) <= 1
+    rng = np.random.default_rng(3)
+    T = 230
+    frames = np.arange(T, dtype=np.float64) + 1.0
+    vals = [np.cumsum(np.cumsum(rng.normal(size=T), 0), 0) * 1e-3 * (c + 1) for c in range(4)]
+    todo = [np.ones(T, bool)] * 4
+    todo[2] = np.arange(T) >= 20   # a run of another length
+    tol = [0.002, 0.005, 0.001, 0.01]
+    curves = [v.copy() for v in vals]
+    got = kr.fit_many(vals, todo, frames, tol, slice(0, T), True, curves)
+    ref = kr.fit_many(vals, todo, frames, tol, slice(0, T), False)
+    for c in range(4):
+        starts = [frames[s] for s, _ in kr.pieces(0 if c != 2 else 20, T)]
+        assert set(starts) <= set(got[c]["frames"].tolist())   # each piece's ends are keys
+        assert got[c]["frames"].tolist() == ref[c]["frames"].tolist()
+        for k in ("values", "lx", "ly", "rx", "ry"):
+            assert np.allclose(got[c][k], ref[c][k], rtol=1e-9, atol=1e-12)
+        ev = kr.evaluate(got[c], vals[c], todo[c], frames)
+        assert np.allclose(curves[c][todo[c]], ev[todo[c]], atol=1e-9)
+        assert got[c]["frames"].size < todo[c].sum() / 2
+
+
 @needs_data
 def test_a_gap_whose_fill_is_the_users_own_curve_gets_no_keys(clip):
     """Blocking where the gate keeps Blender's curve: the fill of one gap is the user's own curve (Blender's Bezier

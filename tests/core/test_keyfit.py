@@ -114,6 +114,28 @@ def test_batched_spans_take_the_same_keys_as_one_span_at_a_time(lafan_channels, 
     assert len(sizes) >= 3 and length in sizes
 
 
+def test_banded_normal_equations_are_the_dense_ones():
+    """`_fit_keys` assembles each span's normal equations in their bands (O(n) a span) and solves key sets of several
+    sizes in one padded batch; `_fit` builds them from the dense design and jerk matrices: the same slopes and curve,
+    for spans of 15 to 240 frames, key sets from the two ends to every frame, keys one frame apart among them."""
+    rng = np.random.default_rng(7)
+    for n in (15, 48, 240):
+        y = np.cumsum(np.cumsum(rng.normal(size=(6, n)), 1), 1) * 1e-3
+        keys = np.zeros((6, n), bool)
+        keys[:, [0, n - 1]] = True
+        for g, count in enumerate((0, 1, 3, n // 5, n // 2, n - 2)):
+            keys[g, 1 + rng.choice(n - 2, count, replace=False)] = True
+        keys[3, 5:8] = True   # keys on consecutive frames
+        m, fitted, pos = keyfit._fit_keys(y, keys, keyfit.edge_weights(n))
+        for g in range(6):
+            idx = np.flatnonzero(keys[g])
+            ref_m, ref_fit = keyfit._fit(y[g], idx)
+            assert pos[g, :idx.size].tolist() == idx.tolist()
+            assert np.allclose(m[g, :idx.size], ref_m, rtol=1e-8, atol=1e-12), (n, g)
+            assert np.allclose(fitted[g], ref_fit, rtol=1e-9, atol=1e-12), (n, g)
+            assert not m[g, idx.size:].any()
+
+
 @needs_data
 def test_no_jerkier_adds_keys_where_the_curve_is_jerkier_and_batched_agrees(lafan_channels):
     """`no_jerkier_spans` (batched) against `no_jerkier` on each span: the same keys and slopes. A span the keys

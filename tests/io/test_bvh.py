@@ -301,7 +301,7 @@ def first_member(archive: Path, suffix: str) -> str:
 @pytest.fixture(scope="module")
 def mocap() -> dict[str, str]:
     if not DATA.is_dir():
-        pytest.skip(f"mocap folder {DATA} absent (set MOTIONCORE_DATA)")
+        pytest.skip(f"needs the mocap (folder {DATA} absent; set MOTIONCORE_DATA)")
     archives = {
         "bandai": ("bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz", ".bvh"),
         "cmu": ("cmu_01-03/cmu_bvh_converted_subjects_01-03.tar.xz", ".bvh"),

@@ -223,82 +223,126 @@ def fit_channels(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, 
 
 
 # --- Batched: the spans of one length (channels and gaps of one shape) fitted together ----------------------------
-# `fit_spans` takes the same decisions as `fit_span` on each column (tests/core/test_keyfit.py holds them to it);
-# the key sets are grouped by their size K, so one step is a few (G, K, K) solves instead of G small ones.
+# `fit_spans` takes the same decisions as `fit_span` on each column (tests/core/test_keyfit.py holds them to it).
+# A step assembles every span's normal equations in their bands, O(n) a span (no dense design or jerk matrix), and
+# solves them in a few batches of similar key counts (`_buckets`), the smaller sets padded with unit rows.
+
+BAND = 5   # the normal matrix's lower bands: a third difference covers four frames, so five slopes at most
 
 
-def _fit_batch(y: np.ndarray, idx: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_fit` of G spans at once: values ``y`` (G, n), keys ``idx`` (G, K) (each sorted, first 0, last n-1),
-    weights ``w`` (n,). Returns (slopes (G, K), the fitted curves (G, n))."""
+def _buckets(size: np.ndarray) -> list[np.ndarray]:
+    """The rows of key counts ``size`` (G,) grouped by their count's power of two (a padded solve costs at most 8x)."""
+    b = np.ceil(np.log2(np.maximum(size, 2))).astype(int)
+    return [np.flatnonzero(b == v) for v in np.unique(b).tolist()]
+
+
+def _scatter(G: int, K: int, at: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """(G, K): ``vals`` (G, N) summed at slopes ``at`` (G, N) of their span (an index past K - 1 carries 0)."""
+    flat = (np.arange(G)[:, None] * K + np.minimum(at, K - 1)).ravel()
+    return np.bincount(flat, vals.ravel(), G * K).reshape(G, K)
+
+
+def _fit_keys(y: np.ndarray, keys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_fit` of G spans at once: values ``y`` (G, n), key masks ``keys`` (G, n) (each with its first and last
+    frame), weights ``w`` (n,). Returns (slopes (G, Kmax), zero past each span's count; the fitted curves (G, n);
+    the key frames (G, Kmax), padded with n - 1)."""
     G, n = y.shape
-    K = idx.shape[1]
-    f = np.arange(n, dtype=np.float64)
-    k = np.minimum((idx[:, 1:, None] <= f).sum(1), K - 2)   # (G, n) each frame's segment
-    hk = np.diff(idx, axis=1).astype(np.float64)   # (G, K-1)
-    x0 = np.take_along_axis(idx, k, 1).astype(np.float64)
-    h = np.take_along_axis(hk, k, 1)
-    u = (f - x0) / h
+    gi = np.arange(G)[:, None]
+    size = keys.sum(1)
+    K = int(size.max())
+    rank = np.cumsum(keys, axis=1) - 1   # (G, n) the keys at or before each frame, less one
+    pos = np.full((G, K), n - 1)
+    rows, cols = np.nonzero(keys)
+    pos[rows, rank[rows, cols]] = cols
+    k = np.minimum(rank, (size - 2)[:, None])   # (G, n) each frame's segment
+    hk = np.diff(pos, axis=1).astype(np.float64)   # (G, K-1); 0 past the span's last segment
+    x0 = pos[gi, k].astype(np.float64)
+    h = hk[gi, k]
+    u = (np.arange(n) - x0) / h
     v = 1.0 - u
     b0, b1, b2, b3 = v**3, 3 * v * v * u, 3 * v * u * u, u**3
     wm0, wm1 = b1 * h / 3.0, -b2 * h / 3.0
-    yk = np.take_along_axis(y, idx, 1)   # (G, K)
-    base = (b0 + b1) * np.take_along_axis(yk, k, 1) + (b2 + b3) * np.take_along_axis(yk, k + 1, 1)
+    yk = y[gi, pos]   # (G, K)
+    base = (b0 + b1) * yk[gi, k] + (b2 + b3) * yk[gi, k + 1]
     r = (y - base) * w
-    M = np.zeros((G, n, K))   # the design: frame f's weights of the slopes m[k], m[k+1]
-    gi, fi = np.arange(G)[:, None], np.arange(n)[None, :]
-    M[gi, fi, k] = wm0
-    M[gi, fi, k + 1] += wm1
-    Mw = M * w[None, :, None]
-    A = np.swapaxes(Mw, 1, 2) @ M
-    b = np.einsum("gnk,gn->gk", M, r)
-    if K > 2 and SMOOTH > 0:
-        ha, hb = hk[:, :-1], hk[:, 1:]
-        j = np.arange(K - 2)
-        R = np.zeros((G, K - 2, K))
-        R[:, j, j] = -2.0 / ha
-        R[:, j, j + 1] = -4.0 / ha - 4.0 / hb
-        R[:, j, j + 2] = -2.0 / hb
+    L = np.zeros((G, BAND, K))   # L[:, d, a] = A[a + d, a]
+    L[:, 0] = _scatter(G, K, k, wm0 * wm0 * w) + _scatter(G, K, k + 1, wm1 * wm1 * w)
+    L[:, 1] = _scatter(G, K, k, wm0 * wm1 * w)
+    b = _scatter(G, K, k, wm0 * r) + _scatter(G, K, k + 1, wm1 * r)
+    if K > 2 and SMOOTH > 0:   # `_fit`'s R: row j joins slopes j, j+1, j+2 (inner key j+1 of the span's own)
+        ok = np.arange(K - 2) < (size - 2)[:, None]
+        ha, hb = np.where(ok, hk[:, :-1], 1.0), np.where(ok, hk[:, 1:], 1.0)
+        e = (-2.0 / ha, -4.0 / ha - 4.0 / hb, -2.0 / hb)
         c = 6.0 * (yk[:, 2:] - yk[:, 1:-1]) / hb**2 + 6.0 * (yk[:, 1:-1] - yk[:, :-2]) / ha**2
-        wj = SMOOTH * (0.5 * (ha + hb)) ** 4
-        A = A + np.swapaxes(R * wj[:, :, None], 1, 2) @ R
-        b = b - np.einsum("gjk,gj->gk", R, wj * c)
-    if JERK > 0:
-        D = _jerk_rows(n)
-        DM = D @ M
-        A = A + JERK * np.swapaxes(DM, 1, 2) @ DM
-        b = b + JERK * np.einsum("grk,gr->gk", DM, (y - base) @ D.T)
+        wj = np.where(ok, SMOOTH * (0.5 * (ha + hb)) ** 4, 0.0)
+        for s in range(3):
+            for d in range(3 - s):
+                L[:, d, s:K - 2 + s] += wj * e[s] * e[s + d]
+            b[:, s:K - 2 + s] -= e[s] * wj * c
+    if JERK > 0:   # `_jerk_rows`: third difference r covers frames r-3 .. r, three unmoved frames either side
+        R = n + 3
+        kb = k[:, np.maximum(np.arange(R) - 3, 0)]   # (G, R) the first slope row r touches
+        V = np.zeros((G, R, BAND))   # row r's weights of slopes kb .. kb + 4
+        for t, ct in enumerate((-1.0, 3.0, -3.0, 1.0)):
+            rr = np.arange(n) + 3 - t   # the row frame f enters at place t
+            s = k - kb[:, rr]
+            V[gi, rr, s] += ct * wm0
+            V[gi, rr, s + 1] += ct * wm1
+        miss = np.zeros((G, n + 6))
+        miss[:, 3:n + 3] = y - base
+        jr = np.diff(miss, 3, axis=1)   # (G, R)
+        for s in range(BAND):
+            for d in range(BAND - s):
+                L[:, d] += JERK * _scatter(G, K, kb + s, V[:, :, s] * V[:, :, s + d])
+            b += JERK * _scatter(G, K, kb + s, V[:, :, s] * jr)
     g = np.empty((G, n))
     g[:, 1:-1] = 0.5 * (y[:, 2:] - y[:, :-2])
     g[:, 0], g[:, -1] = y[:, 1] - y[:, 0], y[:, -1] - y[:, -2]
-    scale = np.maximum(np.trace(A, axis1=1, axis2=2) / K, 1.0) * REG
-    A = A + scale[:, None, None] * np.eye(K)
-    b = b + scale[:, None] * np.take_along_axis(g, idx, 1)
-    m = np.linalg.solve(A, b[..., None])[..., 0]
-    fitted = base + wm0 * np.take_along_axis(m, k, 1) + wm1 * np.take_along_axis(m, k + 1, 1)
-    return m, fitted
+    real = np.arange(K) < size[:, None]
+    scale = np.maximum(L[:, 0].sum(1) / size, 1.0) * REG
+    L[:, 0] += np.where(real, scale[:, None], 1.0)   # padding: unit rows, zero slopes
+    b = np.where(real, b + scale[:, None] * g[gi, pos], 0.0)
+    m = _solve_bands(L, b)
+    fitted = base + wm0 * m[gi, k] + wm1 * m[gi, k + 1]
+    return m, fitted, pos
+
+
+def _solve_bands(L: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(G, K) the solutions of G symmetric positive definite systems given by their lower bands ``L`` (G, BAND, K)
+    (``L[:, d, a] = A[a + d, a]``) and right-hand sides ``b`` (G, K): as dense matrices, in chunks (LAPACK)."""
+    G, P, K = L.shape
+    out = np.empty((G, K))
+    step = max(1, (1 << 21) // (K * K))
+    a = np.arange(K)
+    for s in range(0, G, step):
+        Lc = L[s:s + step]
+        A = np.zeros((Lc.shape[0], K, K))
+        for d in range(min(P, K)):
+            A[:, a[d:], a[:K - d]] = Lc[:, d, :K - d]
+            A[:, a[:K - d], a[d:]] = Lc[:, d, :K - d]
+        out[s:s + step] = np.linalg.solve(A, b[s:s + step, :, None])[..., 0]
+    return out
 
 
 def _fit_masks(y: np.ndarray, keys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """`_fit_batch` of spans with key sets of any size, ``keys`` (G, n) bool: grouped by their number of keys.
+    """`_fit_keys` of spans with key sets of any size, ``keys`` (G, n) bool, in `_buckets` of similar counts.
     Returns (each span's worst miss (G,), each span's slopes (list of (K,)))."""
     G = y.shape[0]
     worst = np.zeros(G)
     slopes: list[np.ndarray] = [np.zeros(0)] * G
     size = keys.sum(1)
-    for K in np.unique(size).tolist():
-        sel = np.flatnonzero(size == K)
-        idx = np.nonzero(keys[sel])[1].reshape(sel.size, K)
-        m, fitted = _fit_batch(y[sel], idx, w)
+    for sel in _buckets(size):
+        m, fitted, _ = _fit_keys(y[sel], keys[sel], w)
         worst[sel] = np.abs(fitted - y[sel]).max(1)
         for i, s in enumerate(sel.tolist()):
-            slopes[s] = m[i]
+            slopes[s] = m[i, :size[s]]
     return worst, slopes
 
 
 def fit_spans(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """`fit_span` of each column of ``values`` (n, G) (spans of one length: the channels and gaps of one shape)
-    within its ``tol`` (G,), all at once: the same greedy keys and pruning, each step one batched solve per key
-    count. Returns (key frame indices, slopes) per column."""
+    within its ``tol`` (G,), all at once: the same greedy keys and pruning, each step a few batched solves
+    (`_fit_masks`). Returns (key frame indices, slopes) per column."""
     Y = np.ascontiguousarray(np.asarray(values, np.float64).T)   # (G, n)
     G, n = Y.shape
     t = np.broadcast_to(np.asarray(tol, np.float64), (G,)).copy()
@@ -308,24 +352,23 @@ def fit_spans(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.
     keys = np.zeros((G, n), bool)
     keys[:, [0, n - 1]] = True
     active = np.ones(G, bool)
-    f = np.arange(n)
     while active.any():   # greedy: a key where the curve misses most, in the middle half of its segment
         size = keys.sum(1)
-        for K in np.unique(size[active]).tolist():
-            sel = np.flatnonzero(active & (size == K))
-            idx = np.nonzero(keys[sel])[1].reshape(sel.size, K)
-            _, fitted = _fit_batch(Y[sel], idx, w)
+        for sel in _buckets(size[active]):
+            sel = np.flatnonzero(active)[sel]
+            _, fitted, pos = _fit_keys(Y[sel], keys[sel], w)
             err = np.abs(fitted - Y[sel])
             worst = err.argmax(1)
-            done = (err[np.arange(sel.size), worst] <= t[sel]) | (K == n)
+            done = (err[np.arange(sel.size), worst] <= t[sel]) | (size[sel] == n)
             active[sel[done]] = False
             go = ~done
             if not go.any():
                 continue
-            sg, idx, worst = sel[go], idx[go], worst[go]
-            s = (idx[:, 1:] <= worst[:, None]).sum(1)   # searchsorted(idx, worst, "right") - 1
-            a = idx[np.arange(sg.size), s]
-            b = idx[np.arange(sg.size), np.minimum(s + 1, K - 1)]
+            sg, pos, worst, K = sel[go], pos[go], worst[go], size[sel[go]]
+            s = (pos[:, 1:] <= worst[:, None]).sum(1)   # searchsorted(idx, worst, "right") - 1 (padding: n - 1)
+            s = np.minimum(s, K - 1)
+            a = pos[np.arange(sg.size), s]
+            b = pos[np.arange(sg.size), np.minimum(s + 1, K - 1)]
             q = np.maximum((b - a) // 4, 1)
             at = np.where(b - a >= 2, np.clip(worst, a + q, b - q), worst)
             taken = keys[sg, at]
@@ -334,12 +377,11 @@ def fit_spans(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.
             keys[sg, at] = True
     # prune: each inner key tried once, those whose removal alone leaves the smallest worst miss first
     inner = [np.flatnonzero(keys[i])[1:-1] for i in range(G)]
-    trial_rows = [(i, fr) for i in range(G) for fr in inner[i].tolist()]
     order: list[list[int]] = [[] for _ in range(G)]
-    if trial_rows:
-        gi = np.array([r[0] for r in trial_rows])
-        fr = np.array([r[1] for r in trial_rows])
-        trial = keys[gi].copy()
+    gi = np.repeat(np.arange(G), [x.size for x in inner])
+    if gi.size:
+        fr = np.concatenate(inner)
+        trial = keys[gi]
         trial[np.arange(gi.size), fr] = False
         miss, _ = _fit_masks(Y[gi], trial, w)
         at = 0
@@ -350,12 +392,13 @@ def fit_spans(values: np.ndarray, tol: np.ndarray) -> list[tuple[np.ndarray, np.
     for step in range(max((len(o) for o in order), default=0)):
         rows = np.array([i for i in range(G) if step < len(order[i])])
         cand = np.array([order[i][step] for i in rows.tolist()])
-        trial = keys[rows].copy()
+        trial = keys[rows]
         trial[np.arange(rows.size), cand] = False
         miss, _ = _fit_masks(Y[rows], trial, w)
         ok = miss <= t[rows]
         keys[rows[ok], cand[ok]] = False
     _, slopes = _fit_masks(Y, keys, w)
+    f = np.arange(n)
     return [(f[keys[i]], slopes[i]) for i in range(G)]
 
 
@@ -428,7 +471,9 @@ def hermite_spans(values: np.ndarray, fits: list[tuple[np.ndarray, np.ndarray]])
         idx = np.stack([fits[i][0] for i in sel.tolist()])
         m = np.stack([fits[i][1] for i in sel.tolist()])
         f = np.arange(n, dtype=np.float64)
-        k = np.minimum((idx[:, 1:, None] <= f).sum(1), K - 2)
+        mask = np.zeros((sel.size, n), bool)
+        mask[np.arange(sel.size)[:, None], idx] = True
+        k = np.minimum(np.cumsum(mask, axis=1) - 1, K - 2)
         x0 = np.take_along_axis(idx, k, 1).astype(np.float64)
         h = np.take_along_axis(np.diff(idx, axis=1).astype(np.float64), k, 1)
         u = (f - x0) / h

@@ -184,7 +184,12 @@ def evaluate_style(model: str = "learnet-biped", base: str = "pfnn-style-base", 
                       "held_out_hits_2x_base": hn["classifier_hits"]["learnet"] >= 2 * hn["classifier_hits"]["base"]
                       and hn["classifier_hits"]["learnet"] > 0,
                       "training_styles_within_5pct": tr["learnet"] <= 1.05 * tr["base"],
-                      "held_out_turns_within_data_p999": not res["turns"]["over"]["learnet"]}
+                      "held_out_turns_within_data_p999": not res["turns"]["over"]["learnet"],
+                      # issue 56's targets
+                      "held_out_hits_at_least_half": hn["classifier_hits"]["learnet"] >= 0.5,
+                      "held_out_next_frame_at_most_base": hn["next_frame_cm"]["learnet"] <= hn["next_frame_cm"]["base"],
+                      "held_out_turns_within_1_10x_data_p999": res["turns"]["worst_ratio"]["learnet"] <= 1.10,
+                      "fit_mean_at_most_2s": hn["fit_s"]["mean"] <= 2.0}
     return res
 
 

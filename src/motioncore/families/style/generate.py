@@ -32,6 +32,7 @@ from motioncore.errors import MotioncoreError
 from motioncore.families.style.adapt import CodePrior, FitConfig, fit_code, level_stance
 from motioncore.families.style.generate_quality import assess, held_out_cm, training_distances
 from motioncore.families.style.model import LearnetPFNN, StyledPFNN
+from motioncore.families.style.outside import POSE_BLOCKS, OutsideController, base_states
 
 
 class StyleAdapter:
@@ -160,9 +161,27 @@ class StyleAdapter:
             cols = torch.as_tensor(np.concatenate([np.arange(self.layout.output_block(n).start,
                                                              self.layout.output_block(n).stop) for n in names]))
         ph = t(rows["phase"])
-        z, info = fit_code(self.model.pfnn, x, y, ph, t(z0)[None], self.prior, cfg, cols)
+        held = None
+        if self.outside:  # the code acts on the base's states: fit it on the exemplar's rows in both states
+            xf, yf, phf, held = self._outside_rows(x, y, ph, cfg.holdout)
+            z, info = fit_code(self.model.pfnn, xf, yf, phf, t(z0)[None], self.prior, cfg, cols)
+        else:
+            z, info = fit_code(self.model.pfnn, x, y, ph, t(z0)[None], self.prior, cfg, cols)
         z_np = z.reshape(-1).cpu().numpy()
-        return z_np, {**info, "z_encoder": z0, "quality": self._quality(rows, x, ph, info["held_back_rows"], z_np, z0)}
+        held = info["held_back_rows"] if held is None else held
+        return z_np, {**info, "z_encoder": z0, "quality": self._quality(rows, x, ph, held, z_np, z0)}
+
+    def _outside_rows(self, x: torch.Tensor, y: torch.Tensor, ph: torch.Tensor,
+                      holdout: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+        """The exemplar's N rows twice, in its own state and in the base's (`outside.base_states`: the base rolled
+        along the exemplar's trajectory and phase), ordered so that `fit_code`'s held-back last quarter is the
+        last quarter of both; and the styled rows' held-back indices (the exemplar's quality is read there)."""
+        n = len(x)
+        xb = base_states(self.model.pfnn, self.layout, self._base.x_norm, self._base.y_norm, x, ph,
+                         np.array([0]), np.array([n]))
+        k = n - max(1, int(round(holdout * n)))
+        order = torch.cat([torch.arange(k), n + torch.arange(k), torch.arange(k, n), n + torch.arange(k, n)])
+        return torch.cat([x, xb])[order], torch.cat([y, y])[order], torch.cat([ph, ph])[order], list(range(k, n))
 
     def _quality(self, rows: dict[str, np.ndarray], x: torch.Tensor, phase: torch.Tensor, held: list[int],
                  z: np.ndarray, z0: np.ndarray) -> dict[str, Any]:
@@ -183,13 +202,24 @@ class StyleAdapter:
         return assess(len(rows["X"]) / self.fps, min_s, err, dist, float(np.percentile(train, 99)) if len(train) else 0.0,
                       self.meta.get("exemplar_error_cm"))
 
+    @property
+    def outside(self) -> bool:
+        """Whether the style acts outside the rollout (issue 56: the checkpoint's ``style_outside``): the base
+        walks on its own poses and the styled pose is only written."""
+        return bool(self.meta.get("style_outside"))
+
     def controller(self, z: np.ndarray | None) -> Any:
-        """A PFNNController walking in style z ((Z,); None: the adapters off, the unadapted network)."""
+        """A PFNNController walking in style z ((Z,); None: the adapters off, the unadapted network). For a
+        model trained outside the rollout (`outside`), an `OutsideController`: the base's walk, styled poses
+        written."""
         if z is None:
             return self._base
         zt = torch.as_tensor(np.asarray(z, np.float32).reshape(1, -1), device=self.device)
         if zt.shape[1] != self.model.pfnn.cfg.style_dim:
             raise MotioncoreError(f"z: expected {self.model.pfnn.cfg.style_dim} values, got {zt.shape[1]}")
+        if self.outside:
+            return OutsideController(self._base, StyledPFNN(self.model.pfnn, zt).eval(),
+                                     self.meta["style_outside"].get("columns", POSE_BLOCKS))
         ctl = copy.copy(self._base)
         ctl.model = StyledPFNN(self.model.pfnn, zt).eval()
         return ctl
