@@ -8,7 +8,7 @@ Blender's own BEZIER and LINEAR interpolation of the remaining keys (same run, s
 
 Re-run it after a new ``infill-body`` checkpoint (what the add-on's In-fill uses at temperature 0): the table (Markdown, ready to paste) goes to stdout and
 DIR/table.md, every figure to DIR/results.json, the raw poses to DIR/out.npz. Prints a table (mean world joint position error cm / mean local rotation error deg over the gap frames;
-operator seconds) and the parity of the add-on's written pose with ``motioncore.tasks.infill.fill_clip``
+operator seconds) and the parity of the add-on's written pose with ``motioncore.infill.fill``
 run in-process on the same keys (Bandai clips: the model's own skeleton).
 """
 from __future__ import annotations
@@ -72,9 +72,9 @@ def parity(d: dict, info: dict, name: str, bvh: str, gaps: list[list[int]], fps:
     sent all of it (its gate fitted on every keyed frame): the reference fills the whole action too; else each
     gap with its ``CONTEXT`` keys either side, the range the add-on read."""
     from motioncore.core.rotations import quat_to_matrix
+    from motioncore.infill import fill_clip_at
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip_at
 
     model, meta = load_model(MODEL)
     mo = read_bvh(bvh)

@@ -24,8 +24,8 @@ from _machine import cpu_name, median_time  # noqa: E402  (sibling module: bench
 from motioncore.data import load
 from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
 from motioncore.families.body.gate import fit_gate
+from motioncore.infill import fill_clip
 from motioncore.models.registry import load_model
-from motioncore.tasks.infill import fill_clip
 
 
 def main() -> None:

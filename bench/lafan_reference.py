@@ -91,10 +91,10 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
     from blender_infill import MODEL
 
     from motioncore.core.rotations import quat_conj, quat_mul
+    from motioncore.infill import fill_clip_at
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
     from motioncore.retarget import rest
-    from motioncore.tasks.infill import fill_clip_at
     model, meta = load_model(MODEL)
     mo = read_bvh(bvh)
     sk = meta["skeleton"]
@@ -127,7 +127,7 @@ def library_fill(bvh: str, gaps: list[list[int]], fps: float, bez: np.ndarray | 
     kw: dict = {"plant_feet": "judge" if plant else False, "curve": curve}
     if adapt:
         from motioncore.families.body.adapt import adapt_infill
-        from motioncore.tasks.infill import at_model_rate
+        from motioncore.infill import at_model_rate
         ad = adapt_infill(model, meta, *at_model_rate(meta, q, rel, km, fps), seconds=adapt)
         model, kw = ad.model, {**kw, "gate_limit": ad.held or None}
     f = fill_clip_at(model, meta, q, rel, km, fps, **kw)

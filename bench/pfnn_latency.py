@@ -45,7 +45,8 @@ from _machine import cpu_name  # noqa: E402  (sibling module: bench scripts run 
 from torch import nn
 
 from motioncore.families.mann.model import MANN, MANNConfig
-from motioncore.families.pfnn.model import PFNN, PFNNConfig, PFNNRuntime, runtime_error
+from motioncore.families.pfnn.model import PFNN, PFNNConfig
+from motioncore.families.pfnn.model_runtime import PFNNRuntime, runtime_error
 
 BATCH = 256
 

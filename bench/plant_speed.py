@@ -27,8 +27,8 @@ from _machine import cpu_name, median_time  # noqa: E402  (sibling module: bench
 
 from motioncore.data import load
 from motioncore.families.body.fill_plant import JUDGE, plant_filled
+from motioncore.infill import fill_clip
 from motioncore.models.registry import load_model
-from motioncore.tasks.infill import fill_clip
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ Cases (bundled checkpoints, CPU, one torch thread on both sides):
     path) through the server, against ``Controller.rollout(path, 1)`` in this process.
   pfnn-biped, 120 frames: the same path for 4 s, per frame.
   anyorder-body in-fill: ``infill`` rotation form, a 30-frame gap between 10 context frames and a target
-    frame of a Bandai test clip (temperature 0, bisection), against ``motioncore.tasks.infill.fill_clip``
+    frame of a Bandai test clip (temperature 0, bisection), against ``motioncore.infill.fill``
     in this process (needs the mocap; skipped without it).
   learnet-biped style.adapt: a Bandai elderly walk as the exemplar (rotation form) and 120 frames along
     the path, against ``StyleAdapter`` code + controller + rollout in this process (needs the mocap).
@@ -103,7 +103,7 @@ def _infill_rows(c: Client, args) -> list:
         print("anyorder-body or the mocap missing: no in-fill row")
         return []
     from motioncore.data import load
-    from motioncore.tasks.infill import fill_clip
+    from motioncore.infill import fill_clip
 
     model, meta = load_model("anyorder-body")
     clip = load("bandai", "test", fps=30, progress=False)[0].motion

@@ -21,15 +21,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from motioncore.families.anyorder.loss import conditioned_order, make_loss_fn
 from motioncore.families.anyorder.model import AnyOrderConfig, AnyOrderTransformer
-from motioncore.families.anyorder.model_sampling import (
-    ORDERS,
-    conditioned_order,
-    log_likelihood,
-    make_loss_fn,
-    sample,
-    static_order,
-)
+from motioncore.families.anyorder.model_sampling import ORDERS, log_likelihood, sample, static_order
 from motioncore.models.checkpoint import save_model
 from motioncore.train.loop import TrainConfig, fit
 

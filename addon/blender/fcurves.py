@@ -325,17 +325,10 @@ def user_key_frames(fcmap: dict[tuple[str, int], Any], path: str, n: int, cache:
 def _keys_bezier(fc: Any, x: np.ndarray, y: np.ndarray, frames: np.ndarray) -> np.ndarray:
     """Blender's default Bezier of keys ``x``, ``y`` (Auto Clamped handles, ``fc``'s auto smoothing, constant
     extrapolation; one key: held) at ``frames`` (``vendor.fcurve``)."""
-    from ..vendor.fcurve import fcurve_evaluate
+    from ..vendor.fcurve import keys_bezier
 
-    if x.size == 1:
-        return np.full(len(frames), y[0])
     smooth = str(getattr(fc, "auto_smoothing", "NONE"))
-    inside = (frames >= x[0]) & (frames <= x[-1])
-    col = np.where(frames < x[0], y[0], y[-1])
-    if inside.any():
-        col[inside] = fcurve_evaluate(x, y[None], frames[inside], smooth if smooth in ("CONT_ACCEL", "NONE")
-                                      else "NONE")[0]
-    return col
+    return keys_bezier(x, y[None], frames, smooth if smooth in ("CONT_ACCEL", "NONE") else "NONE")[0]
 
 
 def evaluate_user(fcmap: dict[tuple[str, int], Any], path: str, default: Sequence[float], frames: np.ndarray,

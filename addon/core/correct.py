@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..vendor.gaps import runs
-from ..vendor.quat_np import quat_align, quat_normalize
+from ..vendor.quat_np import blend_pose, quat_align, quat_normalize
 from . import rigmap
 
 
@@ -40,29 +39,12 @@ def correct(out: np.ndarray, root: np.ndarray, base: tuple[np.ndarray, np.ndarra
     return rot, r
 
 
-def blend_pose(uq: np.ndarray, ur: np.ndarray, fq: np.ndarray, fr: np.ndarray, w: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """From the user's curve (``uq`` (T, B, 4), ``ur`` (T, 3)) toward the fill (``fq``, ``fr``) by ``w`` (T, 1):
-    rotations by normalised linear interpolation on the user's hemisphere, the root linearly, as the server's gate
-    scores it (``motioncore.families.body.gate_curve.blend_pose``); ``w`` 0: the user's curve exactly."""
-    wq = w[..., None]   # (T, 1, 1)
-    f = np.where(np.sum(uq * fq, -1, keepdims=True) < 0, -fq, fq)
-    q = np.where(wq == 0.0, uq, quat_normalize(uq + wq * (f - uq)))
-    return q, np.where(w == 0.0, ur, ur + w * (fr - ur))
-
-
-def gap_blend(known: np.ndarray, fits: Sequence[Mapping[str, Any]], fps: float | None, model_fps: float) -> np.ndarray:
-    """(T,) the gate's blend weight from the user's curve (its ``blend`` per gap length; 1 where it gives none) on
-    each frame of each gap of ``known`` (T, B + 1): a gap takes the fit whose gap length (model frames, ``length``)
-    is nearest its own in model frames (the buckets are the server's; the nearest median is the gap's own)."""
-    k = np.asarray(known, bool).all(axis=1)
-    w = np.ones(k.size)
-    fits = [f for f in fits if "blend" in f and f.get("length")]
-    if not fits:
-        return w
-    ratio = model_fps / float(fps) if fps else 1.0
-    for s, e in runs(~k):
-        n = max(1.0, (e - s) * ratio)
-        f = min(fits, key=lambda f: abs(np.log(float(f["length"]) / n)))
-        w[s:e] = float(f["blend"])
+def table_blend(n_frames: int, rows: Sequence[Mapping[str, Any]] | None) -> np.ndarray:
+    """(T,) the gate's blend weight from the user's curve on each frame, read from the server's per-gap table (the
+    reply's ``gaps``: per gap its ``start``, ``end`` in the request's frames and its ``blend``; the server matched
+    each gap to its fit, ``motioncore.infill.plan``); 1 elsewhere, and everywhere for a server without the table."""
+    w = np.ones(int(n_frames))
+    for r in rows or []:
+        if "blend" in r:
+            w[int(r["start"]):int(r["end"])] = float(r["blend"])
     return w

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..vendor import feet, topology
 from ..vendor.axes import z_up_to_y_up
+from ..vendor.gaps import MODEL_FPS
 from ..vendor.quat_np import quat_apply
 from ..vendor.rest import rig_globals
 
@@ -106,7 +107,7 @@ def report_feet(rig: Mapping[str, Any], segments: Sequence[Mapping[str, Any]], a
     try:
         rots = [np.asarray(arrays[f"rotations.{i}"][pick], np.float64) for i in range(len(segments))]
         roots = [np.asarray(arrays[f"root.{i}"][pick], np.float64) for i in range(len(segments))]
-        return skate_message(skate_figures(rig, segments, rots, roots, float(fps or 30.0),
+        return skate_message(skate_figures(rig, segments, rots, roots, float(fps or MODEL_FPS),
                                            float(content.get("scale") or 1.0)))
     except Exception as e:   # noqa: BLE001  (a figure about the fill never stops the fill)
         return f"; feet not measured ({type(e).__name__}: {e})"

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..vendor.axes import y_up_to_z_up, z_up_to_y_up
-from ..vendor.gaps import whole_frames
+from ..vendor.gaps import MODEL_FPS, whole_frames
 from ..vendor.quat_np import quat_apply, quat_continuity
 from . import jobs, keys, rigmap, rigplant
-from .correct import correct, gap_blend
+from .correct import correct, table_blend
 
 NOT_AVAILABLE = ("unknown_type", "model_unavailable")
 PROTOCOL_VERSION = 2   # what the bundled protocol speaks (vendor/protocol.py; issue 18 made it 2)
@@ -277,7 +277,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 base = to_rig(np.asarray(ra["base_rotations"][0], np.float64), ra["base_root"][0])
             feet = rigplant.rig_feet(rc, known, names, info, bones, ups, root_bone, root_parent, rate_used) \
                 if base is not None and plant_feet is not False else None
-            blend = gap_blend(known, rc.get("gate") or [], rate_used, float(info.get("fps") or 30.0)) \
+            blend = table_blend(len(known), rc.get("gaps")) \
                 if base is not None else None
             for s in range(ra["rotations"].shape[0]):
                 out, r = to_rig(np.asarray(ra["rotations"][s], np.float64), ra["root"][s])
@@ -286,7 +286,7 @@ def infill_segments_job(segments: Sequence[dict[str, np.ndarray]], bones: Sequen
                 if feet is not None:   # the server planted its answer: the rig's own feet planted again
                     rb, legs, kf, todo = feet
                     out, r = rigplant.plant_rig(out, r, heads, ups, rb, legs, kf, todo,
-                                                rate_used or float(info.get("fps") or 30.0))
+                                                rate_used or float(info.get("fps") or MODEL_FPS))
                 rots.append(out)
                 roots.append(r)
             arrays[f"rotations.{i}"] = np.stack(rots)

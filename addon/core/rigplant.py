@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..vendor.axes import z_up_to_y_up
-from ..vendor.gaps import runs
+from ..vendor.gaps import MODEL_FPS, runs
 from ..vendor.topology import find_legs
 
 
@@ -84,5 +84,5 @@ def rig_feet(rc: Mapping[str, Any], known: np.ndarray, names: Sequence[str], inf
         return None
     leg_bones = [b for lg in legs for b in lg[:3]]
     todo = ~known[:, leg_bones].any(1) * planted_frames(known.all(1), rc.get("gate") or [], fps,
-                                                        float(info.get("fps") or 30.0))
+                                                        float(info.get("fps") or MODEL_FPS))
     return (list(bones).index(root_bone), legs, known.all(1), todo) if (todo > 0).any() else None

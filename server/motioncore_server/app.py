@@ -114,7 +114,7 @@ class Server:
         self.outbox = self.zctx.socket(zmq.PULL)
         self.outbox.bind(self.outbox_address)
         self.info = ServerInfo(self.session, str(self.device), cfg.limits, self.registry, self._versions(),
-                               self._public_config(), self.stats, self.cancel, types=lambda: sorted(self.handlers),
+                               self.config.public(), self.stats, self.cancel, types=lambda: sorted(self.handlers),
                                inflight=self.inflight.__len__)
         self.batcher = MicroBatcher(self.info, self.codec, self.zctx, self.outbox_address, enabled=cfg.batching,
                                     max_batch=cfg.batch_max, window_s=cfg.batch_window_ms / 1000,
@@ -139,7 +139,7 @@ class Server:
                                          "only key holders can connect"}})
         log.info("listening", extra={"fields": {"endpoint": self.endpoint, "connection_file": str(self.connection_file),
                                                 "server_session": self.session, "device": str(self.device),
-                                                "models": self.registry.names(), **self._public_config()}})
+                                                "models": self.registry.names(), **self.config.public()}})
 
     def _bind(self, port: int) -> tuple[zmq.Socket, int]:
         cfg = self.config
@@ -176,12 +176,6 @@ class Server:
     def _versions(self) -> dict[str, str]:
         return {"motioncore": motioncore.__version__, "python": platform.python_version(), "numpy": np.__version__,
                 "torch": torch.__version__, "pyzmq": zmq.__version__, "libzmq": zmq.zmq_version()}
-
-    def _public_config(self) -> dict[str, Any]:
-        c = self.config
-        return {"workers": c.workers, "threads": c.threads, "queue": c.queue, "batching": c.batching,
-                "batch_max": c.batch_max, "batch_window_ms": c.batch_window_ms, "heartbeat_ms": c.heartbeat_ms,
-                "debug": c.debug}
 
     # ------------------------------------------------------------------------------ state for handlers
     def stats(self) -> dict[str, Any]:

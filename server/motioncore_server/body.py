@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from motioncore.errors import MotioncoreError
-from motioncore.families.body.adapt import DEFAULT_SECONDS, DEFAULT_STEPS, adapt_infill, keys_hash
-from motioncore.tasks.infill import at_model_rate
+from motioncore.families.body.adapt import DEFAULT_SECONDS, DEFAULT_STEPS, keys_hash
+from motioncore.infill import Request
+from motioncore.infill.learn import learn
 from motioncore.wire.protocol import InvalidRequest
 
 __all__ = ["AdaptCache", "adapt_body", "CACHE_SIZE"]
@@ -62,7 +63,7 @@ class AdaptCache:
 
 
 def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, root: np.ndarray, known: np.ndarray,
-               content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
+               content: dict[str, Any], ctx: Any, family: Any = None) -> tuple[dict, dict]:
     """The ``adapt`` request: Learn This Action on the request's keys (at the model's rate), with progress and
     cancellation; the copy is cached for later ``infill`` requests with the same keys."""
     key = keys_hash(q, root, known)
@@ -70,15 +71,14 @@ def adapt_body(model, meta: dict, name: str, cache: AdaptCache, q: np.ndarray, r
     hit = cache.get(key)
     if hit is not None and not content.get("again"):
         return {"model": name, "adapted": hit.summary(), "cached": True}, {}
-    mq, mr, mk = at_model_rate(meta, q, root, known, content.get("fps"))
 
     def progress(frac: float, message: str) -> None:
         ctx.progress(int(round(frac * 100)), 100, message)
 
     try:
         steps = int(content.get("steps") or DEFAULT_STEPS)   # the budget in steps; ``seconds`` limits it
-        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds, progress=progress, cancel=ctx.cancelled,
-                          steps=steps, key=key)
+        ad = learn(Request(model, meta, q, root, known, content.get("fps"), family=family), seconds=seconds,
+                   steps=steps, progress=progress, cancel=ctx.cancelled, key=key).detail
     except MotioncoreError as e:
         raise InvalidRequest(str(e)) from None
     ctx.check_cancelled()  # Esc: nothing is cached, the reply is the cancellation

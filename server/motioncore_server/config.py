@@ -79,6 +79,12 @@ class ServerConfig:
         if self.threads is None:
             self.threads = max(1, (os.cpu_count() or 2) // (self.workers + 1))
 
+    def public(self) -> dict:
+        """The settings a client may read (``health``, the listening log line): workers, threads, queue, batching."""
+        return {"workers": self.workers, "threads": self.threads, "queue": self.queue, "batching": self.batching,
+                "batch_max": self.batch_max, "batch_window_ms": self.batch_window_ms,
+                "heartbeat_ms": self.heartbeat_ms, "debug": self.debug}
+
 
 def resolve_device(name: str) -> torch.device:
     if name == "auto":

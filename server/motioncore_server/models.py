@@ -1,6 +1,6 @@
 """ServedModels for every kind of checkpoint the server runs, by ``models.kinds``' loader name (``LOADERS``): the
-in-fill (``load_infill``: the body and hands in-fill models and the any-order ones, the rotation form of
-``infill`` and ``adapt``), the path controllers (``load_controller``: kinds ``pfnn``, ``phase-mlp`` and ``mann``)
+in-fill (``load_infill``, ``infill.InfillModel``: the body and hands in-fill models and the any-order ones, the
+rotation form of ``infill`` and ``adapt``), the path controllers (``load_controller``: kinds ``pfnn``, ``phase-mlp`` and ``mann``)
 and the style learnet (``load_style``).
 
 Importing this module registers their loaders (``registry.register_loader``); ``bundled_checkpoints()``
@@ -26,17 +26,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from motioncore.errors import MotioncoreError, WholeFramesError
+from motioncore.errors import MotioncoreError
 from motioncore.models.checkpoint import load_state_into
 from motioncore.models.kinds import KINDS, spec
 from motioncore.models.registry import BUNDLED, build, bundled_names
 from motioncore.tasks.locomotion import UNITS_PER_METRE, Controller
 from motioncore.tasks.paths import Path as RootPath
-from motioncore.wire.protocol import InvalidRequest, WholeFramesRequired
+from motioncore.wire.protocol import InvalidRequest
 
-from .body import AdaptCache, adapt_body
 from .checks import MAX_ROLLOUT_FRAMES
-from .registry import ServedModel, has_object_cond, register_loader
+from .infill import load_infill
+from .registry import ServedModel, register_loader
 
 log = logging.getLogger("motioncore_server")
 
@@ -116,153 +116,6 @@ def load_controller(tensors: dict[str, torch.Tensor], meta: dict[str, Any], devi
     info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence")}
     info.update({"device": str(device), "labels": list(ctl.labels)})
     return ServedModel(name, kind, spec(kind).serves, info, step=None, run=run)
-
-
-def load_infill(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:
-    """Registry loader for in-filling checkpoints (``models.kinds``: loader ``infill``; sampling or deterministic):
-    the rotation form of ``infill`` (docs/protocol.md), run by ``motioncore.tasks.infill.fill_clip`` on the
-    server's device; ``adapt`` (Learn This Action) for a kind that learns by that request."""
-    from motioncore.tasks.infill import fill_clip_at
-
-    kind = str(meta.get("kind"))
-    k = spec(kind)
-    model = build(kind, dict(meta.get("config") or {}))
-    name = str(meta.get("name") or meta.get("bundled_name") or kind)
-    load_state_into(model, tensors, name)
-    model = model.to(device).eval()
-    J = len(meta["skeleton"]["names"])
-    whole_frames = bool(getattr(model.cfg, "group_frames", False))
-    deterministic = k.deterministic  # one answer: temperature and samples repeat it
-
-    model_names = list(meta["skeleton"]["names"])
-    object_cond = has_object_cond(meta)
-
-    def mapped_inputs(inputs: dict[str, np.ndarray], content: dict[str, Any]):
-        """The request on the model's skeleton: (q (T, J, 4), known, fill, mapped, src, rest joints, names)."""
-        if "rotations" not in inputs:
-            raise InvalidRequest(f"model {name!r} fills rotations: send buffers 'rotations' (T, {J}, 4), 'root' "
-                                 f"(T, 3) and 'known', not feature vectors")
-        rot, known, fill = inputs["rotations"], inputs["known"], inputs.get("fill")
-        T, Jin = rot.shape[:2]
-        names = content.get("joints")
-        if names is None and Jin != J:
-            raise InvalidRequest(f"array 'rotations' has {Jin} joints; model {name!r} is for the {J}-joint skeleton "
-                                 f"in its info (`models`): send that layout or name your joints in 'joints'")
-        names = list(names) if names is not None else model_names
-        col = {n: i for i, n in enumerate(names)}
-        src = np.array([col.get(n, -1) for n in model_names])  # per model joint: the request's column or -1
-        mapped = src >= 0
-        if not mapped.any():
-            raise InvalidRequest(f"field 'joints': no name matches the model's skeleton {model_names[:4]}...")
-
-        def to_model(mask: np.ndarray, missing: bool) -> np.ndarray:
-            m = np.repeat(mask[:, None], Jin + 1, 1) if mask.ndim == 1 else mask
-            out = np.full((T, J + 1), missing)
-            out[:, :J][:, mapped] = m[:, src[mapped]]
-            out[:, J] = m[:, Jin]
-            return out
-
-        km = to_model(known, False)  # joints the request lacks are unknown ...
-        fm = None if fill is None else to_model(fill, True)  # ... and filled
-        rest: list[str] = []
-        if (whole_frames or deterministic) and not mapped.all():
-            # a whole-frame checkpoint needs every joint on a keyed frame: joints the rig lacks are held
-            # at the rest pose (identity) on the frames where every joint it has is keyed
-            full = km[:, :J][:, mapped].all(axis=1) & km[:, J]
-            km[:, :J][:, ~mapped] = full[:, None]
-            if fm is not None:
-                fm[:, :J][:, ~mapped] = ~full[:, None]
-            rest = [n for n, m in zip(model_names, mapped, strict=True) if not m]
-
-        q = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (T, J, 1))
-        q[:, mapped] = rot[:, src[mapped]]
-        return q, km, fm, mapped, src, rest, names
-
-    adapted = AdaptCache() if k.learn == "adapt" else None  # Learn This Action: the body in-fill
-
-    def run(task: str, inputs: dict[str, np.ndarray], content: dict[str, Any], ctx: Any) -> tuple[dict, dict]:
-        if task == "adapt" and adapted is not None:
-            mi = mapped_inputs(inputs, content)
-            return adapt_body(model, meta, name, adapted, mi[0], inputs["root"], mi[1], content, ctx)
-        q, km, fm, mapped, src, rest, names = mapped_inputs(inputs, content)
-        rot, T = inputs["rotations"], inputs["rotations"].shape[0]
-
-        track = None
-        if "object_rotations" in inputs:
-            if not object_cond:
-                raise InvalidRequest(f"model {content.get('model') or name!r} was trained without an object and cannot use one: leave the "
-                                     "object out, or pick a model with object_cond in `models`")
-            track = (inputs["object_rotations"], inputs["object_positions"])
-        S = int(content.get("samples") or 1)
-        done = [0]
-
-        def check() -> None:
-            ctx.check_cancelled()
-            if done[0]:
-                ctx.progress(done[0], S)
-            done[0] += 1
-
-        net, body, reply = model, {}, {}
-        if adapted is not None:
-            net, body, reply = adapted.for_request(model, meta, q, inputs["root"], km, content)
-        if content.get("learn") is not None:
-            if k.learn != "learn":
-                raise InvalidRequest(f"field 'learn': only the hand in-fill learns the take by this field; model "
-                                     f"{name!r} is {kind!r}: send an 'adapt' request for the body (Learn This "
-                                     "Action), or leave 'learn' out")
-            body["learn"] = float(content["learn"])
-        fps = content.get("fps")
-        if adapted is not None and fps:   # the body in-fill: another rate fills the keys closer? (test gaps)
-            from motioncore.families.body.gate_rate import rate_check
-            rc = rate_check(net, meta, q, inputs["root"], km, ~km if fm is None else fm, float(fps))
-            if rc is not None:
-                reply["rate"] = rc.summary()
-                if rc.best is not None and content.get("rate") == "best":   # filled at that rate; keys stay put
-                    fps = rc.best
-                    reply["rate"]["filled_at"] = float(rc.best)
-        try:
-            out = fill_clip_at(net, meta, q, inputs["root"], km, fps, fill=fm,
-                            order=str(content.get("order") or "bisection"),
-                            temperature=float(content.get("temperature") or 0.0), n_samples=S,
-                            seed=int(content.get("seed") or 0), check=check, object_track=track,
-                            mirror=bool(content.get("mirror")), **body)
-        except WholeFramesError as e:   # a code of its own: the add-on resends whole frames on it
-            raise WholeFramesRequired(str(e)) from None
-        except MotioncoreError as e:  # ShapeError and the key-layout errors name what was wrong
-            raise InvalidRequest(str(e)) from None
-        ctx.progress(S, S)
-        rot_out = np.repeat(rot[None], S, 0).astype(np.float32)  # joints the model lacks come back as sent
-        rot_out[:, :, src[mapped]] = out.rotations[:, :, mapped]
-        extra: dict[str, np.ndarray] = {}
-        if deterministic:  # the base it corrected (Blender's Bezier of the keys, in the model's space; the body
-            # in-fill returns it from the same pass): a client applies the correction (answer minus base) to its own
-            # curves, so its rig adds no error of its own
-            bq, br = out.base_rotations, out.base_root
-            if bq is None or br is None:  # infill-hands: its fill with the correction off
-                base = fill_clip_at(model, meta, q, inputs["root"], km, fps, fill=fm, n_samples=1,
-                                    mirror=bool(content.get("mirror")), residual=0.0)
-                bq, br = base.rotations, base.root
-            b = np.repeat(rot[None], S, 0).astype(np.float32)
-            b[:, :, src[mapped]] = np.broadcast_to(bq, (S,) + bq.shape[1:])[:, :, mapped]
-            extra = {"base_rotations": b, "base_root": np.broadcast_to(np.asarray(br, np.float32), (S,) + br.shape[1:])}
-        if out.gate is not None:
-            reply["gate"] = out.gate.summary()
-        if adapted is not None:  # the body in-fill: what planting the feet did (None: off, or the gate kept it off)
-            reply["plant"] = out.plant
-        return ({"model": name, "samples": S, "frames": T, "root_joint": int(meta["root_joint"]),
-                 "skeleton": {"joints": model_names, "parents": list(meta["skeleton"]["parents"])},
-                 "unmapped": [n for n in names if n not in set(model_names)],
-                 "filled_joints": [n for n, m in zip(model_names, mapped, strict=True) if not m and n not in rest],
-                 "rest_joints": rest, "object": track is not None,
-                 "mirror": bool(content.get("mirror")), **reply},
-                {"rotations": rot_out, "root": out.root.astype(np.float32), **extra})
-
-    info = {k: meta.get(k) for k in ("skeleton", "fps", "training_data", "licence", "hand")}
-    conv = (meta.get("convention") or {}).get("mean_local_rotations")
-    info.update({"device": str(device), "root_joint": meta.get("root_joint"), "deterministic": deterministic,
-                 "group_frames": whole_frames, "object_cond": object_cond,
-                 "convention": None if conv is None else np.asarray(conv, np.float64).round(9).tolist()})
-    return ServedModel(name, kind, k.serves, info, step=None, run=run)
 
 
 def load_style(tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device) -> ServedModel:

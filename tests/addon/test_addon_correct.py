@@ -1,7 +1,7 @@
 """The add-on's correction of the user's curves by a deterministic model's answer (addon/core/correct.py):
 the model's change goes on Blender's default Bezier of the keys (the model's base), and the result is blended from
 the curve the user has (LINEAR from Blender's BVH importer, CONSTANT, or Bezier with any handles) by the gate's
-weight per gap (correct.gap_blend)."""
+weight per gap, read from the server's per-gap table (correct.table_blend)."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,12 +48,13 @@ def test_weight_zero_gives_the_users_curve_exactly_and_full_weight_the_change_on
     assert np.all(d(qh[todo], q0[todo]) >= d(q1[todo], q0[todo]) - 1e-12)
 
 
-def test_each_gap_takes_the_blend_of_the_gate_fit_of_its_length():
+def test_each_gap_takes_the_blend_of_its_row_in_the_servers_table():
     known = np.ones((60, 3), bool)
-    known[5:10] = False     # 5 scene frames at 24 fps: 6.25 model frames
-    known[30:45] = False    # 15: 18.75
-    fits = [{"length": 7, "blend": 0.3}, {"length": 20, "blend": 0.8}, {"length": 38}]
-    w = correct.gap_blend(known, fits, 24.0, 30.0)
+    known[5:10] = False
+    known[30:45] = False
+    rows = [{"start": 5, "end": 10, "frames": 5, "length": 6, "bucket": 6, "blend": 0.3},
+            {"start": 30, "end": 45, "frames": 15, "length": 19, "bucket": 16, "blend": 0.8}]
+    w = correct.table_blend(len(known), rows)
     assert np.all(w[5:10] == 0.3) and np.all(w[30:45] == 0.8)
     assert np.all(w[known.all(1)] == 1.0)
-    assert np.all(correct.gap_blend(known, [], 24.0, 30.0) == 1.0)   # a server without the blend: the fill
+    assert np.all(correct.table_blend(len(known), None) == 1.0)   # a server without the table: the fill

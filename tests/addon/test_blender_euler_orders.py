@@ -1,6 +1,6 @@
 """One Euler convention everywhere, checked against REAL Blender for all six rotation modes: the add-on's reader
 (addon/core/rigclip.py ``to_quat``), the vendored ``quat_np.blender_euler_to_quat`` and the library's intrinsic
-``core.rotations.euler_to_quat`` of the reversed order give Blender's own rotation (``Euler.to_quaternion``
+``core.euler.euler_to_quat`` of the reversed order give Blender's own rotation (``Euler.to_quaternion``
 and a posed bone's ``matrix_basis``), and the add-on's writer gives angles Blender reads as the same rotation.
 Blender's mode 'XYZ' applies X first (R = Rz Ry Rx): the intrinsic order 'ZYX' with the angles reversed."""
 from __future__ import annotations
@@ -15,7 +15,8 @@ from helpers.addon import addon_module
 from helpers.blender import bpy_python
 
 from motioncore.core import quat_np
-from motioncore.core.rotations import EULER_ORDERS, euler_to_quat
+from motioncore.core.euler import euler_to_quat
+from motioncore.core.rotations import EULER_ORDERS
 
 ROOT = Path(__file__).resolve().parents[2]
 rc = addon_module("core.rigclip")

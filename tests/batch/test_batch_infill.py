@@ -81,8 +81,8 @@ def test_batch_fills_resumes_and_reports(tmp_path, capsys):
 def test_a_long_clip_is_filled_gap_by_gap_in_local_windows():
     from motioncore.core.gaps import CONTEXT
     from motioncore.data import load
+    from motioncore.infill import fill_clip
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip
 
     model, meta = load_model("anyorder-body")
     m = next(c.motion for c in load("bandai", "test", fps=30, progress=False) if c.motion.num_frames >= 200)

@@ -112,9 +112,9 @@ def _gap30_errors(bench, d: dict, res: dict, hand: str) -> tuple[float, float, f
     same keys and object: its answer times its base's inverse, on the keys' Bezier, as the add-on applies a
     deterministic model whatever the keys' interpolation)."""
     from motioncore.core.rotations import quat_to_matrix
+    from motioncore.infill import fill_clip_at
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip_at
 
     fingers = [i for i, n in enumerate(res["bones"]) if n != "WRIST"]
     truth = bench.local_rotations(d["truth30"], d["rest"], res["parents"])
@@ -148,9 +148,9 @@ def _parity(bench, d: dict, res: dict, pose: str, ckpt: Path, with_object: bool,
             mirror: bool | None = None) -> float:
     """Max rotation difference (deg) over the gap between the written pose and fill_clip_at on the files."""
     from motioncore.core.rotations import quat_to_matrix
+    from motioncore.infill import fill_clip_at
     from motioncore.io.bvh import read_bvh
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip_at
 
     model, meta = load_model(str(ckpt) + ".json")
     mo = read_bvh(HANDS[hand])

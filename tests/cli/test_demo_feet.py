@@ -14,8 +14,8 @@ from motioncore.retarget.contacts import feet_of
 def test_demo_skate_and_plot_on_a_real_walk_filled_by_interp(bandai_walk, tmp_path):
     from motioncore.cli.controllers import plot_infill
     from motioncore.cli.demo_feet import demo_skate, per_frame_skate
+    from motioncore.infill import interp_channels
     from motioncore.io.bvh import read_bvh
-    from motioncore.tasks.infill import interp_channels
 
     walk = read_bvh(bandai_walk)
     sk, T = walk.skeleton, walk.num_frames

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from conftest import needs_data
 
+from motioncore.core.euler import euler_to_quat, quat_to_euler
 from motioncore.core.fcurve import fcurve_evaluate, fcurve_handles
-from motioncore.core.rotations import euler_to_quat, quat_normalize, quat_to_euler
+from motioncore.core.rotations import quat_normalize
 from motioncore.eval.baselines import BASELINES, bezier, bezier_quat, interp
 from motioncore.eval.run import resolve_models
 

@@ -14,7 +14,7 @@ from motioncore.core import keyfit
 def lafan_channels():
     """(T, C) Euler angles (radians, ZYX as Blender's importer keys them) of every joint of the LAFAN1 clip's
     first 600 frames."""
-    from motioncore.core.rotations import quat_to_euler
+    from motioncore.core.euler import quat_to_euler
     from motioncore.data.cache import data_root, unpack
     from motioncore.io.bvh import read_bvh
     path = unpack(data_root() / "lafan1_sample" / "lafan1_sample.tar.xz", progress=False) / "lafan1_walk_7184f.bvh"

@@ -8,10 +8,9 @@ import torch
 from helpers.rotations import BACKENDS, Backend, N, rand_quat, sign_free_err, sp_quat
 from scipy.spatial.transform import Rotation, Slerp
 
+from motioncore.core.euler import euler_to_quat, matrix_to_euler, quat_to_euler
 from motioncore.core.rotations import (
     axis_angle_to_quat,
-    euler_to_quat,
-    matrix_to_euler,
     matrix_to_quat,
     quat_angle,
     quat_apply,
@@ -23,7 +22,6 @@ from motioncore.core.rotations import (
     quat_normalize,
     quat_slerp,
     quat_to_axis_angle,
-    quat_to_euler,
     quat_to_matrix,
     quat_to_rot6d,
     rot6d_to_matrix,

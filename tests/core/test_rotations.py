@@ -7,14 +7,12 @@ import torch
 from helpers.rotations import BACKENDS, Backend, N, assert_rotation, rand_euler, rand_quat, sign_free_err, sp_quat
 from scipy.spatial.transform import Rotation
 
+from motioncore.core.euler import euler_to_matrix, euler_to_quat, matrix_to_euler, quat_to_euler
 from motioncore.core.rotations import (
     EULER_ORDERS,
     axis_angle_to_matrix,
     axis_angle_to_quat,
-    euler_to_matrix,
-    euler_to_quat,
     matrix_to_axis_angle,
-    matrix_to_euler,
     matrix_to_quat,
     matrix_to_rot6d,
     quat_angle,
@@ -25,7 +23,6 @@ from motioncore.core.rotations import (
     quat_mul,
     quat_normalize,
     quat_to_axis_angle,
-    quat_to_euler,
     quat_to_matrix,
     quat_to_rot6d,
     rot6d_to_matrix,

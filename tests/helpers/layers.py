@@ -14,7 +14,7 @@ ROLES = {
 
 
 def layer_of(mod: str) -> str:
-    """``motioncore.tasks.infill`` -> ``tasks``; ``motioncore.families.body.gate`` -> ``tasks`` (its role)."""
+    """``motioncore.tasks.locomotion`` -> ``tasks``; ``motioncore.families.body.gate`` -> ``tasks`` (its role)."""
     parts = mod.split(".")
     if len(parts) > 3 and parts[1] == "families":
         return ROLES[parts[3].split("_")[0]]

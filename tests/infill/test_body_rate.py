@@ -38,7 +38,7 @@ def test_a_30_fps_walk_played_at_24_is_named_and_at_30_is_not(walk):
     assert rate_check(model, meta, q, root, keys, ~keys, None) is None
     # what the check cannot tell (its module docstring, why the warning asks): the walk resampled to a true 24 fps
     # action, played at 24, is filled closer at 30 as well
-    from motioncore.tasks.infill import at_model_rate
+    from motioncore.infill import at_model_rate
     T, J = q.shape[:2]
     q24, r24, _ = at_model_rate({**meta, "fps": 24.0}, q, root, np.ones((T, J + 1), bool), 30.0)
     k24 = gaps(*q24.shape[:2], length=12, every=48)

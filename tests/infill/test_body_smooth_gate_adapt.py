@@ -97,7 +97,7 @@ def walk():
 def test_the_gate_sends_a_harmful_correction_to_blenders_curve(walk):
     from motioncore.families.body.fill import BodyLayout
     from motioncore.families.body.model import InfillBody, InfillBodyConfig
-    from motioncore.tasks.infill import fill_clip
+    from motioncore.infill import fill_clip
 
     sk = walk.skeleton
     torch.manual_seed(0)

@@ -11,7 +11,7 @@ from conftest import needs_data
 from motioncore.core.rotations import quat_angle, quat_normalize, quat_slerp
 from motioncore.errors import MotioncoreError
 from motioncore.families.anyorder.evaluate_hands import FINGERTIPS, HandsTask, hand_keys
-from motioncore.tasks.infill import interp_channels
+from motioncore.infill import interp_channels
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 NAMES = ("WRIST", "THUMB_CMC_FE", "THUMB_CMC_AA", "THUMB_MCP_FE", "THUMB_IP_FE", "INDEX_MCP", "INDEX_PIP_FE",

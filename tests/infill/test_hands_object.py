@@ -86,8 +86,8 @@ def test_the_listing_carries_the_convention():
 
 
 def test_the_object_reaches_fill_clip_and_changes_the_fingers(served):
+    from motioncore.infill import fill_clip_at
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip_at
 
     _, c, folder, (q, root, known), obj = served
     r = c.infill_rotations(q, root, known, model="tiny-hands-obj", object_track=obj)
@@ -134,8 +134,8 @@ def test_bad_object_buffers_are_refused_in_one_line(served, arrays, match):
 
 
 def test_the_server_mirrors_a_left_hand_onto_the_model(served):
+    from motioncore.infill import fill_clip_at
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip_at
 
     p, c, folder, (q, root, known), obj = served
     arrays = {"rotations": q, "root": root, "known": known, "object_rotations": obj[0], "object_positions": obj[1]}
@@ -314,7 +314,7 @@ def test_the_hand_side_from_names():
 # ---------------------------------------------------------------------------------------------- left hand
 
 def test_a_left_hand_is_mirrored_onto_the_model_and_back_keys_exact():
-    from motioncore.tasks.infill import fill_clip_at, mirror_x
+    from motioncore.infill import fill_clip_at, mirror_x
 
     model, _, meta = _tiny(True)
     rng = np.random.default_rng(5)
@@ -341,7 +341,7 @@ def test_the_manipnet_left_hand_mirrored_is_a_right_hand():
     """ManipNet's left hand mirrored (mirror_x) on the right hand's skeleton puts every joint at the mirror
     image of where the left skeleton puts it: the model's right hand sees a real hand."""
     from motioncore.data import load
-    from motioncore.tasks.infill import mirror_x
+    from motioncore.infill import mirror_x
 
     left = next(c for c in load("manipnet-left", "test", progress=False) if c.name == "mug3/leftHand").motion
     right = next(c for c in load("manipnet-right", "test", progress=False) if c.name == "mug3/rightHand").motion

@@ -1,4 +1,4 @@
-"""In-fill at the scene's frame rate (`tasks.infill.fill_clip_at`): the clip goes to the checkpoint's rate and
+"""In-fill at the scene's frame rate (`infill.fill`): the clip goes to the checkpoint's rate and
 back, so a gap filled at 24, 30, 60 or 120 fps is the same motion in seconds (issue 12, item 11)."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from conftest import needs_data
 from motioncore.core.kinematics import resample
 from motioncore.core.motion import Motion
 from motioncore.core.rotations import quat_angle
-from motioncore.tasks.infill import fill_clip, fill_clip_at, resample_frames
+from motioncore.infill import fill_clip, fill_clip_at
+from motioncore.infill.rate import resample_frames
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

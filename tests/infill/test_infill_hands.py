@@ -56,9 +56,9 @@ def _window(side: str = "right", start: int = 300, length: int = 40):
 
 @needs_data
 def test_bundled_fill_keeps_keys_and_is_a_smooth_correction_of_bezier():
+    from motioncore.infill import fill_clip
     from motioncore.models.checkpoint import load_tensors
     from motioncore.models.registry import load_model, resolve
-    from motioncore.tasks.infill import fill_clip
 
     model, meta = load_model("infill-hands")
     tensors, _ = load_tensors(resolve("infill-hands"))
@@ -84,8 +84,8 @@ def test_bundled_fill_keeps_keys_and_is_a_smooth_correction_of_bezier():
 
 @needs_data
 def test_left_hand_by_mirroring_equals_filling_its_mirror_image():
+    from motioncore.infill import fill_clip, fill_clip_at, mirror_x
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip, fill_clip_at, mirror_x
 
     model, meta = load_model("infill-hands")
     q, root, keys, obj = _window("left")
@@ -160,7 +160,7 @@ def test_eval_hands_cli_per_take_json_and_baselines_match_the_window_reference(t
     from motioncore.data import lafan1_windows, load
     from motioncore.families.anyorder.evaluate_hands import TASKS, bezier_channels, hand_keys
     from motioncore.families.anyorder.model_elements import body_joints
-    from motioncore.tasks.infill import interp_channels
+    from motioncore.infill import interp_channels
 
     out = tmp_path / "hands.json"
     assert main(["eval", "hands", "--task", "wrist-every-10", "--threads", "1", "--quiet", "--json", str(out)]) == 0

@@ -36,7 +36,7 @@ def test_weight_zero_is_the_clip_rate_bezier_of_the_windows_keys(walk120):
     from motioncore.core.gaps import context_frames
     from motioncore.core.rotations import quat_angle
     from motioncore.eval.keyed import bezier_quat_keys
-    from motioncore.tasks.infill import fill_clip_at
+    from motioncore.infill import fill_clip_at
 
     model, meta, m, known = walk120
     rj = int(meta["root_joint"])
@@ -54,7 +54,7 @@ def test_weight_zero_is_the_clip_rate_bezier_of_the_windows_keys(walk120):
 @needs_data
 def test_the_correction_is_one_smooth_curve_per_gap_at_the_clips_frames(walk120):
     from motioncore.core.rotations import quat_angle
-    from motioncore.tasks.infill import fill_clip_at
+    from motioncore.infill import fill_clip_at
 
     model, meta, m, known = walk120
     rj = int(meta["root_joint"])
@@ -76,7 +76,7 @@ def test_the_correction_is_one_smooth_curve_per_gap_at_the_clips_frames(walk120)
 
 
 def test_blocking_counts_only_single_keys_on_model_frames():
-    from motioncore.tasks.infill import blocked_on_model_frames
+    from motioncore.infill import blocked_on_model_frames
 
     T, J = 200, 3
     keys = np.zeros((T, J + 1), bool)
@@ -96,7 +96,7 @@ def test_blocking_at_120_fps_keeps_the_keys_and_has_no_kink_at_the_model_frames(
     """Keys every 40 frames at 120 fps (every 10 at the model's 30): filled at the model's rate, its change brought
     back by a cubic spline; slerping between model frames instead would bend the motion at every 4th frame."""
     from motioncore.core.rotations import quat_angle
-    from motioncore.tasks.infill import fill_clip_at
+    from motioncore.infill import fill_clip_at
 
     model, meta, r, _ = walk120
     J, rj = r.skeleton.num_joints, int(meta["root_joint"])

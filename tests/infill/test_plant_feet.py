@@ -135,8 +135,8 @@ def test_the_hips_move_only_where_a_leg_cannot_reach(walk):
 
 @needs_data
 def test_fill_clip_plants_the_feet_by_default_and_the_gate_keeps_them_off_a_glide(walk, one_thread):
+    from motioncore.infill import fill_clip
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip
 
     m, q, p, known = walk
     model, meta = load_model("infill-body")
@@ -173,8 +173,8 @@ def test_the_feet_are_planted_at_the_clips_own_rate(walk, one_thread):
     """A 60 fps clip is filled at its own rate (families.body.fill_rate); the gate judges planting at the model's
     rate and the feet are planted at the clip's: keys bit-identical, the filled feet skate less."""
     from motioncore.core.kinematics import resample
+    from motioncore.infill import fill_clip_at
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip_at
 
     m = resample(walk[0], 60.0)
     sk = m.skeleton
@@ -196,8 +196,8 @@ def test_the_feet_are_planted_at_the_clips_own_rate(walk, one_thread):
 def test_blocking_plants_the_feet_on_the_models_contact_output(walk, one_thread):
     """A pose every 10 frames: no keyed stretch to judge planting on and nothing in the keys to tell where a foot is
     down; a model with a contact output (``infill-body-spline``) plants on it, keys exact, the feet slide less."""
+    from motioncore.infill import fill_clip
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip
 
     m, q, p, _ = walk
     model, meta = load_model("infill-body-spline")

@@ -8,9 +8,10 @@ import torch
 
 from motioncore.core.rotations import quat_apply, quat_mul, quat_normalize
 from motioncore.data.hand_object import COND_DIM, cond_stats, normalise_cond, object_features
+from motioncore.families.anyorder.loss import make_loss_fn
 from motioncore.families.anyorder.model import AnyOrderTransformer
 from motioncore.families.anyorder.model_elements import motion_config
-from motioncore.families.anyorder.model_sampling import grid_prior, log_likelihood, make_loss_fn, sample
+from motioncore.families.anyorder.model_sampling import grid_prior, log_likelihood, sample
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0, num_mixtures=3, prior=True, offset_scale=1.0)
 D = 5
@@ -109,8 +110,8 @@ def test_object_features_are_invariant_to_a_rigid_move_of_the_world():
 
 
 def test_fill_clip_takes_an_optional_object_track():
+    from motioncore.infill import fill_clip, fill_clip_at
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip, fill_clip_at
 
     _, meta = load_model("anyorder-hands")  # a hand skeleton and its root normalisation
     J = len(meta["skeleton"]["names"])

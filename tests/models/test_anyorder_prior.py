@@ -6,17 +6,11 @@ import pytest
 import torch
 
 from motioncore.errors import ShapeError
+from motioncore.families.anyorder.loss import make_loss_fn, motion_conditions
 from motioncore.families.anyorder.model import AnyOrderTransformer
 from motioncore.families.anyorder.model_elements import group_channels, motion_config
 from motioncore.families.anyorder.model_prior import key_prior
-from motioncore.families.anyorder.model_sampling import (
-    grid_prior,
-    log_likelihood,
-    make_loss_fn,
-    motion_conditions,
-    sample,
-    teacher_forced,
-)
+from motioncore.families.anyorder.model_sampling import grid_prior, log_likelihood, sample, teacher_forced
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0, num_mixtures=3)
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from motioncore.core.rotations import quat_conj, quat_mul, quat_normalize, quat_to_rot6d
+from motioncore.families.anyorder.loss import make_loss_fn
 from motioncore.families.anyorder.model import AnyOrderTransformer
 from motioncore.families.anyorder.model_elements import (
     from_key_frame,
@@ -20,7 +21,7 @@ from motioncore.families.anyorder.model_elements import (
 )
 from motioncore.families.anyorder.model_heads import split_mog
 from motioncore.families.anyorder.model_prior import key_envelope, key_prior
-from motioncore.families.anyorder.model_sampling import key_frame_in, make_loss_fn, sample
+from motioncore.families.anyorder.model_sampling import key_frame_in, sample
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, dropout=0.0, num_mixtures=3)
 
@@ -87,7 +88,7 @@ def test_relative_loss_sees_the_key_frame_view():
     ab.load_state_dict(rel.state_dict())
     q, r = _motion(4, 20, 2, seed=2)
     grid = group_channels(rel.cfg, motion_to_elements(q, r))
-    from motioncore.families.anyorder.model_sampling import motion_conditions
+    from motioncore.families.anyorder.loss import motion_conditions
 
     cond = motion_conditions(4, 20, 1, torch.Generator().manual_seed(1)).view(4, 20, 1)
     view, _ = key_frame_in(rel, grid, cond)

@@ -7,7 +7,8 @@ import torch
 
 from motioncore.errors import ShapeError
 from motioncore.families.mann.model import MANN, MANNConfig
-from motioncore.families.pfnn.model import PFNN, PFNNConfig, PFNNRuntime
+from motioncore.families.pfnn.model import PFNN, PFNNConfig
+from motioncore.families.pfnn.model_runtime import PFNNRuntime
 from motioncore.families.style.model_layers import FactorizedLinear, StyleEncoder, StyleEncoderConfig
 
 D_IN, D_OUT, RANK, Z = 7, 5, 3, 4

@@ -11,11 +11,10 @@ from motioncore.errors import ShapeError
 from motioncore.families.pfnn.model import (
     PFNN,
     PFNNConfig,
-    PFNNRuntime,
     catmull_rom_dense,
     catmull_rom_weights,
-    runtime_error,
 )
+from motioncore.families.pfnn.model_runtime import PFNNRuntime, runtime_error
 
 D_IN, D_HID, D_OUT = 7, 6, 5
 

@@ -8,19 +8,16 @@ import torch
 
 from motioncore.core.rotations import matrix_to_rot6d, rot6d_to_matrix
 from motioncore.errors import ShapeError
+from motioncore.families.anyorder.loss import conditioned_order, make_loss_fn, motion_conditions, subset_conditions
 from motioncore.families.anyorder.model import AnyOrderConfig, AnyOrderTransformer
 from motioncore.families.anyorder.model_elements import motion_config
 from motioncore.families.anyorder.model_heads import entropy
 from motioncore.families.anyorder.model_sampling import (
     ORDERS,
     bisection_frames,
-    conditioned_order,
     log_likelihood,
-    make_loss_fn,
-    motion_conditions,
     sample,
     static_order,
-    subset_conditions,
     teacher_forced,
 )
 from motioncore.train.loop import TrainConfig, fit

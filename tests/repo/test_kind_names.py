@@ -43,8 +43,9 @@ def test_every_record_resolves_to_its_code():
     for k in KINDS.values():
         cfg, model = hook(k.config), hook(k.model)
         assert isinstance(cfg, type) and isinstance(model, type), k.kind
-        if k.fill is not None:
-            assert callable(hook(k.fill)), k.kind
+        if k.family is not None:   # an in-filling family: a class with the protocol's methods (infill.family)
+            fam = hook(k.family)
+            assert isinstance(fam, type) and callable(fam.fit) and callable(fam.fill), k.kind
     for f in FAMILIES:
         assert f.train is None or callable(hook(f.train)), f.package
         assert (ROOT / "src" / "motioncore" / "families" / f.package / "__init__.py").is_file(), f.package

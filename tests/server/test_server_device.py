@@ -20,8 +20,8 @@ DEVICE = os.environ.get("MOTIONCORE_TEST_DEVICE", "cuda")
 
 def test_the_served_body_infill_on_the_device_matches_the_cpu_library(tmp_path):
     from motioncore.data import load
+    from motioncore.infill import fill_clip
     from motioncore.models.registry import load_model, resolve
-    from motioncore.tasks.infill import fill_clip
 
     if DEVICE.startswith("cuda") and not torch.cuda.is_available():
         pytest.skip("no CUDA device (GPU) on this machine")

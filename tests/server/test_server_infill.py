@@ -1,4 +1,4 @@
-"""The rotation form of ``infill``, served by an any-order checkpoint (``motioncore.tasks.infill.fill_clip``).
+"""The rotation form of ``infill``, served by an any-order checkpoint (``motioncore.infill.fill``).
 
 The checkpoint here is an untrained grouped-frame model with the keys' interpolation prior on the real
 Bandai skeleton: at temperature 0 it returns the interpolation itself, which makes its output checkable.
@@ -47,7 +47,7 @@ def served(tmp_path_factory):
 
 
 def test_fills_between_keys_keeps_the_keys_and_is_seeded(served):
-    from motioncore.tasks.infill import interp_channels
+    from motioncore.infill import interp_channels
 
     p, c, q, root = served
     known = np.zeros(T, bool)

@@ -53,7 +53,7 @@ def test_temperature_zero_gets_the_deterministic_model_with_its_base(served):
     pos = np.broadcast_to(sk.offsets, (T, sk.num_joints, 3)).copy()
     pos[:, 1] = root
     kn = np.repeat(known[:, None], sk.num_joints + 1, 1)[None]
-    from motioncore.tasks.infill import fill_clip
+    from motioncore.infill import fill_clip
 
     # sparse keys: the gate leaves the key next to the gap out and predicts it from frames 8 and 39
     assert [g["method"] for g in r.content["gate"]] == ["leave-one-key-out"]
@@ -97,7 +97,7 @@ def long_clip(served):
 
 
 def test_the_gate_is_fitted_on_the_requests_own_keys_as_the_library_fits_it(served, long_clip):
-    from motioncore.tasks.infill import fill_clip
+    from motioncore.infill import fill_clip
 
     c, _, _, model, _ = served
     q, root, known = long_clip

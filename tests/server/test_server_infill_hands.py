@@ -38,8 +38,8 @@ def _window(side: str):
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_hands_request_gets_the_library_answer_and_bezier_as_base(served, side):
     from motioncore.families.hands.fill import bezier_fingers
+    from motioncore.infill import fill_clip_at
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip_at
 
     c = served
     q, root, keys, obj = _window(side)

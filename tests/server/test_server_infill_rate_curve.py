@@ -31,7 +31,7 @@ def served(tmp_path_factory, raw_file):
 
 
 def test_best_rate_fills_at_the_rate_the_test_gaps_choose_and_keeps_the_keys(served):
-    from motioncore.tasks.infill import fill_clip_at
+    from motioncore.infill import fill_clip_at
 
     c, model, meta, q, root, keys = served
     r = c.infill_rotations(q, root, keys, model="infill-body", fps=24.0, rate="best", plant_feet=False)

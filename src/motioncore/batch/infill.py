@@ -1,7 +1,7 @@
 """Batch in-filling: fill dropped or marked frames in many BVH clips with an any-order checkpoint.
 
 ``motioncore batch infill SRC --out DIR`` reads every BVH under SRC (folder or glob), finds the frames to
-fill, fills them with ``motioncore.tasks.infill.fill_clip`` and writes ``DIR/<base name>.bvh`` (temporary file
+fill, fills them with ``motioncore.infill.fill`` and writes ``DIR/<base name>.bvh`` (temporary file
 + rename, so a killed run leaves no half file; a re-run skips finished outputs) plus ``DIR/report.json``
 (per file: status, frames filled, gaps, foot skate (`batch.skate`), seconds, error and stage). Inputs are never modified; a bad file
 is recorded and the batch goes on; the exit code is 1 when any file failed.
@@ -15,7 +15,7 @@ Frames to fill, per clip (both may be used together):
 Any biped is filled on its own skeleton and at its own frame rate (``fill_motion``): a clip on another
 skeleton than the checkpoint's goes through the model's skeleton and back as ``motioncore eval infill`` does
 (`eval.keyed.on_skeleton`: the body read from the clip's frames, `retarget.topology`), a clip at another rate
-to the model's rate and back (`tasks.infill.fill_clip_at`). Each output has the input's skeleton, frame rate
+to the model's rate and back (`infill.fill`). Each output has the input's skeleton, frame rate
 and frame count, and a BVH output keeps every frame outside the gaps byte for byte (the input's own lines).
 Clips whose body cannot be mapped onto the model's (a quadruped) are refused before any work; the report
 names, per file, the model joints the clip lacks and the clip's joints the model does not drive (those
@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MotioncoreError
+from ..infill import Request, family_for, fill
+from ..infill.learn import learn
 from ..io.atomic import check_output_dir
 from ..models.kinds import default_model, spec
 from .errors import BatchError
@@ -79,19 +82,18 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
     from ..core.motion import Motion
     from ..core.skeleton import Skeleton
     from ..eval.keyed import on_skeleton
-    from ..tasks.infill import fill_clip_at
-
     msk = Skeleton.from_dict(meta["skeleton"])
     rj = int(meta["root_joint"])
     learns_by_adapt = (k := spec(meta)) is not None and k.learn == "adapt"
+    family = family_for(meta)   # the model's in-fill family, resolved once per clip (``infill.family``)
 
-    def fill(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def fill_on_model(_sk: Any, q: np.ndarray, p: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_q, out_p = q.copy(), p.copy()
         for n in range(q.shape[0]):   # the model at its rate, the clip at its own (`fill_clip_at`)
-            net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps) \
+            net, kw = _adapted(model, meta, q[n], p[n, :, rj], known[n], m.fps, adapt, info, adapt_steps, family) \
                 if (adapt > 0 or adapt_steps > 0) and learns_by_adapt else (model, {})
-            f = fill_clip_at(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed,
-                             plant_feet=plant_feet, **kw)
+            f = fill(Request(net, meta, q[n], p[n, :, rj], known[n], m.fps, temperature=temperature, seed=seed,
+                             plant_feet=plant_feet, family=family, **kw))
             out_q[n], out_p[n, :, rj] = f.rotations[0], f.root[0]
             if info is not None and f.gate is not None:
                 info["gate"] = f.gate.summary()
@@ -101,7 +103,7 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
         return out_q, out_p
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
-    run = on_skeleton(fill, msk, None if conv is None else np.asarray(conv, np.float64), joint_map)
+    run = on_skeleton(fill_on_model, msk, None if conv is None else np.asarray(conv, np.float64), joint_map)
     known = ~np.asarray(todo, bool)
     q, p = run(m.skeleton, m.rotations[None], m.positions[None], known[None])
     q = np.where(known[:, None, None], m.rotations, q[0])   # bit-identical outside the gaps
@@ -110,25 +112,19 @@ def fill_motion(m: Any, model: Any, meta: dict, todo: np.ndarray, joint_map: Any
 
 
 def _adapted(model: Any, meta: dict, q: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float, seconds: float,
-             info: dict | None, steps: int = 0) -> tuple[Any, dict[str, Any]]:
-    """Learn This Action on the clip's keys at the model's rate: (the network to fill with, fill_clip's gate
-    arguments). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
-    from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
-
-    from ..errors import MotioncoreError
-    from ..tasks.infill import at_model_rate
-
-    mq, mr, mk = at_model_rate(meta, q, root, known, fps)
-    try:
-        ad = adapt_infill(model, meta, mq, mr, mk, seconds=seconds if seconds > 0 else DEFAULT_SECONDS,  # a limit
-                          steps=steps or None)
+             info: dict | None, steps: int = 0, family: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Learn This Action on the clip's keys (``infill.learn``, at the model's rate): (the network to fill with, the
+    request fields it sets). Too little keyed to learn from: the shipped model, and ``info["adapt"]`` says why."""
+    try:   # ``seconds`` a limit (the family's default when 0), ``steps`` the budget
+        learnt = learn(Request(model, meta, q, root, known, fps, family=family),
+                       seconds=seconds if seconds > 0 else None, steps=steps or None)
     except MotioncoreError as e:
         if info is not None:
             info["adapt"] = {"skipped": str(e)}
         return model, {}
     if info is not None:
-        info["adapt"] = ad.summary()
-    return ad.model, {"gate_limit": ad.held or None}
+        info["adapt"] = learnt.summary
+    return learnt.model, learnt.fields
 
 
 def fill_file(path: str, out_dir: str, model_name: str, gaps: Mapping[str, Any], frozen: int,
@@ -241,7 +237,6 @@ def run_batch_infill(src: str, out_dir: str, model: str = default_model("infill"
     Every argument is checked before any work (``BatchError`` naming it): the output folder, the model
     (an any-order in-filling checkpoint), ``frozen`` >= 0, the gap file (its shape, every gap inside its clip's
     frames; keys naming no input clip are warned about on stderr and listed in the report's ``gaps_unmatched``)."""
-    from ..errors import MotioncoreError
     from ..models.registry import check_model
 
     out = Path(out_dir)
@@ -305,7 +300,6 @@ def _check_joints(files: Sequence[Path], model: str) -> dict[Path, str]:
 
 
 def read_header_names(f: Path) -> list[str] | None:
-    from ..errors import MotioncoreError
     from ..io.bvh import read_bvh_header
 
     try:
@@ -358,7 +352,6 @@ def _check_gap_ranges(gaps: Mapping[str, Any], files: Sequence[Path], gaps_file:
     its header (`io.bvh.read_bvh_header`). A gap past a clip's end stops the run (``BatchError``, exit 2) with
     one line naming the clip, the gap and the clip's length (and how many more are out). A header that cannot
     be read, and .fbx / .blend clips, are left to the per-file job (stage ``gaps``)."""
-    from ..errors import MotioncoreError
     from ..io.bvh import read_bvh_header
 
     bad = []

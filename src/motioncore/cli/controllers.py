@@ -142,9 +142,9 @@ def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
     from ..core.motion import Motion
     from ..core.rotations import quat_angle
     from ..errors import MotioncoreError
+    from ..infill import Request, fill, interp_channels
     from ..io.bvh import read_bvh, write_bvh
     from ..models.registry import load_model
-    from ..tasks.infill import fill_clip, interp_channels
 
     t0 = time.perf_counter()
     model, meta = load_model(name)
@@ -156,7 +156,7 @@ def demo_infill(out: FilePath, name: str, walk_bvh: str) -> dict[str, Any]:
     known[:10] = True
     known[9::DEMO_KEY_EVERY] = True
     known[-1] = True
-    f = fill_clip(model, meta, walk.rotations, walk.positions[:, rj], known)
+    f = fill(Request(model, meta, walk.rotations, walk.positions[:, rj], known))
     pos = walk.positions.copy()
     pos[:, rj] = f.root[0]
     filled = Motion(walk.skeleton, f.rotations[0], pos, walk.fps)

@@ -100,30 +100,6 @@ def _cmd_eval_infill(args: argparse.Namespace) -> int:
     return 0
 
 
-def _outside_clips(pattern: str, model: str) -> list:
-    """BVH clips from a folder or glob at 30 fps (``eval.run``), each checked against the model's body (its own
-    joint map, read from its frames); a clip that cannot be mapped is left out with one stderr line naming why."""
-    from ..core.skeleton import Skeleton
-    from ..eval.run import _clips_from_files
-    from ..models.checkpoint import read_meta
-    from ..models.registry import resolve
-    from ..retarget import RetargetError, auto_map, check_map, clip_poses
-
-    msk = Skeleton.from_dict(read_meta(resolve(model))["skeleton"])
-    out = []
-    for c in _clips_from_files(pattern, False):
-        m = c.motion
-        if not (m.skeleton.same_topology(msk) and list(m.skeleton.names) == list(msk.names)):
-            try:
-                poses = clip_poses(m)
-                check_map(auto_map(m.skeleton, msk, source_poses=poses), m.skeleton, msk, m.name, source_poses=poses)
-            except RetargetError as e:
-                print(f"eval clips: left out {m.name!r}: {e}", file=sys.stderr)
-                continue
-        out.append(m)
-    return out
-
-
 def _cmd_eval_clips(args: argparse.Namespace) -> int:
     import json
 
@@ -141,7 +117,9 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
     if args.data in REGISTRY:
         pool = [c.motion for c in load(args.data, "test", fps=30, progress=not args.quiet)]
     else:   # outside clips (a folder or glob of BVH), each on its own skeleton; those no body maps onto are named
-        pool = _outside_clips(args.data, args.model)
+        from ..eval.run import outside_clips
+
+        pool = outside_clips(args.data, args.model, lambda line: print(line, file=sys.stderr))
     clips = [m for m in pool if not args.subject or any(m.name.startswith(f"{s}_") for s in args.subject)]
     if args.limit:
         clips = clips[:args.limit]

@@ -264,3 +264,23 @@ def _evaluate(x: np.ndarray, y: np.ndarray, frames: np.ndarray, smoothing: str) 
     out = v**3 * y0 + 3.0 * v * v * u * y1 + 3.0 * v * u * u * y2 + u**3 * y3
     at_key = frames == x[k]
     return np.where(at_key, y0, out)
+
+
+def keys_bezier(x: np.ndarray, y: np.ndarray, frames: int | np.ndarray, smoothing: str = "CONT_ACCEL"
+                ) -> np.ndarray:
+    """Blender's Bezier of keys at frames ``x`` (K,) with values ``y`` (C, K) at ``frames`` (F,) (an int n: every
+    frame 0 .. n - 1) -> (C, F): ``fcurve_evaluate`` between the first and the last key, held before the first and
+    after the last (constant extrapolation; a single key: held everywhere). The one Bezier of the keys of the
+    library's fills and baselines and of the add-on's curves (vendored)."""
+    x, y = np.asarray(x, np.float64), np.atleast_2d(np.asarray(y, np.float64))
+    t = np.arange(frames, dtype=np.float64) if np.ndim(frames) == 0 else np.asarray(frames, np.float64)
+    out = np.empty((y.shape[0], t.size))
+    if x.size == 1:
+        out[:] = y[:, :1]
+        return out
+    inside = (t >= x[0]) & (t <= x[-1])
+    if inside.any():
+        out[:, inside] = fcurve_evaluate(x, y, t[inside], smoothing)
+    out[:, t < x[0]] = y[:, :1]
+    out[:, t > x[-1]] = y[:, -1:]
+    return out

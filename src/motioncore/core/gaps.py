@@ -1,7 +1,7 @@
 """Gaps and the windows sent around them: the one home of the rules, for the library and the add-on.
 
 A *gap* is a run of frames with something to fill; a *window* is a gap with the keyed frames around it
-that the model sees as context. The library's ``tasks.infill.fill_clip`` and the add-on (which reads only
+that the model sees as context. The library's ``infill.fill`` and the add-on (which reads only
 these frames off the rig, `addon/blender/rigio.py`) both window with this module; the add-on holds a
 vendored copy (scripts/build_addon.py), so it imports numpy only.
 
@@ -19,6 +19,18 @@ def runs(mask: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) runs of True in a (T,) bool mask."""
     d = np.diff(np.r_[0, np.asarray(mask, bool).astype(np.int8), 0])
     return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
+
+
+def unkeyed_runs(known: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Per element (column) of a (T, E) key mask, the [start, end) runs of its unkeyed frames; none for an element
+    with no key at all (nothing to fill between)."""
+    k = np.asarray(known, bool)
+    return [runs(~k[:, e]) if k[:, e].any() else [] for e in range(k.shape[1])]
+
+
+def longest_run(mask: np.ndarray) -> int:
+    """The length of the longest run of True in a (T,) bool mask (0 when none)."""
+    return max((e - s for s, e in runs(mask)), default=0)
 
 
 def gap_windows(missing: np.ndarray, context: int = CONTEXT) -> list[tuple[int, int, int, int]]:

@@ -108,7 +108,7 @@ def matrix_to_quat(m: np.ndarray) -> np.ndarray:
 def euler_to_quat(angles: np.ndarray, order: str) -> np.ndarray:
     """(..., 3) -> (..., 4) WXYZ from *intrinsic* Euler angles in ``order`` (``angles[..., 0]`` about ``order[0]``,
     applied first in the parent's frame): "ZXY" is Rz(a0) Rx(a1) Ry(a2), BVH channel order. The one Euler
-    convention of the project (``core.rotations.euler_to_quat`` is the same for numpy and torch, a test checks);
+    convention of the project (``core.euler.euler_to_quat`` is the same for numpy and torch, a test checks);
     Blender's rotation modes are read through it by ``blender_euler_to_quat``."""
     axis = {"X": 0, "Y": 1, "Z": 2}
     if not isinstance(order, str) or len(order) != 3 or sorted(order) != ["X", "Y", "Z"]:
@@ -190,3 +190,17 @@ def blender_quat_to_euler(q: np.ndarray, mode: str, prev: np.ndarray | None = No
     nearest to it (:func:`nearest_euler`)."""
     out, alt = blender_euler_pair(q, mode)
     return out if prev is None else nearest_euler(out, alt, np.asarray(prev, np.float64))
+
+
+def blend_pose(uq: np.ndarray, up: np.ndarray, fq: np.ndarray, fp: np.ndarray, w: float | np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """From the user's curve (rotations ``uq`` (..., J, 4), positions ``up``) toward the fill (``fq``, ``fp``) by
+    ``w``: a number, or per frame an array that broadcasts against the rotations' (..., J) and the positions' (..., 3)
+    (a clip's (T, 1)). Rotations by normalised linear interpolation on the user's hemisphere, positions linearly;
+    ``w`` 0 gives the user's curve exactly. The one blend of the server's gate (``families.body.gate_curve``) and the
+    add-on's correction (``addon/core/correct.py``)."""
+    w = np.asarray(w, np.float64)
+    wq = w[..., None] if w.ndim else w
+    f = np.where(np.sum(uq * fq, -1, keepdims=True) < 0, -fq, fq)
+    q = np.where(wq == 0.0, uq, quat_normalize(uq + wq * (f - uq)))
+    return q, np.where(w == 0.0, up, up + w * (fp - up))

@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core.fcurve import fcurve_evaluate
-from ..core.rotations import euler_to_quat, quat_continuity, quat_normalize, quat_slerp, quat_to_euler
+from ..core.euler import euler_to_quat, quat_to_euler
+from ..core.fcurve import keys_bezier
+from ..core.rotations import quat_continuity, quat_normalize, quat_slerp
 from ..core.skeleton import Skeleton
 from ..errors import ShapeError
 
@@ -77,8 +78,7 @@ def _bezier_channels(keys: np.ndarray, x: np.ndarray, n_past: int, n_trans: int)
     frames ``x`` (K,), evaluated on the transition frames -> (N, n_trans, ...)."""
     N, K = keys.shape[:2]
     y = np.moveaxis(keys, 1, -1).reshape(-1, K)  # (C, K): every (window, channel) is one curve
-    frames = np.arange(n_past, n_past + n_trans, dtype=np.float64)
-    out = fcurve_evaluate(x, y, frames)  # (C, n_trans)
+    out = keys_bezier(x, y, n_past + n_trans + 1)[:, n_past:n_past + n_trans]  # (C, n_trans)
     return np.moveaxis(out.reshape(keys.shape[:1] + keys.shape[2:] + (n_trans,)), -1, 1)
 
 

@@ -1,5 +1,5 @@
 """The animator's benchmark (``motioncore eval clips``): whole clips keyed at every frame except N gaps of L
-frames, filled the way the add-on and ``batch infill`` fill them (``tasks.infill.fill_clip`` on the model's
+frames, filled the way the add-on and ``batch infill`` fill them (``infill.fill`` on the model's
 skeleton, other skeletons through ``eval.keyed.on_skeleton``), and scored against the deleted truth *and*
 against Blender's Bezier of the same keys.
 

@@ -27,18 +27,10 @@ from tqdm import tqdm
 from motioncore.families.body.fill import bezier_fill, bezier_quats
 
 from ..core import feet as foots
+from ..core.euler import euler_to_quat, quat_to_euler
 from ..core.kinematics import find_body_joints
 from ..core.motion import Motion
-from ..core.rotations import (
-    euler_to_quat,
-    quat_apply,
-    quat_continuity,
-    quat_inv,
-    quat_mul,
-    quat_normalize,
-    quat_slerp,
-    quat_to_euler,
-)
+from ..core.rotations import quat_apply, quat_continuity, quat_inv, quat_mul, quat_normalize, quat_slerp
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
 from ..retarget import auto_map, own_convention, retarget

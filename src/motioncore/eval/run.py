@@ -27,7 +27,9 @@ from ..data.windows import TEST, TRAIN, lafan1_windows
 from ..errors import DataError, MotioncoreError
 from ..io.bvh import read_bvh
 from ..io.files import check_suffix, files_with_suffix
-from ..retarget import auto_map, check_map, load_overrides
+from ..models.checkpoint import read_meta
+from ..models.registry import resolve
+from ..retarget import RetargetError, auto_map, check_map, clip_poses, load_overrides
 from .baselines import BASELINES, Fill
 from .infill import Results, evaluate_infill
 from .keyed import KEY_BASELINES, KeyFill, evaluate_keys, key_fill, lafan_fill, on_skeleton
@@ -199,3 +201,23 @@ def run_keys_eval(data: str, model_names: list[str], every: tuple[int, ...] = (8
           file=sys.stderr)
     return evaluate_keys(models, test_w.skeleton, test_w.rotations, test_w.positions, mean, std, every,
                          progress=progress), len(test_w)
+
+
+def outside_clips(pattern: str, model: str, say=None) -> list:
+    """BVH clips from a folder or glob at 30 fps (``_clips_from_files``), each checked against the model's body (its
+    own joint map, read from its frames; ``eval clips``): a clip that cannot be mapped is left out, and ``say`` (a
+    line callable) names why."""
+    msk = Skeleton.from_dict(read_meta(resolve(model))["skeleton"])
+    out = []
+    for c in _clips_from_files(pattern, False):
+        m = c.motion
+        if not (m.skeleton.same_topology(msk) and list(m.skeleton.names) == list(msk.names)):
+            try:
+                poses = clip_poses(m)
+                check_map(auto_map(m.skeleton, msk, source_poses=poses), m.skeleton, msk, m.name, source_poses=poses)
+            except RetargetError as e:
+                if say is not None:
+                    say(f"eval clips: left out {m.name!r}: {e}")
+                continue
+        out.append(m)
+    return out

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.euler import euler_to_quat, quat_to_euler
 from ..core.motion import Motion
-from ..core.rotations import euler_to_quat, quat_to_euler
 from ..core.skeleton import Skeleton
 from ..errors import BVHError, ShapeError
 from .atomic import atomic_write_text

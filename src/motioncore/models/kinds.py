@@ -4,7 +4,7 @@ A checkpoint's JSON names its ``kind``; everything that acts on a kind asks this
 which config and net to build (``models.registry``), which command runs it (``task``), which request types the
 server serves and with which loader, whether it answers deterministically (one answer, its Bezier base beside
 it), whether it learns at request time, how ``motioncore train`` and ``motioncore eval`` reach it, and which
-bundled model is the default where none is named. Hooks are named by dotted path (``"module:attr"``) and
+bundled model is the default where none is named. Classes and hooks are named by dotted path (``"module:attr"``) and
 imported on first use (``hook``), so this low layer never imports the families it lists.
 
 Outside this module and ``families/``, no code names a kind (tests/repo/test_kind_names.py counts them).
@@ -31,9 +31,8 @@ class Kind:
     serves: tuple[str, ...] = ()   # the server's request types (empty: not served)
     loader: str | None = None      # the server's loader for it: infill, controller or style
     deterministic: bool = False    # one answer (temperature and samples repeat it), its Bezier base beside it
-    fill: str | None = None        # "module:function" that fills a whole clip (tasks.infill.fill_clip; None: sampling)
-    fill_at: str | None = None     # "module:function" that fills a clip at its own rate (tasks.infill.fill_clip_at;
-    #                                None: through the checkpoint's rate and back)
+    family: str | None = None      # "module:Class" of its in-filling family (``infill.family.InfillFamily``), resolved
+    #                                once when the model is loaded (``infill.family.family_for``)
     learn: str | None = None       # request-time learning on the clip's own keys: "adapt" (a request) or "learn" (a field)
     plain_mlp: bool = False        # a controller net that takes the phase as a plain input (no modes)
     gated: bool = False            # a controller whose gating network blends expert weights (MANN; no phase output)
@@ -76,17 +75,18 @@ FAMILIES: tuple[Family, ...] = (
                          serves=("mann.rollout",), loader="controller", gated=True, modes=("outputs", "weights")),),
            train_name="mann", train_checks=True, baseline="mann-1", train_data="dog"),
     Family("anyorder", (Kind("anyorder", _F + "anyorder.model:AnyOrderConfig", _F + "anyorder.model:AnyOrderTransformer",
-                             "infill", serves=("infill",), loader="infill"),),
+                             "infill", serves=("infill",), loader="infill",
+                             family=_F + "anyorder.fill:AnyOrderFamily"),),
            train=_F + "anyorder.train:train_anyorder_from_args", train_name="anyorder", train_checks=True,
            defaults=(("infill.variations", "anyorder-body"),)),
     Family("body", (Kind("infill-body", _F + "body.model:InfillBodyConfig", _F + "body.model:InfillBody", "infill",
                          serves=("infill", "adapt"), loader="infill", deterministic=True, learn="adapt",
-                         fill=_F + "body.fill_clip:fill_clip_body", fill_at=_F + "body.fill_rate:fill_clip_body_at_rate"),),
+                         family=_F + "body.fill_clip:BodyFamily"),),
            train=_F + "body.train_loop:train_infill_body_from_args", train_name="infill-body",
            defaults=(("infill", "infill-body"), ("demo.infill", "infill-body"))),
     Family("hands", (Kind("infill-hands", _F + "hands.model:InfillHandsConfig", _F + "hands.model:InfillHands",
                           "infill", serves=("infill",), loader="infill", deterministic=True, learn="learn",
-                          fill=_F + "hands.fill_clip:fill_clip_hands"),),
+                          family=_F + "hands.fill_clip:HandsFamily"),),
            train=_F + "hands.train:train_from_args", train_name="infill-hands",
            defaults=(("infill.hands", "infill-hands"), ("infill.hands.variations", "anyorder-hands"))),
     Family("style", (Kind("learnet-pfnn", _F + "style.model:LearnetPFNNConfig", _F + "style.model:LearnetPFNN", "style",

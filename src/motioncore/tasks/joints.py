@@ -1,5 +1,5 @@
 """The joints a retarget could not map, filled from the mapped ones by a per-element any-order checkpoint
-(``tasks.infill.fill_joints``): the filler ``retarget(..., missing="infill", joint_fill=...)`` takes, so that
+(``families.anyorder.fill.fill_joints``): the filler ``retarget(..., missing="infill", joint_fill=...)`` takes, so that
 ``retarget`` (a lower layer) never imports the in-fill."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 
 from ..core.motion import Motion
 from ..errors import MotioncoreError
+from ..families.anyorder.fill import fill_joints
 from ..retarget.mapping import RetargetError
-from .infill import fill_joints
 
 __all__ = ["joint_filler", "JointFill"]
 

@@ -331,7 +331,7 @@ class PFNNController(Controller):
         super().__init__(model, meta, mode)
         self.runtime = None
         if self.mode in ("constant", "linear", "cubic"):
-            from motioncore.families.pfnn.model import PFNNRuntime
+            from motioncore.families.pfnn.model_runtime import PFNNRuntime
 
             self.runtime = PFNNRuntime.from_model(model, self.mode)  # type: ignore[arg-type]
 

@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from motioncore.core.fcurve import fcurve_evaluate
+from motioncore.core.fcurve import keys_bezier
 from motioncore.core.rotations import quat_angle, quat_continuity, quat_normalize
 from motioncore.errors import MotioncoreError
+from motioncore.infill import interp_channels
 from motioncore.io.atomic import atomic_write
-from motioncore.tasks.infill import interp_channels
 
 __all__ = ["HandsTask", "TASKS", "FINGERTIPS", "hand_keys", "evaluate_hands", "evaluate_tasks", "bezier_channels",
            "grasp_closings", "plot_hands", "plot_timing", "format_hands", "format_tasks"]
@@ -107,22 +107,15 @@ def bezier_channels(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
         x = tuple(np.flatnonzero(keys[:, j]).tolist())
         if x:
             groups.setdefault(x, []).append(j)
-    t = np.arange(T)
     for x, js in groups.items():
         xs = np.asarray(x)
         y = quat_continuity(quat_normalize(q[:, xs][:, :, js]), axis=1)  # (N, K, G, 4)
         if len(xs) == 1:
             out[:, :, js] = y[:, :1]
             continue
-        inside = t[(t >= xs[0]) & (t <= xs[-1])]
         curves = np.moveaxis(y, 1, -1).reshape(-1, len(xs))  # (N * G * 4, K)
-        v = fcurve_evaluate(xs.astype(np.float64), curves, inside.astype(np.float64))
-        v = np.moveaxis(v.reshape(N, len(js), 4, len(inside)), -1, 1)  # (N, F, G, 4)
-        full = np.empty((N, T, len(js), 4))
-        full[:, inside] = v
-        full[:, :xs[0]] = y[:, :1]  # constant extrapolation
-        full[:, xs[-1] + 1:] = y[:, -1:]
-        out[:, :, js] = quat_normalize(full)
+        full = keys_bezier(xs, curves, T)   # held outside the keys
+        out[:, :, js] = quat_normalize(np.moveaxis(full.reshape(N, len(js), 4, T), -1, 1))  # (N, T, G, 4)
     return out
 
 

@@ -22,7 +22,7 @@ joints). The two hands are separate skeletons with different joint names, so one
 hand; the right hand was picked because it carries the manipulation in most takes. Train a left-hand
 model with ``data="manipnet-left"``.
 
-Loss: ``sampling.make_loss_fn("motion")``: per sequence a random permutation with animator-like
+Loss: ``loss.make_loss_fn("motion")``: per sequence a random permutation with animator-like
 conditions first (the first 1-10 frames, keyframes separated by gaps of 5-45 frames, a few partial
 frames), mean NLL (nats, a log-density: can go negative) over the rest.
 """
@@ -194,7 +194,7 @@ def train_anyorder(recipe: AnyOrderRecipe, cfg: TrainConfig, out_dir: str | Path
     import torch
 
     from motioncore.data import get_spec
-    from motioncore.families.anyorder.model_sampling import make_loss_fn
+    from motioncore.families.anyorder.loss import make_loss_fn
     from motioncore.models.checkpoint import save_model
     from motioncore.models.registry import build
     from motioncore.train.loop import fit

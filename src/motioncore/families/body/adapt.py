@@ -21,7 +21,8 @@ import numpy as np
 
 from motioncore.core.gaps import CONTEXT, runs
 from motioncore.errors import MotioncoreError
-from motioncore.families.body.gate import bucket, pseudo_windows
+from motioncore.families.body.gate import pseudo_windows
+from motioncore.infill.plan import gap_lengths
 
 __all__ = ["Adapted", "adapt_infill", "keys_hash", "DEFAULT_SECONDS", "DEFAULT_STEPS"]
 
@@ -77,9 +78,7 @@ def keys_hash(rotations: np.ndarray, root: np.ndarray, known: np.ndarray) -> str
 
 def _lengths(todo_frames: np.ndarray) -> list[int]:
     """One pseudo-gap length per bucket of the real gaps (their median); 5, 15, 30 when nothing is to fill."""
-    per: dict[int, list[int]] = {}
-    for s, e in runs(todo_frames):
-        per.setdefault(bucket(e - s), []).append(e - s)
+    per = gap_lengths(np.asarray(todo_frames, bool)[:, None])   # the plan's rule (``infill.plan``)
     return sorted(int(np.median(v)) for v in per.values()) or [5, 15, 30]
 
 

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
+from motioncore.core.gaps import MODEL_FPS
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
 from motioncore.eval.keyed import KeyFill, on_skeleton
+from motioncore.infill import Request, family_for, fill
 
 __all__ = ["is_body_checkpoint", "load_body_keyfill"]
 
@@ -50,7 +52,7 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
 
             given = np.concatenate(con) if con else None   # the model's contact output, where it has one
             for b in range(len(q)):
-                pl = plant_clip(sk, fq[b], fp[b], known[b], ~known[b], float(meta.get("fps") or 30.0),
+                pl = plant_clip(sk, fq[b], fp[b], known[b], ~known[b], float(meta.get("fps") or MODEL_FPS),
                                 contacts=None if given is None else given[b])
                 if pl is not None:
                     fq[b], fp[b] = pl.rotations, pl.positions
@@ -64,20 +66,20 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
 
 def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float = 0.0, joint_map=None,
                        device: str = "cpu", plant_feet: bool = True) -> KeyFill:
-    """Whole clips filled as the add-on and ``batch infill`` fill them (``tasks.infill.fill_clip``: each gap in
+    """Whole clips filled as the add-on and ``batch infill`` fill them (``infill.fill``: each gap in
     its own window, the gate fitted on the clip's own keys when ``gate``; Learn This Action for ``adapt``
     seconds first when > 0; the feet planted unless ``plant_feet`` is False), on any body skeleton through
     ``on_skeleton``. The returned fill's ``last_info()``
     gives the last clip's mean gate weight (``weight``) and, after adapting, the pseudo-gap errors."""
     from motioncore.models.registry import load_model
-    from motioncore.tasks.infill import fill_clip
 
     model, meta = load_model(name_or_path, device)
     sk = Skeleton.from_dict(meta["skeleton"])
     rj = int(meta["root_joint"])
+    family = family_for(meta)   # resolved once, at load (``infill.family``)
     info: dict = {}
 
-    def fill(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
+    def fill_on_model(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
         oq, op = np.array(q, np.float64), np.array(p, np.float64)
         info.clear()
         for b in range(len(q)):
@@ -92,8 +94,8 @@ def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float
                                 adapt_used=ad.used)
                 except MotioncoreError as e:  # too little keyed to learn from: the gate alone, and say so
                     info["adapt_skipped"] = str(e)
-            out = fill_clip(net, meta, q[b], p[b, :, rj], known[b], gate=gate, gate_limit=limit,
-                            plant_feet=plant_feet)
+            out = fill(Request(net, meta, q[b], p[b, :, rj], known[b], gate=gate, gate_limit=limit,
+                               plant_feet=plant_feet, family=family))
             oq[b], op[b, :, rj] = out.rotations[0], out.root[0]
             if out.gate is not None:
                 info["weight"] = out.gate.mean_weight()
@@ -101,7 +103,7 @@ def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float
         return oq, op
 
     conv = (meta.get("convention") or {}).get("mean_local_rotations")
-    wrapped = on_skeleton(fill, sk, None if conv is None else np.asarray(conv, np.float64), joint_map)
+    wrapped = on_skeleton(fill_on_model, sk, None if conv is None else np.asarray(conv, np.float64), joint_map)
 
     def run(skeleton: Skeleton, q: np.ndarray, p: np.ndarray, known: np.ndarray):
         if q.ndim == 3:  # one clip

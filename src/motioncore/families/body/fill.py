@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from motioncore.core.fcurve import keys_bezier
+from motioncore.core.gaps import longest_run
 from motioncore.core.kinematics import BodyJoints, find_body_joints, yaw_quat
 from motioncore.core.rotations import quat_apply, quat_conj, quat_continuity, quat_mul, quat_normalize, quat_to_rot6d
 from motioncore.core.skeleton import Skeleton
@@ -95,8 +97,6 @@ def bezier_fill(values: np.ndarray, known: np.ndarray) -> np.ndarray:
     """Per channel, Blender's Auto Clamped Bezier through the channel's keyed frames (constant outside them).
     ``values`` (B, T, C), ``known`` (B, T, C) bool; channels with the same key frames are evaluated together.
     A channel with one key is held; a channel with no key raises. Returns (B, T, C), keys exact."""
-    from motioncore.core.fcurve import fcurve_evaluate
-
     B, T, C = values.shape
     v = np.moveaxis(values, 1, -1).reshape(-1, T)  # (B*C, T)
     k = np.moveaxis(known, 1, -1).reshape(-1, T)
@@ -104,22 +104,12 @@ def bezier_fill(values: np.ndarray, known: np.ndarray) -> np.ndarray:
     if not k.any(axis=1).all():
         raise MotioncoreError("a channel has no key to in-fill from")
     patterns, inverse = _unique_rows(k)
-    frames = np.arange(T, dtype=np.float64)
     for i, pat in enumerate(patterns):
         rows = np.flatnonzero(inverse.reshape(-1) == i)
         x = np.flatnonzero(pat)
         if x.size == T:
             continue
-        y = v[np.ix_(rows, x)]
-        if x.size == 1:
-            out[rows] = y
-            continue
-        inside = (frames >= x[0]) & (frames <= x[-1])
-        res = np.empty((rows.size, T))
-        res[:, inside] = fcurve_evaluate(x.astype(np.float64), y, frames[inside])
-        res[:, frames < x[0]] = y[:, :1]
-        res[:, frames > x[-1]] = y[:, -1:]
-        out[rows] = res
+        out[rows] = keys_bezier(x, v[np.ix_(rows, x)], T)
     return np.moveaxis(out.reshape(B, C, T), -1, 1)
 
 
@@ -371,7 +361,7 @@ def run_model(model, layout: BodyLayout, rotations: np.ndarray, positions: np.nd
 def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
               fill: np.ndarray | None = None, residual: float | tuple[float, float] = 1.0, base: bool = False,
               contacts: list | None = None):
-    """One window on the checkpoint's skeleton, as ``tasks.infill.fill_clip`` hands it: ``rotations`` (T, J, 4),
+    """One window on the checkpoint's skeleton, as ``infill.fill`` hands it: ``rotations`` (T, J, 4),
     ``root`` (T, 3) the local translation of ``meta["root_joint"]``, ``known`` (T, J + 1) bool. Returns the
     filled (T, J, 4), (T, 3); elements not in ``fill`` (default: every unknown one) come back as given.
     A gap longer than ``ONE_PASS`` frames is left to the Bezier (the network is not run on it). ``residual``
@@ -388,8 +378,7 @@ def fill_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     pos = np.broadcast_to(sk.offsets, (T, J, 3)).copy()
     pos[:, rj] = root
     k = known.astype(bool)
-    d = np.diff(np.r_[0, (~k.all(1)).astype(np.int8), 0])
-    longest = int((np.flatnonzero(d == -1) - np.flatnonzero(d == 1)).max(initial=0))
+    longest = longest_run(~k.all(1))
     w = np.broadcast_to(np.asarray(residual, np.float64), (2,))
     conf = np.zeros((1, 2)) if longest > ONE_PASS else w[None].copy()
     if meta.get("safety"):

@@ -1,44 +1,103 @@
-"""The body in-fill on a whole clip (``tasks.infill.fill_clip`` for ``infill-body``, its ``fill`` hook in
-``models.kinds``): the gate fitted once on the clip's keys, then each gap in its own window through ``fill_body``."""
+"""The body in-fill as an in-filling family (``BodyFamily``, ``models.kinds``: ``infill-body``): ``fit`` is the
+request-time gate on the clip's own keys (``families.body.gate``), ``fill`` fills the plan's gaps on its route:
+
+- ``same`` (``fill_clip_body``): each gap in its own window (``core.gaps``; with the spline correction the gaps
+  between single keys together) through ``fill_body``, the gate's weights per gap length, the feet planted;
+- ``own`` (a clip faster than the model: ``families.body.fill_rate.fill_clip_body_at_rate``);
+- ``through`` (a clip slower than the model, or blocking on the model's frames): filled at the model's rate and
+  brought back (``infill.fill.back_to_clip``; blocking: ``fill_rate.smooth_back``).
+
+With ``Request.rate`` and a scene rate, the scene-rate check runs first (``families.body.gate_rate``).
+"""
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from motioncore.core.gaps import gap_runs, gap_windows
 from motioncore.core.rotations import quat_continuity, quat_normalize
-from motioncore.core.skeleton import Skeleton
+from motioncore.families.body.adapt import DEFAULT_SECONDS, adapt_infill
 from motioncore.families.body.fill import fill_body
-from motioncore.families.body.gate import MAX_PSEUDO, Gate, fit_gate
+from motioncore.families.body.fill_plant import plant_filled, plant_strength
+from motioncore.families.body.fill_rate import fill_clip_body_at_rate, smooth_back
+from motioncore.families.body.gate import MAX_PSEUDO, Gate, bucket, fit_gate
+from motioncore.families.body.gate_rate import rate_check
 from motioncore.families.body.model import basis_of
-from motioncore.tasks.infill import Filled, _checked_window
+from motioncore.infill.family import Filled, Request
+from motioncore.infill.fill import back_to_clip, model_request, plan_of
+from motioncore.infill.learn import Learnt
+from motioncore.infill.plan import InfillPlan, at_model_rate
+
+__all__ = ["BodyFamily", "fill_clip_body"]
 
 
-def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int = 1,
-                   fill: np.ndarray | None = None, residual: float = 1.0, gate: Any = True,
-                   check: Callable[[], None] | None = None, gate_limit: int | None = None,
-                   plant_feet: bool | str = False, curve: str | None = None, **_: Any) -> Filled:
-    """``tasks.infill.fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its
-    own window (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass. Batched
-    windows (N, T, J, 4) are filled with the network as trained (no gate). ``plant_feet``: then the feet planted
-    (``families.body.fill_plant``) on the gaps whose length the gate keeps planting for; ``"judge"``: judged by the
-    gate, not planted (a client that plants its own rig). ``curve``: the user's keys' interpolation, for the gate's
-    blend from the user's curve (``families.body.gate_curve``; the fill itself does not change)."""
-    plant = plant_feet if residual != 0.0 else False   # weight 0 asks for the base itself: Blender's curve, unplanted
-    if np.ndim(rotations) != 3:
-        gate = False
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    frames = todo.any(1)
-    if gate is True:
-        gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=bool(plant),
-                        curve=curve)
-    elif not isinstance(gate, Gate):
-        gate = None
-    from motioncore.families.body.fill_plant import plant_filled, plant_strength
+class BodyFamily:
+    """``infill-body``: one deterministic answer, its Bezier base beside it, a gate fitted per request."""
 
+    checks_clip = True
+    own_rate = True
+
+    def fit(self, request: Request, plan: InfillPlan) -> Gate | None:
+        """The gate (``Request.gate`` True: fitted on the clip's keys at the model's rate; a ``Gate``: that one;
+        False: None, the network as trained)."""
+        if request.gate is True:
+            m = plan if plan.route == "same" else plan.model
+            plant = request.plant_feet if request.residual != 0.0 else False
+            return fit_gate(request.model, request.meta, m.q, m.r, m.keys, m.todo,
+                            limit=request.gate_limit or MAX_PSEUDO, plant=bool(plant), curve=request.curve)
+        return request.gate if isinstance(request.gate, Gate) else None
+
+    def learn(self, request: Request, seconds: float | None = None, steps: int | None = None,
+              progress: Any = None, cancel: Any = None, key: str | None = None) -> Learnt:
+        """Learn This Action (``families.body.adapt.adapt_infill``) on the clip's keys at the model's rate: the
+        adapted copy, and the gate fitted on the pseudo-gaps it held out (``gate_limit``)."""
+        mq, mr, mk = at_model_rate(request.meta, request.rotations, request.root, request.known, request.fps)
+        ad = adapt_infill(request.model, request.meta, mq, mr, mk, seconds=DEFAULT_SECONDS if seconds is None
+                          else seconds, progress=progress, cancel=cancel, steps=steps, key=key)
+        return Learnt(ad.model, {"gate_limit": ad.held or None}, ad.summary(), ad)
+
+    def fill(self, request: Request, plan: InfillPlan) -> Filled:
+        if request.rate is None or not plan.fps:
+            return self._fill(request, plan)
+        asked, request = request.rate, replace(request, rate=None)
+        rc = rate_check(request.model, request.meta, plan.q, plan.r, plan.keys, plan.todo, float(plan.fps))
+        if rc is None:
+            return self._fill(request, plan)
+        rate = rc.summary()
+        if rc.best is not None and asked == "best":   # filled at that rate; the keys stay put
+            rate["filled_at"] = float(rc.best)
+            request = replace(request, fps=rc.best)
+            plan = plan_of(request, self)
+        return replace(self._fill(request, plan), rate=rate)
+
+    def _fill(self, request: Request, plan: InfillPlan) -> Filled:
+        plant = request.plant_feet if request.residual != 0.0 else False
+        if plan.route == "through":
+            out = self._fill(model_request(request, plan), plan.model)
+            if plan.blocked and out.base_rotations is not None and out.base_root is not None:
+                fq, fr, bq, br = smooth_back(plan, out)
+                out = Filled(fq, fr, plan.keys, plan.todo, bq, br, out.gate, out.plant, plan)
+            else:
+                out = back_to_clip(plan, out)
+        elif plan.route == "own":
+            out = fill_clip_body_at_rate(request, plan, self.fit(request, plan))
+        else:
+            out = fill_clip_body(request, plan, self.fit(request, plan))
+        plan.fit_rows(out.gate, plant)
+        return out
+
+
+def fill_clip_body(request: Request, plan: InfillPlan, gate: Gate | None) -> Filled:
+    """Route ``same``: each gap in its own window (``core.gaps``) with its bucket's weights from ``gate``; the Bezier
+    base comes back from the same pass. ``plant_feet``: then the feet planted (``families.body.fill_plant``) on the
+    gaps whose length the gate keeps planting for; ``"judge"``: judged by the gate, not planted (a client that plants
+    its own rig). Weight 0 (``residual``) asks for the base itself: Blender's curve, unplanted."""
+    model, meta, n_samples, check = request.model, request.meta, request.n_samples, request.check
+    residual = request.residual
+    plant = request.plant_feet if residual != 0.0 else False
+    J = len(meta["skeleton"]["names"])
+    q, r, keys, todo = plan.q, plan.r, plan.keys, plan.todo
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
     planted = np.zeros(len(q), bool)  # the gap frames whose feet are planted
     by_model = np.zeros(len(q), bool)  # ... of them, those planted on the model's own contacts (blocking)
@@ -46,7 +105,7 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
     feet = int(getattr(getattr(model, "cfg", None), "contacts", 0) or 0)
     contacts = np.zeros((len(q), feet))  # the model's contact probabilities: its filled frames, and the keys around
     seen = np.zeros(len(q), bool)
-    for gaps, a, b in _runs(model, meta, frames):
+    for gaps, a, b in _runs(model, meta, plan):
         if check is not None:
             check()
         sel = np.zeros((b - a, J + 1), bool)
@@ -76,7 +135,6 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
     if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
     elif planted.any():
-
         runs_n, hips = 0, 0.0
         for part, given in ((planted & ~by_model, None), (by_model, contacts)):
             if not part.any():
@@ -89,28 +147,27 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
         if runs_n or by_model.any():
             plant_info = {"frames": int(planted.sum()), "contact_runs": runs_n, "hips_moved": hips,
                           "model_contacts": int(by_model.sum())}
+    rotations = plan.rotations
     keep = ~todo[:, :J, None]
     out_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), out_q), axis=0))
     base_q = np.where(keep, rotations, quat_continuity(np.where(keep, quat_normalize(q), base_q), axis=0))
     out_q, out_r, base_q, base_r = (np.repeat(a[None], n_samples, 0) for a in (out_q, out_r, base_q, base_r))
-    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate, plant_info)
+    return Filled(out_q, out_r, keys, todo, base_q, base_r, gate, plant_info, plan)
 
 
-def _runs(model, meta: dict, frames: np.ndarray) -> list[tuple[list[tuple[int, int]], int, int]]:
+def _runs(model, meta: dict, plan: InfillPlan) -> list[tuple[list[tuple[int, int]], int, int]]:
     """The windows the gaps are filled in: with the spline correction (one curve through single keys) the gaps of a
     blocked stretch go together (``core.gaps.gap_runs``, up to the model's window), so the curve shares its slope
     at every key between them; a model with the per-gap basis fills each gap in its own window, as trained."""
     if basis_of(model) == "spline":
-        return gap_runs(frames, max_len=int(meta.get("config", {}).get("max_frames", 128)))
-    return [([(s, e)], a, b) for s, e, a, b in gap_windows(frames)]
+        return plan.runs(int(meta.get("config", {}).get("max_frames", 128)))
+    return [([(s, e)], a, b) for s, e, a, b in plan.windows()]
 
 
 def _unjudged(gate: Any, length: int) -> bool:
     """Whether the gate had nothing to judge planting on for gaps of ``length`` (sparse keys)."""
     if gate is None:
         return True
-    from motioncore.families.body.gate import bucket
-
     fit = gate.fits.get(bucket(length))
     return fit is None or "unjudged" in (getattr(fit, "plant_error", None) or {})
 

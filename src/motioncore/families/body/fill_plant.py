@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from motioncore.core.gaps import MODEL_FPS
 from motioncore.core.kinematics import find_body_joints
 from motioncore.core.plant import Leg, Planted, plant_feet
 from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
+from motioncore.infill.plan import bucket
 from motioncore.retarget.topology import find_legs
 
 __all__ = ["legs_of", "plant_clip", "plant_filled", "judge_plant", "plant_strength", "TOLERANCE", "JUDGE",
@@ -70,7 +72,7 @@ def plant_filled(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.n
     pos = np.broadcast_to(np.asarray(sk.offsets, np.float64), rotations.shape[:1] + (J, 3)).copy()
     pos[:, rj] = root
     pl = plant_feet(sk.parents, rotations, pos, np.asarray(keys, bool).all(1), frames, legs,
-                    find_body_joints(sk).root, float(fps or meta.get("fps") or 30.0), contacts=contacts,
+                    find_body_joints(sk).root, float(fps or meta.get("fps") or MODEL_FPS), contacts=contacts,
                     strength=strength)
     return pl.rotations, pl.positions[:, rj], pl
 
@@ -78,16 +80,10 @@ def plant_filled(meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.n
 def plant_strength(gate, length: int) -> float:
     """The plant's strength the gate kept for gaps of ``length`` frames (``judge_plant``): 1 without a gate, a fit,
     or a judgement (an old reply); 0 where it keeps the feet unplanted."""
-    f = None if gate is None else getattr(gate, "fits", {}).get(_bucket(length))
+    f = None if gate is None else getattr(gate, "fits", {}).get(bucket(length))
     if f is None:
         return 1.0
     return float((f.plant_error or {}).get("strength", 1.0)) if f.plant else 0.0
-
-
-def _bucket(length: int) -> int:
-    from motioncore.families.body.gate import bucket
-
-    return bucket(length)
 
 
 def judge_plant(meta: dict, q: np.ndarray, pos: np.ndarray, frames: np.ndarray, fq: np.ndarray, fp: np.ndarray,
@@ -113,7 +109,7 @@ def judge_plant(meta: dict, q: np.ndarray, pos: np.ndarray, frames: np.ndarray, 
     if len(q) > JUDGE:  # a few spread over the clip: the judgement costs little beside the gate's own pass
         pick = np.linspace(0, len(q) - 1, JUDGE).round().astype(int)
         q, pos, frames, fq, fp = q[pick], pos[pick], frames[pick], fq[pick], fp[pick]
-    fps = float(meta.get("fps") or 30.0)
+    fps = float(meta.get("fps") or MODEL_FPS)
     keys = ~frames  # a pseudo-gap window is keyed but for its gap
     root = find_body_joints(sk).root
     tg, tp = sk.forward_kinematics(q, pos)

@@ -22,17 +22,30 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
+from scipy.interpolate import CubicSpline
+from scipy.spatial.transform import Rotation
 
-from motioncore.core.gaps import context_frames, runs
-from motioncore.core.rotations import quat_continuity, quat_normalize, quat_slerp, quat_to_rot6d, rot6d_to_quat
+from motioncore.core.gaps import context_frames, unkeyed_runs
+from motioncore.core.rotations import (
+    quat_conj,
+    quat_continuity,
+    quat_mul,
+    quat_normalize,
+    quat_to_rot6d,
+    rot6d_to_quat,
+)
 from motioncore.core.skeleton import Skeleton
-from motioncore.tasks.infill import Filled, _checked_window, at_model_rate, resample_frames
+from motioncore.infill.family import Filled, Request
+from motioncore.infill.plan import InfillPlan
+from motioncore.infill.rate import Resample
 
-from .fill import ONE_PASS, POS_SCALE, BodyLayout, confidence, finish, prepare
-from .gate import MAX_PSEUDO, Gate, bucket, fit_gate
+from .fill import ONE_PASS, POS_SCALE, BodyLayout, bezier_fill, bezier_quats, confidence, finish, prepare
+from .fill_plant import plant_filled, plant_strength
+from .gate import Gate
 from .model import FRAMES_PER_TERM, MAX_TERMS
 
-__all__ = ["fill_clip_body_at_rate", "fill_body_at_rate", "gap_curves", "fit_at", "ClipGate"]
+__all__ = ["fill_clip_body_at_rate", "fill_body_at_rate", "gap_curves", "fit_at", "ClipGate", "smooth_back"]
 
 
 def gap_curves(s: np.ndarray, kind: str, K: int) -> np.ndarray:
@@ -67,12 +80,9 @@ def _correction(target: np.ndarray, x: np.ndarray, known: np.ndarray, R: int) ->
     clip frames, ``target`` (Tm, R*6+3) at model frames placed at clip positions ``x`` (Tm,) fitted by ``fit_at``."""
     Tc = known.shape[0]
     out = np.zeros((Tc, R * 6 + 3))
-    for e in range(R + 1):
+    for e, element_runs in enumerate(unkeyed_runs(known)):
         cols = slice(e * 6, e * 6 + 6) if e < R else slice(R * 6, R * 6 + 3)
-        k = known[:, e]
-        if not k.any():
-            continue
-        for s, t in runs(~k):
+        for s, t in element_runs:
             frames = np.arange(s, t, dtype=np.float64)
             if s > 0 and t < Tc:
                 t0, t1, kind = s - 1.0, float(t), "closed"
@@ -102,57 +112,45 @@ class ClipGate(Gate):
         return out
 
 
-def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, fps: float,
-                           fill: np.ndarray | None = None, n_samples: int = 1, residual: float = 1.0, gate: Any = True,
-                           gate_limit: int | None = None, check: Callable[[], None] | None = None,
-                           plant_feet: bool | str = True, curve: str | None = None, **_: Any) -> Filled:
-    """``tasks.infill.fill_clip_at`` for ``infill-body`` at another rate than the checkpoint's (its ``fill_at`` hook
-    in ``models.kinds``): the gate fitted on the clip at the model's rate (``gate`` True; a ``Gate``: those weights;
-    False: none), then ``fill_body_at_rate``. One answer, repeated for every sample asked (temperature, order and
-    seed do not apply); elements not filled come back bit-identical. ``plant_feet``: then the feet planted at the
-    clip's rate (``families.body.fill_plant``) in the gaps whose length (in model frames) the gate, which judges it at
-    the model's rate, keeps planting for; ``"judge"``: judged, not planted (a client that plants its own rig).
-    ``curve``: the user's keys' interpolation, for the gate's blend from the user's curve (``fill_clip_body``)."""
-    if residual == 0.0:   # weight 0 asks for the base itself: the clip-rate Bezier, unplanted
-        plant_feet = False
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    if gate is True:   # pseudo-gaps of the real gaps' lengths, at the model's rate
-        mq, mr, mk = at_model_rate(meta, q, r, keys, fps)
-        i0, i1, _ = resample_frames(len(q), fps, float(meta["fps"]))
-        gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO,
-                        plant=bool(plant_feet), curve=curve)
-    fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, residual, gate, check)
-    from .fill_plant import plant_filled, plant_strength
-
-    planted = np.zeros(len(q), bool)   # the gaps whose length (in model frames) the gate plants
-    strength = np.ones(len(q))   # ... and how far each plant holds there (``fill_plant.judge_plant``)
-    for s, e in runs(todo.any(axis=1)):
-        gap_m = max(1, int(round((e - s) * float(meta["fps"]) / fps)))
-        planted[s:e] = bool(plant_feet) and (not isinstance(gate, Gate) or gate.plant(gap_m))
-        strength[s:e] = plant_strength(gate if isinstance(gate, Gate) else None, gap_m)
+def fill_clip_body_at_rate(request: Request, plan: InfillPlan, gate: Gate | None) -> Filled:
+    """Route ``own`` of ``infill-body`` (a clip faster than the checkpoint): ``fill_body_at_rate`` with the gate fitted
+    on the clip at the model's rate (``BodyFamily.fit``). One answer, repeated for every sample asked (temperature,
+    order and seed do not apply); elements not filled come back bit-identical. ``plant_feet``: then the feet planted
+    at the clip's rate (``families.body.fill_plant``) in the gaps whose length (in model frames) the gate, which
+    judges it at the model's rate, keeps planting for; ``"judge"``: judged, not planted (a client that plants its own
+    rig). Weight 0 (``residual``) asks for the base itself: the clip-rate Bezier, unplanted."""
+    meta, residual, fps = request.meta, request.residual, float(plan.fps)
+    plant_feet = request.plant_feet if residual != 0.0 else False
+    J = len(meta["skeleton"]["names"])
+    keys, todo = plan.keys, plan.todo
+    fq, fr, bq, br, g = fill_body_at_rate(request.model, plan, residual, gate, request.check)
+    planted = np.zeros(len(plan.q), bool)   # the gaps whose length (in model frames) the gate plants
+    strength = np.ones(len(plan.q))   # ... and how far each plant holds there (``fill_plant.judge_plant``)
+    for gap in plan.gaps:
+        planted[gap.start:gap.end] = bool(plant_feet) and (not isinstance(gate, Gate) or gate.plant(gap.length))
+        strength[gap.start:gap.end] = plant_strength(gate if isinstance(gate, Gate) else None, gap.length)
     plant_info = None
     if planted.any() and plant_feet == "judge":   # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
     elif planted.any():
-
         fq, fr, pl = plant_filled(meta, fq, fr, keys, todo & planted[:, None], fps, strength=strength)
         if pl is not None:
             plant_info = {"frames": int(planted.sum()), "contact_runs": len(pl.runs), "hips_moved": pl.hips_moved}
     keep = ~todo
+    rotations, root = plan.rotations, plan.root
     fq, bq = (np.where(keep[:, :J, None], rotations, a) for a in (fq, bq))
     fr, br = (np.where(keep[:, J:], root, a) for a in (fr, br))
-    fq, fr, bq, br = (np.repeat(a[None], n_samples, 0) for a in (fq, fr, bq, br))
-    return Filled(fq, fr, keys, todo, bq, br, g, plant_info)
+    fq, fr, bq, br = (np.repeat(a[None], request.n_samples, 0) for a in (fq, fr, bq, br))
+    return Filled(fq, fr, keys, todo, bq, br, g, plant_info, plan)
 
 
-def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-                      fps: float, residual: float = 1.0, gate: Any = None, check: Callable[[], None] | None = None):
-    """``q`` (T, J, 4), ``r`` (T, 3) the root joint's translation, ``keys`` and ``todo`` (T, J + 1) on the
-    checkpoint's skeleton at ``fps`` (checked by the caller); ``gate`` fitted on the clip at the model's rate, or
-    None -> (rotations, root, base rotations, base root, gate): each (T, ...), elements outside ``todo`` as sent."""
-    import torch
-
+def fill_body_at_rate(model, plan: InfillPlan, residual: float = 1.0, gate: Any = None,
+                      check: Callable[[], None] | None = None):
+    """The plan's clip (route ``own``: ``q`` (T, J, 4), ``r`` (T, 3) the root joint's translation, ``keys`` and
+    ``todo`` (T, J + 1) on the checkpoint's skeleton at ``fps``, checked); ``gate`` fitted on the clip at the model's
+    rate, or None -> (rotations, root, base rotations, base root, gate): each (T, ...), elements outside ``todo`` as
+    sent."""
+    meta, q, r, keys, todo, fps = plan.meta, plan.q, plan.r, plan.keys, plan.todo, float(plan.fps)
     sk = Skeleton.from_dict(meta["skeleton"])
     layout = BodyLayout.of(sk)
     J, rj = sk.num_joints, int(meta.get("root_joint", layout.body.root))
@@ -162,8 +160,8 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
         gate = None
     if gate is not None:   # its messages count the clip's own frames
         lens: dict[int, list[int]] = {}
-        for s, e in runs(todo.any(axis=1)):
-            lens.setdefault(bucket(max(1, int(round((e - s) * mfps / fps)))), []).append(e - s)
+        for g in plan.gaps:
+            lens.setdefault(g.bucket, []).append(g.frames)
         gate = ClipGate(gate.fits, {b: int(np.median(v)) for b, v in lens.items()}, fps)
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
     ctx = context_frames(fps)
@@ -171,7 +169,8 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
     wins: dict[int, list[dict]] = {}   # windows of one length go through prepare and the network together
     ratio = fps / mfps
     step = int(round(ratio)) if abs(ratio - round(ratio)) < 1e-6 else 0   # clip frames per model frame, if whole
-    for s, e in runs(todo.any(axis=1)):
+    for g in plan.gaps:
+        s, e = g.start, g.end
         a, b = max(0, s - ctx), min(len(q), e + ctx)
         if step > 1 and 1 < s and not keys[s - 2].all():   # a single key before the gap: on a model frame, or the
             # window at the model's rate would have no key there (dense keys survive resampling wherever it starts)
@@ -188,13 +187,13 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
         qw = quat_continuity(quat_normalize(q[a:b]), axis=0)
         pos = np.broadcast_to(sk.offsets, (b - a, J, 3)).copy()
         pos[:, rj] = r[a:b]
-        i0, i1, w = resample_frames(b - a, fps, mfps)   # the window at the model's rate
-        gap_m = int(round((e - s) * mfps / fps))
-        wts = residual * np.asarray(gate.weights(max(1, gap_m)) if gate is not None else (1.0, 1.0), np.float64)
+        rs = Resample.of(b - a, fps, mfps)   # the window at the model's rate
+        i0, i1, w = rs.i0, rs.i1, rs.w
+        gap_m = g.length
+        wts = residual * np.asarray(gate.weights(gap_m) if gate is not None else (1.0, 1.0), np.float64)
         wins.setdefault(b - a, []).append({
             "a": a, "b": b, "kw": kw, "tw": tw, "pos": pos, "i0": i0, "i1": i1, "w": w,
-            "mq": quat_slerp(qw[i0], qw[i1], np.broadcast_to(w[:, None], (w.size, J))),
-            "mpos": pos[i0] + w[:, None, None] * (pos[i1] - pos[i0]), "mk": kw[i0] & (kw[i1] | (w == 0)[:, None]),
+            "mq": rs.quats(qw), "mpos": rs.lerp(pos), "mk": rs.keys(kw),
             "wts": wts * 0.0 if gap_m > ONE_PASS else wts})
     for ws in wins.values():
         if check is not None:
@@ -236,3 +235,41 @@ def fill_body_at_rate(model, meta: dict, q: np.ndarray, r: np.ndarray, keys: np.
             for arr in (out_q, base_q):   # sign-continuous with the keys around, keys bit-identical
                 arr[a:b] = np.where(keep, q[a:b], quat_continuity(np.where(keep, quat_normalize(q[a:b]), arr[a:b]), 0))
     return out_q, out_r, base_q, base_r, gate
+
+
+def smooth_back(plan: InfillPlan, out: Filled) -> tuple[np.ndarray, ...]:
+    """Route ``through`` of a blocked clip (single keys on the model's frames): the fill made at the model's rate
+    brought back to the clip's. The model's change over its Bezier base (per joint ``answer * base^-1`` as a rotation
+    vector, the root's offset) is a smooth curve through zero at the keys; it is carried to the clip's frames by a
+    cubic spline and applied to the clip-rate Bezier of the same keys (Blender's curve is the same in seconds at
+    either rate). Keys come back bit-identical."""
+    q_in, r_in, keys, todo = plan.q, plan.r, plan.keys, plan.todo
+    fps, mfps = float(plan.fps), plan.model_fps
+    T, J = q_in.shape[:2]
+    k = np.asarray(keys, bool)
+    q = quat_continuity(quat_normalize(q_in), axis=0)
+    bq = bezier_quats(q[None], k[None, :, :J])[0]
+    br = bezier_fill(r_in[None], np.repeat(k[None, :, J:], 3, axis=-1))[0]
+    S, Tm = out.rotations.shape[:2]
+    tm = np.arange(Tm) * (fps / mfps)   # model frames in clip frames
+    tc = np.arange(T, dtype=np.float64)
+
+    def xyzw(a):
+        return np.concatenate([a[..., 1:], a[..., :1]], -1)
+
+    outs_q, outs_r = [], []
+    for i in range(S):
+        d = quat_mul(out.rotations[i], quat_conj(out.base_rotations[i]))   # (Tm, J, 4)
+        rv = Rotation.from_quat(xyzw(quat_normalize(d)).reshape(-1, 4)).as_rotvec().reshape(Tm, J, 3)
+        rv_c = CubicSpline(tm, rv, axis=0)(np.clip(tc, 0, tm[-1]))
+        dq = Rotation.from_rotvec(rv_c.reshape(-1, 3)).as_quat().reshape(T, J, 4)
+        dq = np.concatenate([dq[..., 3:], dq[..., :3]], -1)
+        fq = quat_normalize(quat_mul(dq, bq))
+        dr = CubicSpline(tm, out.root[i] - out.base_root[i], axis=0)(np.clip(tc, 0, tm[-1]))
+        fr = br + dr
+        fq = quat_continuity(np.where(~todo[:, :J, None], q, fq), axis=0)
+        outs_q.append(np.where(~todo[:, :J, None], q_in, fq))
+        outs_r.append(np.where(~todo[:, J:], r_in, fr))
+    base_q = np.where(~todo[:, :J, None], q_in, quat_continuity(np.where(~todo[:, :J, None], q, bq), axis=0))
+    base_r = np.where(~todo[:, J:], r_in, br)
+    return (np.stack(outs_q), np.stack(outs_r), np.repeat(base_q[None], S, 0), np.repeat(base_r[None], S, 0))

@@ -24,23 +24,19 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from motioncore.core.gaps import CONTEXT, runs
+from motioncore.core.gaps import CONTEXT
 from motioncore.families.body.fill import ONE_PASS
+from motioncore.families.body.fill_plant import judge_plant
+from motioncore.families.body.gate_curve import GRID, fit_blend  # GRID: the candidate weights, of both
+from motioncore.infill.plan import bucket, gap_lengths
 
 Pair = tuple[float, float]
 
 __all__ = ["Gate", "GateFit", "fit_gate", "bucket", "pseudo_windows", "GRID", "MAX_PSEUDO"]
 
-GRID = np.round(np.linspace(0.0, 1.0, 11), 2)  # candidate weights
 MAX_PSEUDO = 24  # pseudo-gaps per length bucket
 MIN_DENSE_FOR_WEIGHTS = 4  # dense pseudo-gaps needed to fit the weights on them alone; fewer: leave-one-key-out
 JUDGE_CONTEXT = 4  # keyed frames either side of a pseudo-gap that only judges planting (a short clip)
-EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-
-
-def bucket(length: int) -> int:
-    """The gap-length bucket of a gap of ``length`` frames (its lower edge)."""
-    return max(e for e in EDGES if e <= max(1, int(length)))
 
 
 @dataclass
@@ -225,9 +221,7 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
     pos = np.broadcast_to(sk.offsets, rotations.shape[:1] + (J, 3)).copy()
     pos[:, rj] = root
     q = np.asarray(rotations, np.float64)
-    lengths: dict[int, list[int]] = {}
-    for s, e in runs(np.asarray(todo).any(axis=1)):
-        lengths.setdefault(bucket(e - s), []).append(e - s)
+    lengths = gap_lengths(todo)
     full = keys.all(axis=1)
     fits = {}
     for bk, ls in lengths.items():
@@ -260,15 +254,11 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             fits[bk].plant, fits[bk].plant_error = False, {"unjudged": "no fully keyed stretch to cut a test gap "
                                                                        f"of {L} frames from"}
         if curve in ("linear", "constant") and len(wins) >= MIN_DENSE_FOR_WEIGHTS and fits[bk].method == "pseudo-gaps":
-            from motioncore.families.body.gate_curve import fit_blend
-
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gated fill, blended from the user's curve
             fits[bk].curve = curve
             fits[bk].blend, fits[bk].curve_error = fit_blend(sk, q[idx], pos[idx], frames, fq, fp, curve)
         if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
             # fewer than the weights need): kept only where it costs no error there
-            from motioncore.families.body.fill_plant import judge_plant
-
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
             fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp,
                                                                score.fill((0.0, 0.0)))   # and Blender's curve

@@ -16,12 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from motioncore.core.gaps import runs
+from motioncore.core.quat_np import blend_pose
 from motioncore.core.rotations import quat_normalize
 
 __all__ = ["CURVES", "user_curve", "blend_pose", "fit_blend", "pose_errors"]
 
 CURVES = ("bezier", "linear", "constant")   # the user's keys' interpolation, as the add-on reads it
-GRID = np.round(np.linspace(0.0, 1.0, 11), 2)   # candidate blend weights
+GRID = np.round(np.linspace(0.0, 1.0, 11), 2)   # candidate weights: the gate's (``families.body.gate``) and the blend
 
 
 def user_curve(q: np.ndarray, pos: np.ndarray, frames: np.ndarray, curve: str) -> tuple[np.ndarray, np.ndarray]:
@@ -37,19 +38,6 @@ def user_curve(q: np.ndarray, pos: np.ndarray, frames: np.ndarray, curve: str) -
         uq[i, s:e] = quat_normalize(a[None] + t[:, None, None] * (b - a)[None])
         up[i, s:e] = pos[i, s - 1][None] + t[:, None, None] * (pos[i, e] - pos[i, s - 1])[None]
     return uq, up
-
-
-def blend_pose(uq: np.ndarray, up: np.ndarray, fq: np.ndarray, fp: np.ndarray, w: float | np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """From the user's curve (``uq``, ``up``) toward the fill (``fq``, ``fp``) by ``w`` (a number, or per frame
-    broadcast against (..., J)): rotations by normalised linear interpolation on the user's hemisphere, positions
-    linearly. ``w`` 0 returns the user's curve exactly."""
-    w = np.asarray(w, np.float64)
-    wq = w[..., None] if w.ndim else w
-    f = np.where(np.sum(uq * fq, -1, keepdims=True) < 0, -fq, fq)
-    q = quat_normalize(uq + wq * (f - uq))
-    q = np.where(wq == 0.0, uq, q)
-    return q, up + wq * (fp - up)
 
 
 def pose_errors(sk, q: np.ndarray, pos: np.ndarray, tq: np.ndarray, tpos: np.ndarray, frames: np.ndarray

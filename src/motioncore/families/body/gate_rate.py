@@ -1,7 +1,7 @@
 """Is the scene playing the action at the rate it was captured at? A check on the animator's own keys.
 
 The in-fill runs at the model's rate (30 fps): the network reads each gap's window resampled to it and its answer
-is put back on the clip's own frames (``tasks.infill.fill_clip_at``, ``families.body.fill_rate``), so the model sees
+is put back on the clip's own frames (``infill.fill``, ``families.body.fill_rate``), so the model sees
 the motion as the scene plays it. Blender's BVH importer,
 at its defaults, keys one BVH frame per scene frame and leaves the scene at 24 fps: a 30 fps capture then plays
 1.25 times too slow, and the model fills a slow-motion walk. Nothing in the action records the capture's rate,
@@ -26,7 +26,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ...core.gaps import context_frames, runs
+from ...core.gaps import MODEL_FPS, context_frames
+from ...core.quat_np import quat_conj, quat_mul
+from ...core.skeleton import Skeleton
+from ...infill.fill import fill_clip_at
+from ...infill.plan import gap_lengths
+from .gate import pseudo_windows
 
 __all__ = ["RATES", "MIN_GAIN", "RateCheck", "rate_check"]
 
@@ -58,15 +63,10 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
     """The check (module docstring) for a clip on the checkpoint's skeleton at the scene's ``fps``
     (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` / ``todo`` (T, J + 1)); None when the rate is unknown or
     not one of ``SCENE_RATES``, or fewer than ``MIN_RATE_PSEUDO`` pseudo-gaps fit in the keyed stretches."""
-    from ...core.quat_np import quat_conj, quat_mul
-    from ...core.skeleton import Skeleton
-    from ...tasks.infill import fill_clip_at
-    from .gate import pseudo_windows
-
     if not fps or fps <= 0 or float(fps) not in SCENE_RATES:
         return None
     todo = np.asarray(todo, bool)
-    lengths = [e - s for s, e in runs(todo.any(axis=1))]
+    lengths = [n for ns in gap_lengths(todo).values() for n in ns]
     if not lengths:
         return None
     L = int(np.median(lengths))
@@ -88,7 +88,7 @@ def rate_check(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys:
         pos[..., rj, :] = rt
         return sk.forward_kinematics(rot, pos)[1]
 
-    mfps = float(meta.get("fps") or 30.0)
+    mfps = float(meta.get("fps") or MODEL_FPS)
     curves = []   # the curve of the keys on the clip's own frames (Blender's, per channel): the model's base there
     for a, s, t, b in wins:
         kn = np.ones((b - a, J + 1), bool)

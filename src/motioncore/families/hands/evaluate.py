@@ -3,7 +3,7 @@ bootstrap interval over windows, with and without the object, and the ``--adapt 
 
 The windows, keys and metric are ``families.anyorder.evaluate_hands``' (ManipNet's test takes at 30 fps, windows of the task's
 length every ``stride`` frames; the mean angle over the filled finger elements). Each window is filled through
-the product path (``tasks.infill.fill_clip``, as the server and the add-on do) and compared with Interp and
+the product path (``infill.fill``, as the server and the add-on do) and compared with Interp and
 Blender's Bezier of the same keys.
 
 The adapt track learns the take itself, as an animator's own take with keyed finger stretches would teach it
@@ -27,8 +27,8 @@ from motioncore.core.rotations import quat_angle
 from motioncore.errors import MotioncoreError
 from motioncore.families.anyorder.evaluate_hands import HandsTask, bezier_channels, hand_keys
 from motioncore.families.hands import gate as hg
+from motioncore.infill import fill_clip, interp_channels
 from motioncore.io.atomic import atomic_write
-from motioncore.tasks.infill import fill_clip, interp_channels
 
 __all__ = ["evaluate_infill_hands", "bootstrap", "fold_windows", "format_infill_hands", "plot_infill_hands"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from motioncore.core.fcurve import fcurve_evaluate
+from motioncore.core.fcurve import keys_bezier
 from motioncore.core.gaps import runs
 from motioncore.core.rotations import (
     axis_angle_to_quat,
@@ -137,7 +137,6 @@ def bezier_fingers(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
     q = np.asarray(q, np.float64)
     T, J = q.shape[:2]
     out = q.copy()
-    t = np.arange(T, dtype=np.float64)
     groups: dict[tuple[int, ...], list[int]] = {}   # channels sharing their key frames: one evaluation
     for j in range(J):
         xs = tuple(np.flatnonzero(keys[:, j]).tolist())
@@ -149,13 +148,8 @@ def bezier_fingers(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
         if xs.size == 1:
             out[:, js] = y[0]
             continue
-        inside = (t >= xs[0]) & (t <= xs[-1])
-        v = fcurve_evaluate(xs.astype(np.float64), y.reshape(xs.size, -1).T, t[inside]).T  # (F, G * 4)
-        col = np.empty((T, len(js), 4))
-        col[inside] = v.reshape(-1, len(js), 4)
-        col[:xs[0]] = y[0]
-        col[xs[-1] + 1:] = y[-1]
-        out[:, js] = quat_normalize(col)
+        col = keys_bezier(xs, y.reshape(xs.size, -1).T, T).T   # (T, G * 4)
+        out[:, js] = quat_normalize(col.reshape(T, len(js), 4))
     return out
 
 
@@ -165,11 +159,7 @@ def _bezier_root(root: np.ndarray, keys: np.ndarray) -> np.ndarray:
     xs = np.flatnonzero(keys)
     if xs.size < 2:
         return np.repeat(r[xs[:1]], r.shape[0], 0) if xs.size else r
-    t = np.arange(r.shape[0], dtype=np.float64)
-    inside = (t >= xs[0]) & (t <= xs[-1])
-    r[inside] = fcurve_evaluate(xs.astype(np.float64), r[xs].T, t[inside]).T
-    r[:xs[0]], r[xs[-1] + 1:] = r[xs[0]], r[xs[-1]]
-    return r
+    return keys_bezier(xs, r[xs].T, r.shape[0]).T
 
 
 def plan(q: np.ndarray, root: np.ndarray, keys: np.ndarray, obj: tuple[np.ndarray, np.ndarray] | None = None,

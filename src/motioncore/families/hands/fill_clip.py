@@ -1,34 +1,63 @@
-"""The hand in-fill on a whole clip (``tasks.infill.fill_clip`` for ``infill-hands``, its ``fill`` hook in
-``models.kinds``): gap by gap through ``fill_hands``, or the request-time learning of ``gate.learn_and_fill``."""
+"""The hand in-fill as an in-filling family (``HandsFamily``, ``models.kinds``: ``infill-hands``): ``fit`` learns the
+take on pseudo-gaps cut from the clip's fully keyed frames (``Request.learn`` seconds: ``gate.learn_and_fill``'s
+learning, 0 the gate alone), ``fill`` fills gap by gap through ``fill_hands``; a clip at another rate goes through
+the model's rate and back (``infill.fill.back_to_clip``)."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from motioncore.core.skeleton import Skeleton
 from motioncore.errors import MotioncoreError
 from motioncore.families.hands.fill import fill_hands
-from motioncore.families.hands.gate import learn_and_fill
-from motioncore.tasks.infill import Filled, _checked_window
+from motioncore.families.hands.gate import learn_gate
+from motioncore.infill.family import Filled, Request
+from motioncore.infill.fill import back_to_clip, model_request, plan_of
+from motioncore.infill.learn import Learnt
+from motioncore.infill.plan import InfillPlan
+
+__all__ = ["HandsFamily"]
 
 
-def fill_clip_hands(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray,
-                    n_samples: int = 1, fill: np.ndarray | None = None, object_track=None, residual=1.0,
-                    learn: float | None = None, **_: Any) -> Filled:
-    """``tasks.infill.fill_clip`` for the deterministic ``infill-hands`` (``fill_hands``), with the same checks;
-    ``residual`` a weight or the gate's {gap length: weight}."""
+def _track(request: Request) -> tuple[np.ndarray, np.ndarray] | None:
+    """The request's object track as float64 (hands with an object), or None."""
+    t = request.object_track
+    return None if t is None else (np.asarray(t[0], np.float64), np.asarray(t[1], np.float64))
 
-    J = Skeleton.from_dict(meta["skeleton"]).num_joints
-    q, r, keys, todo = _checked_window(rotations, root, known, fill, J)
-    if not todo.any():
-        raise MotioncoreError("fill: nothing to fill")
-    obj = None if object_track is None else (np.asarray(object_track[0], np.float64),
-                                             np.asarray(object_track[1], np.float64))
-    if learn is not None:
-        fq, fr, _ = learn_and_fill(model, meta, q, r, keys, todo, obj, float(learn))
-    else:
-        fq, fr = fill_hands(model, meta, q, r, keys, todo, obj, residual)
-    fq = np.where(~todo[:, :J, None], q, fq)
-    fr = np.where(~todo[:, J:], r, fr)
-    return Filled(np.repeat(fq[None], n_samples, 0), np.repeat(fr[None], n_samples, 0), keys, todo)
+
+class HandsFamily:
+    """``infill-hands``: one deterministic answer; its base (Blender's Bezier of the keys) is its fill at weight 0."""
+
+    checks_clip = True
+    own_rate = False
+
+    def fit(self, request: Request, plan: InfillPlan) -> tuple[Any, Any]:
+        """(the network, its weight): with ``Request.learn`` seconds the take learnt on its pseudo-gaps and the gate
+        fitted on them (``learn``); else the model at ``Request.residual`` (a weight or {gap length: weight})."""
+        if request.learn is None:
+            return request.model, request.residual
+        learnt = self.learn(request, plan, seconds=float(request.learn))
+        return learnt.model, learnt.fields["residual"]
+
+    def learn(self, request: Request, plan: InfillPlan | None = None, seconds: float | None = None, **_: Any
+              ) -> Learnt:
+        """The take learnt for ``seconds`` (0: the gate alone) on pseudo-gaps shaped like its finger gaps
+        (``families.hands.gate.learn_gate``)."""
+        plan = plan or plan_of(request, self)
+        net, gate, report = learn_gate(request.model, request.meta, plan.q, plan.r, plan.keys, _track(request),
+                                       float(seconds or 0.0))
+        return Learnt(net, {"residual": gate}, report)
+
+    def fill(self, request: Request, plan: InfillPlan) -> Filled:
+        if plan.route != "same":
+            return back_to_clip(plan, self.fill(model_request(request, plan), plan.model))
+        J = len(request.meta["skeleton"]["names"])
+        q, r, keys, todo = plan.q, plan.r, plan.keys, plan.todo
+        if not todo.any():
+            raise MotioncoreError("fill: nothing to fill")
+        net, weight = self.fit(request, plan)
+        fq, fr = fill_hands(net, request.meta, q, r, keys, todo, _track(request), weight)
+        fq = np.where(~todo[:, :J, None], q, fq)
+        fr = np.where(~todo[:, J:], r, fr)
+        n = request.n_samples
+        return Filled(np.repeat(fq[None], n, 0), np.repeat(fr[None], n, 0), keys, todo, plan=plan)

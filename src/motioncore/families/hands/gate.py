@@ -26,7 +26,7 @@ from motioncore.core.rotations import quat_angle
 from motioncore.families.hands import fill as hf
 
 __all__ = ["CONTEXT", "GATE_STEPS", "pseudo_gaps", "gap_examples", "split_examples", "fit_gate", "adapt",
-           "gap_shapes", "gated_error", "learn_take", "learn_and_fill"]
+           "gap_shapes", "gated_error", "learn_take", "learn_and_fill", "learn_gate"]
 
 GATE_STEPS = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 
@@ -185,6 +185,16 @@ def learn_and_fill(model, meta: dict, q: np.ndarray, root: np.ndarray, keys: np.
     long enough for one pseudo-gap the bundled map fills at its own weight, and the report says so.
     Returns (T, J, 4), (T, 3), report."""
     q = np.asarray(q, np.float64)
+    net, gate, report = learn_gate(model, meta, q, root, keys, obj, seconds, seed)
+    fq, fr = hf.fill_hands(net, meta, q, root, keys, todo, obj, gate)
+    return fq, fr, report
+
+
+def learn_gate(model, meta: dict, q: np.ndarray, root: np.ndarray, keys: np.ndarray,
+               obj: tuple[np.ndarray, np.ndarray] | None = None, seconds: float = 0.0, seed: int = 0
+               ) -> tuple[object, float | dict, dict]:
+    """``learn_and_fill``'s learning: (the network, its gate {gap length: weight} or 1.0, report)."""
+    q = np.asarray(q, np.float64)
     shapes = gap_shapes(keys, int(meta.get("max_gap") or 0))
     free = keys.all(1)
     ex: list[dict] = []
@@ -198,5 +208,4 @@ def learn_and_fill(model, meta: dict, q: np.ndarray, root: np.ndarray, keys: np.
     else:
         net, gate = model, fit_gate(model, ex)
         report = {"pseudo_gaps": len(ex), "used": "bundled", "gate": {int(k): v for k, v in gate.items()}}
-    fq, fr = hf.fill_hands(net, meta, q, root, keys, todo, obj, gate)
-    return fq, fr, report
+    return net, gate, report

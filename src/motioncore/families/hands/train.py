@@ -2,7 +2,7 @@
 Bezier (``families.hands.fill``), chosen on a validation take and bundled fp16 (``motioncore train infill-hands``).
 
 Data: ManipNet's 6 training takes at 30 fps, the right hands and the left hands mirrored onto the right
-(``tasks.infill.mirror_x``; the left bone offsets are x-mirrors), cut like ``eval hands``' windows at stride 2,
+(``infill.rate.mirror_x``; the left bone offsets are x-mirrors), cut like ``eval hands``' windows at stride 2,
 with the keys of the animator's tasks (``TRAIN_TASKS``: the eval's two and two other gap shapes). Every gap
 appears twice, with the object and without it (a rig without an object sends none), so the object's worth is
 measured on one model. The test takes (mug3, teapot3) are never read.
@@ -40,7 +40,7 @@ def _mirrored(clip):
     from dataclasses import replace
 
     from motioncore.data.datasets import Clip
-    from motioncore.tasks.infill import mirror_x
+    from motioncore.infill import mirror_x
 
     q, p = mirror_x(clip.motion.rotations, clip.motion.positions)
     oq, op = mirror_x(clip.extras["object_rotations"][:, None], clip.extras["object_positions"][:, None])

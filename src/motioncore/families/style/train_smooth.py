@@ -22,12 +22,17 @@ Legend: B batch, J joints, Z style code, D_out outputs.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from motioncore.features.layout import Layout
 from motioncore.features.normaliser import Normaliser
+
+if TYPE_CHECKING:
+    from motioncore.families.style.train_heldout import StyleConfig, StylePrepared
 
 
 def axes_matrices(axes: Tensor) -> Tensor:
@@ -91,3 +96,69 @@ def batch_seed(row: Tensor, seed: int) -> int:
     uninterrupted one drew (the loop's data order is saved; torch's global generator is not)."""
     r = row.to(torch.int64)
     return int((r * (r % 9973 + 1)).sum() % 2_147_483_647) + 7919 * seed
+
+
+class Smoothness:
+    """The continuity costs (`train_smooth`) of a training batch: rows i with a row i-1 in the same clip,
+    predicted at i-1 and i with the row's code (and with a mixed code when ``turn_mix`` > 0)."""
+
+    def __init__(self, cfg: StyleConfig, prep: StylePrepared, limits_deg: np.ndarray):
+        self.cfg, self.prep = cfg, prep
+        self.meter = TurnMeter(prep.layout, prep.y_norm, prep.clips[0].motion.skeleton.parents)
+        lim = np.radians(np.asarray(limits_deg, np.float64)) * cfg.turn_margin  # (J,)
+        self.limit = torch.as_tensor(lim[self.meter.child.numpy()], dtype=torch.float32)  # (J',)
+        self.starts = torch.as_tensor(np.asarray(prep.starts, np.int64))
+        self.gen = torch.Generator()
+        self.states: dict[str, Tensor] | None = None  # walks of the starting network (roll_weight > 0)
+        lay = prep.layout
+        self.pose_cols = torch.as_tensor(np.r_[lay.input_block("joint_pos").start:lay.input_block("joint_pos").stop,
+                                               lay.input_block("joint_vel").start:lay.input_block("joint_vel").stop])
+
+    def rollout_cost(self, m: nn.Module, gen: torch.Generator) -> Tensor:
+        """The turn cost on ``turn_rows`` random consecutive frame pairs of the stored walks (`train_rollouts`)."""
+        st = self.states
+        R, T = st["phase"].shape
+        r = torch.randint(0, R, (self.cfg.turn_rows,), generator=gen)
+        t = torch.randint(1, T, (self.cfg.turn_rows,), generator=gen)
+        z = st["z"][st["code"][r]]
+        p0, p1 = m(st["x"][r, t - 1], st["phase"][r, t - 1], z), m(st["x"][r, t], st["phase"][r, t], z)
+        return self.meter.excess(p0, p1, self.limit)
+
+    def pose_noise(self, n: int) -> Tensor:
+        """(n, D_in) Gaussian noise of sd ``input_noise`` on the previous-pose columns, zero elsewhere."""
+        noise = torch.zeros(n, self.prep.x.shape[1])
+        noise[:, self.pose_cols] = self.cfg.input_noise * torch.randn(n, len(self.pose_cols))
+        return noise
+
+    def cost(self, m: nn.Module, b: dict[str, Tensor], z: Tensor | None) -> Tensor:
+        cfg = self.cfg
+        keep, _ = previous_rows(b["row"], self.starts, b["clip"])
+        keep[cfg.turn_rows:] = False  # a shuffled batch: its first rows are a random subset
+        prev = b["row"][keep] - 1
+        codes = [None if z is None else z[keep]]
+        self.gen.manual_seed(batch_seed(b["row"], cfg.seed) + 2)
+        if cfg.turn_mix > 0 and z is not None:
+            codes.append(mixed_codes(z[keep], cfg.turn_mix, cfg.turn_mix_noise, self.gen))
+        was = m.training
+        m.eval()  # the same network at i-1 and i (no dropout masks apart): the one that runs at request time
+        try:
+            return self._costs(m, b, keep, prev, codes)
+        finally:
+            m.train(was)
+
+    def _costs(self, m: nn.Module, b: dict[str, Tensor], keep: Tensor, prev: Tensor, codes: list) -> Tensor:
+        cfg, prep, cols = self.cfg, self.prep, self.meter.cols
+        x0, ph0, x1, ph1 = prep.x[prev], prep.phase[prev], b["x"][keep], b["phase"][keep]
+        if "noise" in b:  # the same shift at i-1 as at i (x1 has it already): smooth near the data, not only on it
+            x0 = x0 + b["noise"][keep]
+        total = b["x"].new_zeros(())
+        if self.states is not None and cfg.roll_weight:
+            total = total + cfg.roll_weight * self.rollout_cost(m, self.gen)
+        for k, zk in enumerate(codes):
+            p0, p1 = m(x0, ph0, zk), m(x1, ph1, zk)  # (B', D_out) at i-1 and i, the same code
+            if cfg.turn_weight:
+                total = total + cfg.turn_weight * self.meter.excess(p0, p1, self.limit)
+            if cfg.vel_weight and k == 0:  # the data's change is the target only for the row's own code
+                dy = b["y"][keep][:, cols] - prep.y[prev][:, cols]
+                total = total + cfg.vel_weight * nn.functional.mse_loss(p1[:, cols] - p0[:, cols], dy)
+        return total
