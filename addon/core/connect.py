@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .requests import PROTOCOL_VERSION, describe_error
+from .messages import describe_error
+from .requests import PROTOCOL_VERSION
 
 _STARTED: list[subprocess.Popen] = []   # servers Connect started (stopped when the add-on is disabled)
 

@@ -7,7 +7,6 @@ no renaming; rotations arrive already carried into the model's rest frames (`rig
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,32 +17,10 @@ from ..vendor.gaps import MODEL_FPS, whole_frames
 from ..vendor.quat_np import quat_apply, quat_continuity
 from . import jobs, keys, rigmap, rigplant
 from .correct import correct, table_blend
+from .messages import describe_error  # noqa: F401  (the operators' and connect's one error line)
 
-NOT_AVAILABLE = ("unknown_type", "model_unavailable")
 PROTOCOL_VERSION = 2   # what the bundled protocol speaks (vendor/protocol.py; issue 18 made it 2)
 Job = Callable[[Any], tuple[dict[str, Any], dict[str, np.ndarray]]]
-
-
-def describe_error(label: str, err: BaseException) -> str:
-    """One line for ``self.report({'ERROR'}, ...)``; typed server errors keep their code."""
-    code = getattr(err, "code", None)
-    msg = addon_words(label, str(getattr(err, "message", None) or err))
-    if code in NOT_AVAILABLE:
-        return f"{label}: not available on this server ({code}: {msg})"
-    if code is not None:
-        return f"{label}: server error {code}: {msg}"
-    return f"{label}: {type(err).__name__}: {msg}"
-
-
-def addon_words(label: str, msg: str) -> str:
-    """A server's message as the add-on says it: without the operator's name it already starts with ("Learn This
-    Action: Learn This Action: ..."), and with the add-on's control where the library names a command-line flag
-    (``--frames N at F fps``: Length = Frame range, N frames)."""
-    msg = msg.strip()
-    while msg.startswith(f"{label}: "):
-        msg = msg[len(label) + 2:].lstrip()
-    return re.sub(r"give its length \(--frames (\d+) at ([\d.]+) fps\)",
-                  r"set Length to Frame range with a range of \1 frames (at \2 fps)", msg)
 
 
 def plain(msg: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

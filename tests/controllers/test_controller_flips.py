@@ -10,7 +10,7 @@ and ``learnet-biped`` (the style adapter, with its base ``pfnn-style-base``) are
 ``pfnn-biped`` passes. The log-map ``learnet-biped`` flipped its legs by 180 degrees (Foot_R 179.8, LowerLeg_R
 178.4); retrained on joint axes its arms still flailed with a held-out style's fitted code (LowerArm_L 39.7 / 61.8
 degrees per frame against 26.4, issue 35), because it fed its own styled poses back into the rollout. Since
-issue 56 the style acts outside the rollout (`families.style.outside`): the base walks on its own poses and the
+issue 56 the style acts outside the rollout (`families.style.generate_outside`): the base walks on its own poses and the
 styled pose is only written: that model, ``learnet-biped-outside`` (opt-in), passes here as the plain controllers
 do. The default ``learnet-biped`` is still the feedback model (it names held-out styles more often), so its strict
 xfail stays: it fails the day the default passes, and the mark must go then.

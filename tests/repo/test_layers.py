@@ -138,6 +138,7 @@ UPWARD_LEFT = {
     ("families.style.evaluate", "tasks.locomotion"),
     ("families.style.evaluate_judge", "tasks.paths"), ("families.style.evaluate_turns", "tasks.paths"),
     ("families.style.generate", "tasks.locomotion"), ("families.style.train_rollouts", "tasks.paths"),
+    ("families.style.generate_outside", "tasks.locomotion"), ("families.style.generate_outside", "tasks.rollout"),
     ("train.controllers", "families.mann.features"), ("train.controllers", "families.pfnn.features"),
 }
 

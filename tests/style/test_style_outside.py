@@ -1,4 +1,4 @@
-"""The style outside the rollout (issue 56, `motioncore.families.style.outside`), on the bundled opt-in style model
+"""The style outside the rollout (issue 56, `motioncore.families.style.generate_outside`), on the bundled opt-in style model
 ``learnet-biped-outside`` and real Bandai clips: the walk is the base's own (root path, phase, contacts equal to ``pfnn-style-base`` walking
 alone), the written pose is the learnet's on the base's state (against a frame-by-frame reference loop), the
 styled pose never goes back into the loop, and `base_states` equals the base rolled along a clip row by row
@@ -37,7 +37,7 @@ def curve() -> Path:
 
 
 def test_the_bundled_style_model_acts_outside_the_rollout(adapter):
-    from motioncore.families.style.outside import OutsideController
+    from motioncore.families.style.generate_outside import OutsideController
 
     assert adapter.outside and adapter.meta["style_outside"]["base"] == "pfnn-style-base"
     assert isinstance(adapter.controller(np.zeros(adapter.model.pfnn.cfg.style_dim)), OutsideController)
@@ -60,7 +60,7 @@ def test_the_styled_walk_is_the_base_walking_alone(adapter, proud):
 def test_the_written_pose_is_the_learnet_on_the_base_state(adapter, proud):
     """Against a reference loop written out here: the base controller's own steps, and on each frame the
     learnet (with the code) run on the same input row, its pose columns decoded and written."""
-    from motioncore.families.style.outside import POSE_BLOCKS
+    from motioncore.families.style.generate_outside import POSE_BLOCKS
     from motioncore.features.poses import local_pose
     from motioncore.tasks.rollout import align_bones
 
@@ -94,7 +94,7 @@ def test_the_written_pose_is_the_learnet_on_the_base_state(adapter, proud):
 def test_base_states_equal_the_base_rolled_row_by_row(adapter, proud):
     """`base_states` on one clip against a loop through the base controller's ``predict`` (raw units, float64
     normalisers): each row's previous pose is the base's decoded pose of the previous row."""
-    from motioncore.families.style.outside import base_states, pose_columns
+    from motioncore.families.style.generate_outside import base_states, pose_columns
 
     ctl = adapter.controller(None)
     rows = adapter.exemplar_data(proud)

@@ -26,7 +26,7 @@ glides and the legs follow the Bezier of the keys. For each run of filled frames
    gate's ``strength``): the knee bends in its own plane, the thigh swings onto the goal; where the leg is planted,
    or its foot low (within ``LOW`` times its contact height, fading out by twice that), the foot keeps its world
    rotation (flat on the floor; the toe follows), higher in the swing its own local one (eased over ``FOOT_S``).
-   Near full reach the goal's distance softens (``SOFT``: the leg gives way, the knee never snaps straight), and each leg
+   Near full reach the goal's distance softens (``plant_smooth.SOFT``: the leg gives way, the knee never snaps straight), and each leg
    joint's correction turns per frame no faster than the keyed legs near the gap (``cap_turns``); ``missed`` says
    where an ankle fell short of its goal.
 6. **Hips**: only where a leg cannot reach its goal (beyond ``REACH`` of its length) the root moves by the
@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gaps import runs
-from .plant_smooth import cap_turns, ease_from_keys, ease_lift, floor_lift, hermite5, smoother01
-from .quat_np import quat_align, quat_between_many, quat_conj, quat_mul, quat_normalize
+from .plant_smooth import cap_turns, ease_from_keys, ease_lift, floor_lift, hermite5, smoother01, two_bone_ik
+from .quat_np import quat_align, quat_conj, quat_mul, quat_normalize
 
 __all__ = ["Leg", "Planted", "plant_feet", "fk", "foot_contacts_filled", "ANKLE_H", "TOE_H"]
 
@@ -73,10 +73,8 @@ STEP_S = 0.45  # s: the shortest step carved out where a run is split (a 21 cm s
 BLEND_S = 0.1  # s: the shortest blend between two plants (a swing between two stances, or a stance and a key)
 FLOOR_SLACK = 0.0  # leg lengths: how far a foot may stand under the keys' floor before it is lifted
 MOVE = 0.8  # leg lengths per second: a blend between two plants moves the goal at most this fast on average
-SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
 LOW = 1.0  # a foot lower than this many times its contact height keeps its world rotation (fading out to twice that)
 FOOT_S = 0.1  # s: the foot turns from its world rotation (planted) to its local one (swinging) over about this long
-SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
 
 
 @dataclass(frozen=True)
@@ -346,43 +344,6 @@ def _contact_weight(c: np.ndarray, fps: float) -> np.ndarray:
         pad = np.pad(x, n, mode="edge")
         x = np.mean([pad[j:j + len(c)] for j in range(2 * n + 1)], 0)
     return smoother01(x)
-
-
-def _soft_distance(dist: np.ndarray, own: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """The goal's distance from the hip, softened near full reach: unchanged up to ``SOFT`` of the leg's length (or
-    the fill's own distance, if longer), then approaching ``SOFT_TOP`` of it smoothly (C1) instead of snapping
-    straight, so a plant the leg cannot reach gives way and the knee does not snap."""
-    top = SOFT_TOP * length
-    start = np.maximum(SOFT * length, own)
-    room = np.maximum(top - start, 1e-12)
-    over = np.maximum(dist - start, 0.0)
-    soft = start + room * (1.0 - np.exp(-over / room))
-    return np.where((dist > start) & (start < top), soft, dist)   # a fill straighter than that: as it is
-
-
-def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle, soft: bool = False):
-    """Per frame, the world rotations of thigh, shin and foot that put the ankle on D (the knee in its plane,
-    lengths kept, the goal clamped to the reach; the foot keeps its world rotation). ``soft``: the reach softens
-    near full extension (``_soft_distance``): the ankle falls short of a goal near or beyond reach, smoothly."""
-    l1 = np.linalg.norm(K - H, axis=-1)
-    l2 = np.linalg.norm(A - K, axis=-1)
-    dist = np.linalg.norm(D - H, axis=-1)
-    if soft:
-        dist = _soft_distance(dist, np.linalg.norm(A - H, axis=-1), l1 + l2)
-    dist = np.clip(dist, np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
-    u, v = H - K, A - K
-    nrm = np.cross(u, v)
-    nn = np.linalg.norm(nrm, axis=-1, keepdims=True)
-    fallback = quat_apply(gq_hip, np.array([1.0, 0.0, 0.0]))
-    nrm = np.where(nn > 1e-8, nrm / np.maximum(nn, 1e-12), fallback)
-    cur = np.arccos(np.clip(np.sum(u * v, -1) / np.maximum(l1 * l2, 1e-12), -1.0, 1.0))
-    want = np.arccos(np.clip((l1 ** 2 + l2 ** 2 - dist ** 2) / np.maximum(2 * l1 * l2, 1e-12), -1.0, 1.0))
-    half = 0.5 * (want - cur)
-    bend = np.concatenate([np.cos(half)[:, None], np.sin(half)[:, None] * nrm], axis=-1)
-    gk = quat_mul(bend, gq_knee)
-    A1 = K + quat_apply(bend, v)
-    swing = quat_between_many(A1 - H, D - H)
-    return quat_mul(swing, gq_hip), quat_mul(swing, gk), gq_ankle
 
 
 def given_contacts(contacts: np.ndarray, T: int, legs: Sequence[Leg]) -> tuple[np.ndarray, np.ndarray]:

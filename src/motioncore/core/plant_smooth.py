@@ -17,7 +17,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from .gaps import runs
-from .quat_np import quat_conj, quat_mul
+from .quat_np import quat_apply, quat_between_many, quat_conj, quat_mul
+
+SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
+SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
 
 __all__ = ["hermite5", "smoother01", "ease_from_keys", "ease_lift", "floor_lift", "cap_turns", "EASE_S", "NEAR_S"]
 
@@ -174,3 +177,41 @@ def cap_turns(q: np.ndarray, fill: np.ndarray, joints: Sequence[int], keys: np.n
             corr = _slew(corr, lim, (s > 0, e < T))
             out[s:e, j] = quat_mul(_from_rotvec(corr[s - a:e - a]), fill[s:e, j])   # keys stay as they are
     return out
+
+
+# --- the two-bone IK with its softened reach (core.plant plants the legs with it) ------------------------------
+def _soft_distance(dist: np.ndarray, own: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The goal's distance from the hip, softened near full reach: unchanged up to ``SOFT`` of the leg's length (or
+    the fill's own distance, if longer), then approaching ``SOFT_TOP`` of it smoothly (C1) instead of snapping
+    straight, so a plant the leg cannot reach gives way and the knee does not snap."""
+    top = SOFT_TOP * length
+    start = np.maximum(SOFT * length, own)
+    room = np.maximum(top - start, 1e-12)
+    over = np.maximum(dist - start, 0.0)
+    soft = start + room * (1.0 - np.exp(-over / room))
+    return np.where((dist > start) & (start < top), soft, dist)   # a fill straighter than that: as it is
+
+
+def two_bone_ik(H, K, A, D, gq_hip, gq_knee, gq_ankle, soft: bool = False):
+    """Per frame, the world rotations of thigh, shin and foot that put the ankle on D (the knee in its plane,
+    lengths kept, the goal clamped to the reach; the foot keeps its world rotation). ``soft``: the reach softens
+    near full extension (``_soft_distance``): the ankle falls short of a goal near or beyond reach, smoothly."""
+    l1 = np.linalg.norm(K - H, axis=-1)
+    l2 = np.linalg.norm(A - K, axis=-1)
+    dist = np.linalg.norm(D - H, axis=-1)
+    if soft:
+        dist = _soft_distance(dist, np.linalg.norm(A - H, axis=-1), l1 + l2)
+    dist = np.clip(dist, np.abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6)
+    u, v = H - K, A - K
+    nrm = np.cross(u, v)
+    nn = np.linalg.norm(nrm, axis=-1, keepdims=True)
+    fallback = quat_apply(gq_hip, np.array([1.0, 0.0, 0.0]))
+    nrm = np.where(nn > 1e-8, nrm / np.maximum(nn, 1e-12), fallback)
+    cur = np.arccos(np.clip(np.sum(u * v, -1) / np.maximum(l1 * l2, 1e-12), -1.0, 1.0))
+    want = np.arccos(np.clip((l1 ** 2 + l2 ** 2 - dist ** 2) / np.maximum(2 * l1 * l2, 1e-12), -1.0, 1.0))
+    half = 0.5 * (want - cur)
+    bend = np.concatenate([np.cos(half)[:, None], np.sin(half)[:, None] * nrm], axis=-1)
+    gk = quat_mul(bend, gq_knee)
+    A1 = K + quat_apply(bend, v)
+    swing = quat_between_many(A1 - H, D - H)
+    return quat_mul(swing, gq_hip), quat_mul(swing, gk), gq_ankle

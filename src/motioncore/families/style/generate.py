@@ -30,9 +30,9 @@ from motioncore.core.kinematics import resample
 from motioncore.core.motion import Motion
 from motioncore.errors import MotioncoreError
 from motioncore.families.style.adapt import CodePrior, FitConfig, fit_code, level_stance
+from motioncore.families.style.generate_outside import POSE_BLOCKS, OutsideController, base_states
 from motioncore.families.style.generate_quality import assess, held_out_cm, training_distances
 from motioncore.families.style.model import LearnetPFNN, StyledPFNN
-from motioncore.families.style.outside import POSE_BLOCKS, OutsideController, base_states
 
 
 class StyleAdapter:

@@ -34,8 +34,8 @@ from torch import Tensor, nn
 
 from motioncore.data import get_spec, load
 from motioncore.errors import MotioncoreError
+from motioncore.families.style.generate_outside import POSE_BLOCKS, base_states, pose_columns
 from motioncore.families.style.model import LearnetPFNN
-from motioncore.families.style.outside import POSE_BLOCKS, base_states, pose_columns
 from motioncore.families.style.train import (
     ExemplarSampler,
     _write,
