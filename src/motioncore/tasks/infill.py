@@ -99,7 +99,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
               fill: np.ndarray | None = None, window: int | None = 80,
               object_track: tuple[np.ndarray, np.ndarray] | None = None, residual: float = 1.0,
               gate: Any = True, gate_limit: int | None = None, learn: float | None = None,
-              plant_feet: bool | str = True, curve: str | None = None) -> Filled:
+              plant_feet: bool | str = True, curve: str | None = None, donor: bool = False) -> Filled:
     """See the module docstring. ``residual`` (deterministic ``infill-body`` and ``infill-hands`` only; for hands
     also the gate's {gap length: weight}): the weight of the network's correction; 0 gives its base, Blender's
     Bezier of the keys, exactly as the model sees them. ``gate`` (``infill-body`` only): True fits the
@@ -109,7 +109,8 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
     gate turns it off for a gap length where its pseudo-gaps say it costs error); ``"judge"``: the gate judges it
     but the feet are left as filled (a client that plants its own rig, as the add-on). ``curve`` (``infill-body``
     only): the user's keys' interpolation, for the gate's blend from the curve they have
-    (``families.body.gate_curve``). ``learn`` (``infill-hands``
+    (``families.body.gate_curve``). ``donor`` (``infill-body`` only): the clip's own keyed motion offered per gap
+    beside the network, the gate choosing (``families.body.donor``). ``learn`` (``infill-hands``
     only): seconds of learning on pseudo-gaps from the clip's fully keyed frames (0:
     the request-time gate alone; ``families.hands.gate.learn_and_fill``). ``fill`` (T,) or (T, J + 1) bool: the
     elements to fill (default every
@@ -125,7 +126,7 @@ def fill_clip(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known:
         return hook(kind.fill)(model, meta, rotations, root, known, n_samples=n_samples, fill=fill,
                                residual=residual, gate=gate, gate_limit=gate_limit, check=check,
                                object_track=object_track, learn=learn, plant_feet=plant_feet,
-                               **({"curve": curve} if curve else {}))
+                               **({"curve": curve} if curve else {}), **({"donor": True} if donor else {}))
     if window is None or T <= window or q.ndim != 3:
         return _fill_window(model, meta, rotations, root, known, order, temperature, n_samples, seed, k, check, fill,
                             object_track, residual)

@@ -19,13 +19,15 @@ from motioncore.tasks.infill import Filled, _checked_window
 def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, known: np.ndarray, n_samples: int = 1,
                    fill: np.ndarray | None = None, residual: float = 1.0, gate: Any = True,
                    check: Callable[[], None] | None = None, gate_limit: int | None = None,
-                   plant_feet: bool | str = False, curve: str | None = None, **_: Any) -> Filled:
+                   plant_feet: bool | str = False, curve: str | None = None, donor: bool = False, **_: Any) -> Filled:
     """``tasks.infill.fill_clip`` for ``infill-body``: the gate fitted once on the clip's keys, then each gap in its
     own window (``core.gaps``) with its bucket's weights; the Bezier base comes back from the same pass. Batched
     windows (N, T, J, 4) are filled with the network as trained (no gate). ``plant_feet``: then the feet planted
     (``families.body.fill_plant``) on the gaps whose length the gate keeps planting for; ``"judge"``: judged by the
     gate, not planted (a client that plants its own rig). ``curve``: the user's keys' interpolation, for the gate's
-    blend from the user's curve (``families.body.gate_curve``; the fill itself does not change)."""
+    blend from the user's curve (``families.body.gate_curve``; the fill itself does not change). ``donor``: the
+    clip's own motion offered per gap beside the network, the gate choosing (``families.body.donor``; its choices
+    in ``gate.filled_by``)."""
     plant = plant_feet if residual != 0.0 else False   # weight 0 asks for the base itself: Blender's curve, unplanted
     if np.ndim(rotations) != 3:
         gate = False
@@ -34,7 +36,7 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
     frames = todo.any(1)
     if gate is True:
         gate = fit_gate(model, meta, q, r, keys, todo, limit=gate_limit or MAX_PSEUDO, plant=bool(plant),
-                        curve=curve)
+                        curve=curve, donor=donor)
     elif not isinstance(gate, Gate):
         gate = None
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
@@ -68,6 +70,13 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
                 # blocking: no keyed stretch to judge planting on, and the keys cannot tell where a foot is down;
                 # the model's contact output can (it was trained on the capture's labels)
                 planted[s:e] = by_model[s:e] = True
+    if donor and isinstance(gate, Gate):
+        from motioncore.families.body.donor import fill_gaps
+        from motioncore.families.body.fill import BodyLayout
+
+        lay = BodyLayout.of(Skeleton.from_dict(meta["skeleton"]))
+        out_q, out_r, gate.filled_by = fill_gaps(lay, gate, out_q, out_r, base_q, base_r,
+                                                 int(meta.get("root_joint", lay.body.root)), keys, todo)
     plant_info = None
     if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
