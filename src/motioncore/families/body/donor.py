@@ -27,9 +27,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from scipy.interpolate import CubicSpline
 
 from motioncore.core.kinematics import yaw_quat
-from motioncore.core.rotations import quat_apply, quat_conj, quat_mul, quat_normalize, quat_slerp, quat_to_rot6d
+from motioncore.core.rotations import (
+    axis_angle_to_quat,
+    quat_apply,
+    quat_conj,
+    quat_continuity,
+    quat_mul,
+    quat_normalize,
+    quat_slerp,
+    quat_to_axis_angle,
+    quat_to_rot6d,
+)
 from motioncore.core.skeleton import Skeleton
 
 __all__ = ["CONTEXT", "K", "WARPS", "GROUPS", "Clip", "Match", "DonorFit", "describe", "search", "search_slow",
@@ -41,6 +52,7 @@ WARPS = (0.8, 0.9, 1.0, 1.12, 1.25)   # donor segment lengths, as a multiple of 
 GROUPS = {"pose": 1.0, "pose_vel": 1.0, "root": 1.0, "root_vel": 1.0, "span": 1.0}   # weight of each group
 SHARES = (0.25, 0.5, 0.75, 1.0)   # the donor's share against the gated network, where it fills a gap
 MIN_GAIN = 0.02   # the donor must lower the pseudo-gaps' error (cm and degrees over Bezier's) this much to be used
+STEPS = {"joints": True, "root_rotation": True, "reach": 8}   # which rotations take the keys' own steps at the keys (the root's path always)
 MIN_PSEUDO = 4   # pseudo-gaps needed to judge the donor at all
 
 
@@ -285,31 +297,72 @@ def warp(layout, clip: Clip, q: np.ndarray, m: Match, s: int, e: int) -> tuple[n
     the key before and its end error spread likewise. Returns the gap's local rotations (L, J, 4) (the model
     joints'; others as ``q``), the root's global rotation (L, 4) and position (L, 3)."""
     L, n = e - s, m.length
-    u = np.arange(L + 2) * (n + 1.0) / (L + 1.0) + (m.d - 1)   # donor time of each frame, key to key
-    lo = np.floor(u).astype(int).clip(m.d - 1, m.d + n)
-    hi = (lo + 1).clip(max=m.d + n)
-    t = u - lo
+    u = np.arange(-1, L + 3) * (n + 1.0) / (L + 1.0) + (m.d - 1)   # donor time: a frame beyond each key
+    src = np.arange(m.d - 2, m.d + n + 2)   # the donor's frames and one keyed frame beyond each end
     jn = list(layout.joints[1:])
-    wl = quat_slerp(q[lo][:, jn], q[hi][:, jn], t[:, None])   # (L + 2, R - 1, 4)
-    wg = quat_slerp(clip.g[lo], clip.g[hi], t)
-    wx = clip.x[lo] + t[:, None] * (clip.x[hi] - clip.x[lo])
+    wl = _resample(q[src][:, jn], src, u)   # (L + 4, R - 1, 4)
+    wg = _resample(clip.g[src], src, u)
+    wx = CubicSpline(src, clip.x[src], axis=0)(u) if n != L else clip.x[m.d - 2:m.d + n + 2]
     sm = _smooth(L)
     out = np.array(q[s - 1:e + 1], np.float64)
-    out[:, jn] = _offset(q[s - 1, jn], q[e, jn], wl, sm)
-    g = _offset(clip.g[s - 1], clip.g[e], wg, sm)
+    out[:, jn], bd, ad = _offset(q[s - 1, jn], q[e, jn], wl, sm)
+    if STEPS["joints"]:
+        out[:, jn] = _hermite(out[:, jn], q[s - 2, jn], q[e + 1, jn], bd, ad, STEPS["reach"])
+    g, bd, ad = _offset(clip.g[s - 1], clip.g[e], wg, sm)
+    if STEPS["root_rotation"]:
+        g = _hermite(g, clip.g[s - 2], clip.g[e + 1], bd, ad)
     turn = yaw_quat(np.array(_wrap(clip.theta[s - 1] - clip.theta[m.d - 1])))
-    x = clip.x[s - 1] + quat_apply(turn, wx - wx[0])
-    x = x + sm[:, None] * (clip.x[e] - x[-1])[None]
+    xe = clip.x[s - 1] + quat_apply(turn, wx - wx[1])
+    x = xe[1:-1] + sm[:, None] * (clip.x[e] - xe[-2])[None]
+    h0, h1 = _basis(L)   # the root's steps at both keys: the keys' own, where the donor's were
+    x = x + h0[:, None] * ((clip.x[s - 1] - clip.x[s - 2]) - (xe[1] - xe[0])) \
+        + h1[:, None] * ((clip.x[e + 1] - clip.x[e]) - (xe[-1] - xe[-2]))
     return out[1:-1], g[1:-1], x[1:-1]
 
 
-def _offset(k0: np.ndarray, k1: np.ndarray, w: np.ndarray, sm: np.ndarray) -> np.ndarray:
-    """``w`` (L + 2, ..., 4) turned (on the left) by the offsets that put its first frame on ``k0`` and its last on
-    ``k1``, blended between by ``sm`` (L + 2,)."""
-    o0 = quat_mul(k0, quat_conj(w[0]))
-    o1 = quat_mul(k1, quat_conj(w[-1]))
+def _basis(L: int, reach: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(L + 2,) each: cubic Hermite curves zero at both keys, with a step of one a frame at the key before
+    (``h0``) or the key after (``h1``) and none at the other; within ``reach`` frames of their key (default the
+    whole gap), zero beyond."""
+    R = float(L + 1 if reach is None else min(reach, L + 1))
+    i = np.arange(L + 2)
+    t0, t1 = np.clip(i / R, 0.0, 1.0), np.clip((L + 1 - i) / R, 0.0, 1.0)
+    return R * (t0 ** 3 - 2 * t0 ** 2 + t0), -R * (t1 ** 3 - 2 * t1 ** 2 + t1)
+
+
+def _hermite(f: np.ndarray, before: np.ndarray, after: np.ndarray, d_before: np.ndarray, d_after: np.ndarray,
+             reach: int | None = None) -> np.ndarray:
+    """``f`` (L + 2, ..., 4), exact at both keys (its ends), turned (on the left) by a rotation that is none at the
+    keys and changes its first and last steps by the difference between the keys' own steps there (``before``:
+    the frame before the key before, ``after``: the frame after the key after) and the donor's (``d_before``,
+    ``d_after``, on the keys): the donor's flow through each key, without the kink of a different speed."""
+    h0, h1 = _basis(len(f) - 2, reach)
+    w0 = quat_to_axis_angle(quat_mul(quat_mul(f[0], quat_conj(before)), quat_mul(d_before, quat_conj(f[0]))))
+    w1 = -quat_to_axis_angle(quat_mul(d_after, quat_conj(after)))
+    sh = (-1,) + (1,) * (f.ndim - 1)
+    turn = axis_angle_to_quat(h0.reshape(sh) * w0[None] + h1.reshape(sh) * w1[None])
+    return quat_normalize(quat_mul(turn, f))
+
+
+def _resample(qs: np.ndarray, src: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Rotations ``qs`` (N, ..., 4) at frames ``src`` resampled at times ``u`` by a cubic spline through their
+    components (sign-continuous), normalised: smooth where a linear blend between frames would kink. At whole
+    frames (no warp) the frames themselves."""
+    if np.allclose(u, np.round(u)):
+        return qs[np.round(u).astype(int) - src[0]]
+    qs = quat_continuity(qs, axis=0)
+    return quat_normalize(CubicSpline(src, qs, axis=0)(u))
+
+
+def _offset(k0: np.ndarray, k1: np.ndarray, w: np.ndarray, sm: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``w`` (L + 4, ..., 4: a frame beyond each key) turned (on the left) by the offsets that put its frame at the
+    key before on ``k0`` and at the key after on ``k1``, blended between by ``sm`` (L + 2,): the frames from key to
+    key (L + 2, ..., 4), and the frames beyond each key on their key's offset."""
+    o0 = quat_mul(k0, quat_conj(w[1]))
+    o1 = quat_mul(k1, quat_conj(w[-2]))
     o = quat_slerp(o0, o1, sm.reshape((-1,) + (1,) * (w.ndim - 2)))
-    return quat_normalize(quat_mul(o, w))
+    return quat_normalize(quat_mul(o, w[1:-1])), quat_mul(o0, w[0]), quat_mul(o1, w[-1])
 
 
 def _blend(quats: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
