@@ -31,6 +31,7 @@ def _fills(m, known, model, meta, jm):
     deleted."""
     from motioncore.batch.infill import fill_motion
     from motioncore.core.motion import Motion
+    from motioncore.core.rotations import quat_angle
     from motioncore.eval.fill_quality import fill_quality
     from motioncore.eval.keyed import bezier_keys
     from motioncore.retarget.contacts import feet_of
@@ -47,6 +48,9 @@ def _fills(m, known, model, meta, jm):
     for k, f in fills.items():
         _, fp = sk.forward_kinematics(f.rotations, f.positions)
         out[k] = fill_quality(f.rotations, fp, m.rotations, tp, known, m.fps, feet, zp)
+        out[k]["err_sums"] = [float(np.linalg.norm(fp - tp, axis=-1)[~known].sum()),   # cm, local degrees, count
+                              float(np.degrees(quat_angle(f.rotations, m.rotations))[~known].sum()),
+                              float((~known).sum() * sk.num_joints)]
         g, j, deg, cap = out[k]["pops_worst"]
         out[k]["worst"] = f"{sk.names[j]} at {m.name} frame {g}: {deg:.1f} vs {cap:.1f} deg"
     return out
@@ -59,9 +63,11 @@ def _pooled(rs: list[dict]) -> dict:
     sk = np.sum([r["skate_sums"] for r in rs], 0)
     jk = np.sum([r["jerk_sums"] for r in rs], 0)
     worst = max(rs, key=lambda r: r["pops_max"])["worst"]
+    es = np.sum([r["err_sums"] for r in rs], 0)
     return {"pops": f"{max(gaps):.2f}x / {np.median(gaps):.2f}x", "worst": worst, "gaps": len(gaps),
             "under": f"{max(r['under'] for r in rs):.2f} ({max(r['under_capture'] for r in rs):.2f})",
-            "skate": f"{(sk[0] / sk[1]) / (sk[2] / sk[3]):.2f}x", "jerk": f"{jk[0] / jk[1]:.2f}x ({jk[2] / jk[1]:.2f}x)"}
+            "skate": f"{(sk[0] / sk[1]) / (sk[2] / sk[3]):.2f}x", "jerk": f"{jk[0] / jk[1]:.2f}x ({jk[2] / jk[1]:.2f}x)",
+            "cm": es[0] / es[2], "deg": es[1] / es[2]}
 
 
 def main() -> None:
@@ -110,13 +116,14 @@ def main() -> None:
     print(f"# bench/plant_pops.py, {datetime.now(UTC).date()}, {cpu_name()}, {os.cpu_count()} cores, one thread, "
           f"Python {platform.python_version()}\n")
     print("| clips | fill | gaps | pops worst / median gap | worst joint | cm under the keys' ground (capture's) "
-          "| skate / capture's | jerk / capture's (Bezier's) |")
-    print("|---|---|---:|---|---|---|---|---|")
+          "| skate / capture's | jerk / capture's (Bezier's) | cm / Bezier's | local deg / Bezier's |")
+    print("|---|---|---:|---|---|---|---|---|---|---|")
     for name, got in rows:
+        bez = _pooled([g["Bezier"] for g in got])
         for k in ("Bezier", "unplanted", "planted"):
             r = _pooled([g[k] for g in got])
             print(f"| {name} | {k} | {r['gaps']} | {r['pops']} | {r['worst']} | {r['under']} | {r['skate']} "
-                  f"| {r['jerk']} |")
+                  f"| {r['jerk']} | {r['cm'] / bez['cm']:.3f}x | {r['deg'] / bez['deg']:.3f}x |")
 
 
 if __name__ == "__main__":

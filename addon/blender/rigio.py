@@ -262,17 +262,34 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
         figures = {"max_cm": 0.0, "sum_cm": 0.0, "n_cm": 0}
     else:
         p = keyreduce.plan(rig, frames, raws, chans, float(reduce["max_cm"]), float(reduce["mean_cm"]),
-                           float(reduce.get("cm_per_unit", 1.0)))
-        for c in chans:
+                           float(reduce.get("cm_per_unit", 1.0)), user=_user_channels(rig, frames, chans))
+        for c in chans:   # a gap the user's own curve holds gets no keys (our old ones there removed)
             written += keywrite.write_reduced(arm, c.path, frames[c.todo], c.keys, group=c.group,
                                              cache=rig.get("keys"))
-        figures = {"max_cm": p.max_cm, "sum_cm": p.mean_cm * p.checked, "n_cm": p.checked}
+        figures = {"max_cm": p.max_cm, "sum_cm": p.mean_cm * p.checked, "n_cm": p.checked, "kept": p.kept}
     if stats is not None:
         stats["every_frame"] = stats.get("every_frame", 0) + every
         stats["max_cm"] = max(stats.get("max_cm", 0.0), figures["max_cm"])
         stats["sum_cm"] = stats.get("sum_cm", 0.0) + figures["sum_cm"]
         stats["n_cm"] = stats.get("n_cm", 0) + figures["n_cm"]
+        stats["kept"] = stats.get("kept", 0) + figures.get("kept", 0)
+        stats["kept_cm"] = float(reduce["max_cm"]) if reduce is not None else 0.0
     return written, names
+
+
+def _user_channels(rig: dict[str, Any], frames: np.ndarray, chans: list[keyreduce.Channel]) -> list[np.ndarray]:
+    """Per written channel (T, C) its values on the user's own curve (their keys alone, `fcurves.evaluate_user`):
+    what `keyreduce.plan` compares the fill with, to write no keys where the fill changed nothing."""
+    out = []
+    for c in chans:
+        default = [0.0] * c.values.shape[1]
+        if c.mode == "QUATERNION":
+            default = [1.0, 0.0, 0.0, 0.0]
+        elif c.mode == "AXIS_ANGLE":
+            default = [0.0, 0.0, 1.0, 0.0]
+        out.append(np.asarray(fcurves.evaluate_user(rig["fcmap"], c.path, default, frames, rig.get("keys")),
+                              np.float64))
+    return out
 
 
 # --------------------------------------------------- whole-action writes and reads (walk, retarget, style)

@@ -40,7 +40,11 @@ def gate_message(fits: list[dict[str, Any]]) -> str:
             out.append(f"gaps of {n}: feet not planted ({pe['unjudged']} to test planting on)")
         elif not f.get("plant", True) and pe.get("planted"):
             out.append(f"gaps of {n}: feet not planted (on {f['pseudo']} test gaps cut from your keys "
-                       f"planting cost error: {pe['unplanted'][0]:.1f} -> {pe['planted'][0]:.1f} cm)")
+                       f"planting cost error: {pe['unplanted'][0]:.1f} -> {pe['planted'][0]:.1f} cm, "
+                       f"{pe['unplanted'][1]:.1f} -> {pe['planted'][1]:.1f} deg)")
+        elif f.get("plant", True) and 0.0 < float(pe.get("strength", 1.0)) < 1.0:
+            out.append(f"gaps of {n}: feet planted at {float(pe['strength']):.0%} strength (on {f['pseudo']} test "
+                       "gaps cut from your keys a full plant cost error)")
     return ("; " + "; ".join(out)) if out else ""
 
 

@@ -60,6 +60,7 @@ class Plan:
     max_cm: float         # measured: world joint positions, reduced against the dense fill
     mean_cm: float
     checked: int          # joint positions (frames x joints) the check measured
+    kept: int = 0         # gaps whose fill is the user's own curve within the tolerance: no keys written there
 
 
 def reach(heads: np.ndarray, up: Sequence[int]) -> np.ndarray:
@@ -168,12 +169,15 @@ def positions(rig: dict[str, Any], bone_values: dict[int, np.ndarray], modes: Se
 
 
 def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], channels: list[Channel],
-         max_cm: float = MAX_CM, mean_cm: float = MEAN_CM, cm_per_unit: float = 1.0, batched: bool = True
-         ) -> Plan:
+         max_cm: float = MAX_CM, mean_cm: float = MEAN_CM, cm_per_unit: float = 1.0, batched: bool = True,
+         user: Sequence[np.ndarray] | None = None) -> Plan:
     """Reduced keys for a window's ``channels`` (the bones' rotations and the root's location that are written):
     fitted per channel, checked per gap in world joint positions against the dense fill (``raw``: every bone's
     (T, C) values as filled), tightened where they miss. ``cm_per_unit``: centimetres per scene unit. ``batched``:
-    the channels' spans fitted together (`fit_many`); False fits each alone (the same keys; the parity test's)."""
+    the channels' spans fitted together (`fit_many`); False fits each alone (the same keys; the parity test's).
+    ``user`` (per channel (T, C), its values on the user's own curve, their keys alone): a gap where that curve
+    already holds the fill within ``max_cm`` (``mean_cm`` on average) in world joint positions gets no keys (the
+    fill changed nothing there; ``Plan.kept`` counts them), so the user's curve stays as it is."""
     frames = np.asarray(frames, np.float64)
     T = frames.size
     modes = list(rig["modes"])
@@ -193,6 +197,9 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
     parts: dict[tuple[int, int], list[dict[str, np.ndarray]]] = {}
     max_seen, sum_err, n_err = 0.0, 0.0, 0
     unit = bool(T < 2 or np.all(np.diff(frames) == 1.0))   # frames one apart: the curves are Hermite on them
+
+    def holds(err: np.ndarray) -> bool:
+        return bool(err.max() <= max_cm and err.mean() <= mean_cm)
 
     def attempt(span: slice, factor: float) -> tuple[list[list[dict[str, np.ndarray]]], np.ndarray, int]:
         """The keys of every channel on ``span`` at ``factor`` x its tolerance (< 0: every frame), the world
@@ -227,11 +234,25 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
         err = np.linalg.norm(pos[span] - dense_pos[span], axis=-1) * cm_per_unit * scale
         return got, err, sum(k["frames"].size for ks in got for k in ks)
 
-    def holds(err: np.ndarray) -> bool:
-        return bool(err.max() <= max_cm and err.mean() <= mean_cm)
-
+    kept = 0
+    if user is not None:   # the user's own curve, posed: the gaps it already holds are left to it
+        mine = dict(dense)
+        user_root = np.zeros((T, 3))
+        for c, u in zip(channels, user, strict=True):
+            u = np.asarray(u, np.float64)
+            if c.bone >= 0:
+                mine[c.bone] = np.where(c.todo[:, None], u, mine[c.bone])
+            else:
+                user_root += np.where(c.todo[:, None], u - c.values, 0.0) / (scale if c.bone == -2 else 1.0)
+        user_err = np.linalg.norm(positions(rig, mine, modes, user_root) - dense_pos, axis=-1) * cm_per_unit * scale
     for s, e in gap_runs:
         span = slice(s, e)
+        if user is not None and holds(user_err[span]):
+            kept += 1
+            max_seen = max(max_seen, float(user_err[span].max()))
+            sum_err += float(user_err[span].sum())
+            n_err += user_err[span].size
+            continue
         factor = START
         got, err, n = attempt(span, factor)
         if holds(err):   # loosened while the world check holds and fewer keys come of it
@@ -264,13 +285,17 @@ def plan(rig: dict[str, Any], frames: np.ndarray, raw: Sequence[np.ndarray], cha
                          for k in ("frames", "values", "lx", "ly", "rx", "ry")}
             written += c.keys[i]["frames"].size
             every += int(c.todo.sum())
-    return Plan(channels, written, every, max_seen, sum_err / max(n_err, 1), n_err)
+    return Plan(channels, written, every, max_seen, sum_err / max(n_err, 1), n_err, kept)
 
 
 def report(written: int, stats: dict[str, float]) -> str:
-    """What a Reduced write says: "wrote 1,240 keys (every frame: 11,880), within 0.5 cm"."""
+    """What a Reduced write says: "wrote 1,240 keys (every frame: 11,880), within 0.5 cm", and how many gaps kept
+    the user's own curve (``stats["kept"]``: the fill matched it within the tolerance, no keys written there)."""
+    kept = int(stats.get("kept", 0))
+    same = (f"; {kept} gap(s) left on your own curve (the fill matched it within {stats.get('kept_cm', MAX_CM):.2g} cm:"
+            " no keys there)") if kept else ""
     return (f"wrote {written:,} keys (every frame: {int(stats.get('every_frame', 0)):,}), within "
-            f"{stats.get('max_cm', 0.0):.2g} cm")
+            f"{stats.get('max_cm', 0.0):.2g} cm{same}")
 
 
 def _mask(T: int, span: slice) -> np.ndarray:

@@ -37,7 +37,8 @@ def plant_rig(rotations: np.ndarray, root: np.ndarray, heads: np.ndarray, up: Se
               legs: list[tuple[int, int, int, int]], known: np.ndarray, todo: np.ndarray, fps: float,
               contacts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The rig's (T, B, 4) rotations (model axes, rest as identity) and (T, 3) root translation (Z-up, armature
-    units) with the feet planted on the frames ``todo`` (T,); ``known`` (T,) the keyed frames. ``contacts``: the
+    units) with the feet planted on the frames ``todo`` (T,) (bool, or the plant's strength per frame from the gate,
+    `planted_frames`: 0 not planted); ``known`` (T,) the keyed frames. ``contacts``: the
     server's contact output per leg (T, legs) or per foot (T, feet: each leg's foot, then its toe), bool or
     probabilities, used instead of contacts read from the rig's keys and fill."""
     from ..vendor.plant import Leg, plant_feet
@@ -47,8 +48,9 @@ def plant_rig(rotations: np.ndarray, root: np.ndarray, heads: np.ndarray, up: Se
     for b, u in enumerate(up):
         pos[:, b] = h[b] - h[u] if u >= 0 else h[b]
     pos[:, root_bone] = z_up_to_y_up(np.asarray(root, np.float64))
-    pl = plant_feet(list(up), rotations, pos, known, todo, [Leg(*lg) for lg in legs], root_bone, fps,
-                    contacts=contacts)
+    strength = np.asarray(todo, np.float64)
+    pl = plant_feet(list(up), rotations, pos, known, strength > 0, [Leg(*lg) for lg in legs], root_bone, fps,
+                    contacts=contacts, strength=strength)
     from ..vendor.axes import y_up_to_z_up
 
     return pl.rotations, y_up_to_z_up(pl.positions[:, root_bone])
@@ -56,30 +58,31 @@ def plant_rig(rotations: np.ndarray, root: np.ndarray, heads: np.ndarray, up: Se
 
 def planted_frames(known: np.ndarray, gate: Sequence[dict[str, Any]], scene_fps: float | None,
                    model_fps: float) -> np.ndarray:
-    """(T,) the filled frames of the gaps whose length the server's gate planted (the nearest fitted length, in
-    model frames)."""
-    out = np.zeros(len(known), bool)
+    """(T,) per filled frame the strength of the plant the server's gate kept for its gap's length (the nearest
+    fitted length, in model frames; `families.body.fill_plant.judge_plant`): 0 where it planted none, 1 without a
+    gate or from a server that sends no strength."""
+    out = np.zeros(len(known))
     k = model_fps / float(scene_fps or model_fps)
     for s, e in runs(~np.asarray(known, bool)):
         if not gate:
-            out[s:e] = True
+            out[s:e] = 1.0
             continue
         fit = min(gate, key=lambda g: abs(g["length"] - (e - s) * k))
-        out[s:e] = bool(fit.get("plant", True))
+        out[s:e] = float((fit.get("plant_error") or {}).get("strength", 1.0)) if fit.get("plant", True) else 0.0
     return out
 
 
 def rig_feet(rc: Mapping[str, Any], known: np.ndarray, names: Sequence[str], info: Mapping[str, Any],
               bones: Sequence[str], ups: Sequence[int], root_bone: str | None, root_parent: int, fps: float | None
               ) -> tuple[int, list[tuple[int, int, int, int]], np.ndarray, np.ndarray] | None:
-    """(root bone index, legs, keyed frames, frames to plant) for `plant_rig` where the server planted
-    feet (its reply's ``plant``) on a rig whose root bone has no parent bone; else None."""
+    """(root bone index, legs, keyed frames, the plant's strength per frame (0: not planted)) for `plant_rig` where
+    the server planted feet (its reply's ``plant``) on a rig whose root bone has no parent bone; else None."""
     if not rc.get("plant") or root_parent >= 0 or root_bone is None or root_bone not in bones:
         return None
     legs = rig_legs(names, info["skeleton"])
     if not legs:
         return None
     leg_bones = [b for lg in legs for b in lg[:3]]
-    todo = ~known[:, leg_bones].any(1) & planted_frames(known.all(1), rc.get("gate") or [], fps,
-                                                                 float(info.get("fps") or 30.0))
-    return (list(bones).index(root_bone), legs, known.all(1), todo) if todo.any() else None
+    todo = ~known[:, leg_bones].any(1) * planted_frames(known.all(1), rc.get("gate") or [], fps,
+                                                        float(info.get("fps") or 30.0))
+    return (list(bones).index(root_bone), legs, known.all(1), todo) if (todo > 0).any() else None

@@ -117,3 +117,49 @@ def test_the_batched_plan_writes_the_keys_of_the_channel_by_channel_plan(clip):
             assert ka["frames"].tolist() == kb["frames"].tolist()
             for k in ("values", "lx", "ly", "rx", "ry"):
                 assert np.allclose(ka[k], kb[k], rtol=1e-9, atol=1e-12)
+
+
+@needs_data
+def test_a_gap_whose_fill_is_the_users_own_curve_gets_no_keys(clip):
+    """Blocking where the gate keeps Blender's curve: the fill of one gap is the user's own curve (Blender's Bezier
+    of the keys either side, `eval.keyed.bezier_keys`, within a hundredth of a degree), of the other the capture
+    (centimetres off that curve). The first gap gets no keys and the plan counts it kept; the second is keyed as
+    before; the report says so."""
+    from motioncore.eval.keyed import bezier_keys
+    sk = clip.skeleton
+    T = 240
+    q = np.asarray(clip.rotations[2000:2000 + T], np.float64)
+    p = np.asarray(clip.positions[2000:2000 + T], np.float64)
+    par, off = list(sk.parents), np.asarray(sk.offsets, np.float64)
+    heads = np.zeros((len(par), 3))
+    for j, pj in enumerate(par):
+        heads[j] = off[j] + (heads[pj] if pj >= 0 else 0.0)
+    todo = np.zeros(T, bool)
+    todo[40:70] = True
+    todo[150:180] = True
+    keyed = ~todo & (np.arange(T) % 10 == 0)   # blocking: a key every 10 frames
+    bq, _ = bezier_keys(sk, q[None], p[None], keyed[None])
+    rng = np.random.default_rng(0)
+    fill = q.copy()
+    fill[40:70] = bq[0, 40:70] * (1.0 + 1e-5 * rng.standard_normal(bq[0, 40:70].shape))   # the user's curve
+    mode = "QUATERNION"
+    raw = [rigclip.from_quat(fill[:, j], mode, fill[0, j]) for j in range(len(par))]
+    user = [rigclip.from_quat(np.where(todo[:, None], bq[0, :, j], q[:, j]), mode, q[0, j]) for j in range(len(par))]
+    rig = {"bones": list(sk.names), "modes": [mode] * len(par), "heads": heads, "up": par,
+           "offsets": {b: None for b in sk.names}, "root": sk.names[0]}
+    frames = np.arange(T, dtype=np.float64) + 1.0
+    chans = [kr.Channel(f"b{j}", b, raw[j].copy(), todo.copy(), j, mode) for j, b in enumerate(sk.names)]
+    plan = kr.plan(rig, frames, raw, chans, 0.5, 0.1, 1.0, user=user)
+    assert plan.kept == 1
+    for c in chans:
+        for k in c.keys:
+            assert not np.isin(k["frames"], frames[40:70]).any()
+    assert sum(np.isin(k["frames"], frames[150:180]).sum() for c in chans for k in c.keys) > 0
+    chans2 = [kr.Channel(f"b{j}", b, raw[j].copy(), todo.copy(), j, mode) for j, b in enumerate(sk.names)]
+    plain = kr.plan(rig, frames, raw, chans2, 0.5, 0.1, 1.0)
+    assert plain.kept == 0 and plain.written > plan.written
+    dev = np.linalg.norm(fk(bq[0], off, par) - fk(fill, off, par), axis=-1)[40:70]
+    assert plan.max_cm >= dev.max() - 1e-9   # what is left on the user's curve is in the plan's figures
+    msg = kr.report(plan.written, {"every_frame": plan.every_frame, "max_cm": plan.max_cm, "kept": plan.kept,
+                                   "kept_cm": 0.5})
+    assert "1 gap(s) left on your own curve" in msg

@@ -53,3 +53,14 @@ def test_the_gate_clause_says_a_gap_too_long_for_one_pass_keeps_the_curve():
     msg = gate_report.gate_message([fit])
     assert "gaps of 120: longer than the model takes in one pass" in msg and "kept Blender's curve" in msg
     assert "feet not planted" not in msg   # nothing was judged: no reason to give
+
+
+def test_the_gate_clause_says_how_far_the_feet_were_planted_and_what_planting_cost():
+    part = {"length": 15, "rot": 1.0, "root": 1.0, "pseudo": 8, "method": "pseudo-gaps", "plant": True,
+            "plant_error": {"strength": 0.5, "unplanted": [2.0, 3.0, 40.0, 5.0], "planted": [1.8, 3.0, 20.0, 5.0]}}
+    off = {"length": 30, "rot": 1.0, "root": 1.0, "pseudo": 8, "method": "pseudo-gaps", "plant": False,
+           "plant_error": {"strength": 0.0, "unplanted": [4.0, 4.5, 30.0, 9.0], "planted": [3.7, 4.8, 20.0, 9.4]}}
+    msg = gate_report.gate_message([part, off])
+    assert "gaps of 15: feet planted at 50% strength" in msg
+    assert "gaps of 30: feet not planted" in msg and "4.5 -> 4.8 deg" in msg
+    assert "feet planted" not in gate_report.gate_message([{**part, "plant_error": {"strength": 1.0}}])

@@ -30,7 +30,8 @@ def test_batch_infill_plants_the_feet_unless_told_not_to(tmp_path):
     assert on["plant_feet"] is True and off["plant_feet"] is False
     [r_on], [r_off] = on["files"], off["files"]
     (g,) = r_on["gate"]
-    assert g["method"] == "pseudo-gaps" and set(g["plant_error"]) == {"unplanted", "planted", "truth_skate"}
+    assert g["method"] == "pseudo-gaps" and set(g["plant_error"]) == {"unplanted", "planted", "truth_skate", "bezier",
+                                                                      "strength", "tried"}
     assert (r_on["plant"] is not None) == g["plant"] and r_off["plant"] is None
     a, b, truth = (read_bvh(p) for p in (tmp_path / "on" / "walk.bvh", tmp_path / "off" / "walk.bvh", src / "walk.bvh"))
     keep = np.ones(clip.num_frames, bool)

@@ -232,6 +232,15 @@ def test_training_resumes_exactly_after_a_kill(tmp_path, bandai_windows):
                            warm_start=str(tmp_path / "a-export"))
     c = load_file(str(tmp_path / "c" / "state.safetensors"))
     assert ws["warm_start"]["steps"] == 6
+    # the export without the contact output: the same in-fill, no contact head
+    from motioncore.models.registry import load_model
+
+    export(tmp_path / "a", tmp_path / "a-nc", data=data, contacts=False)
+    with_c, m1 = load_model(str(tmp_path / "a-export"))
+    without, m2 = load_model(str(tmp_path / "a-nc"))
+    assert m1["config"]["contacts"] > 0 and m2["config"]["contacts"] == 0 and without.contact is None
+    x = torch.randn(2, 20, with_c.inp.in_features)
+    assert torch.equal(with_c.eval()(x), without.eval()(x))
     assert all(torch.allclose(c[k], a[k].half().float()) for k in a if k.startswith("ema/"))
 
 
@@ -274,3 +283,63 @@ def test_the_cmu_share_of_a_batch_follows_the_recipe(share):
     assert abs(cmu / total - share) < 0.03, cmu / total
     with pytest.raises(ValueError, match="cmu_share"):
         BodyRecipe(cmu_share=1.0)
+
+
+def test_three_sources_take_their_shares_of_a_batch():
+    """``--data all``: Bandai locomotion, CMU and Bandai's gestures each take their recipe share of the windows."""
+    from types import SimpleNamespace
+
+    from motioncore.families.body.train import BodyRecipe
+    from motioncore.families.body.train_batch import sample_batch
+
+    J, n = 3, 6000
+    bounds = np.array([[0, 3000], [3000, 3500], [3500, 6000]])
+    source = np.array([0, 1, 2])
+    data = {"skeleton": SimpleNamespace(num_joints=J), "bounds": bounds, "source": source,
+            "rotations": np.zeros((n, J, 4), np.float32), "positions": np.repeat(np.arange(n, dtype=np.float32)[:, None,
+                                                                                   None], J, 1).repeat(3, 2)}
+    rng, counts = np.random.default_rng(1), np.zeros(3)
+    recipe = BodyRecipe(data="all", cmu_share=0.4, gesture_share=0.25)
+    for _ in range(200):
+        _, p, _, _, _ = sample_batch(rng, data, recipe)
+        counts += np.bincount(np.searchsorted(bounds[:, 1], p[:, 0, 0, 0], side="right"), minlength=3)
+    assert np.allclose(counts / counts.sum(), [0.35, 0.4, 0.25], atol=0.03), counts / counts.sum()
+    with pytest.raises(ValueError, match="gesture_share"):
+        BodyRecipe(data="all", cmu_share=0.5, gesture_share=0.5)
+
+
+def test_another_performer_turns_each_joint_by_one_fixed_rotation_per_window():
+    """The posture augmentation: below the body root every joint's local rotation is turned by one fixed rotation
+    over the whole window (so the motion's timing is the capture's), about ``posture_deg`` on average; the root and
+    its ancestors are untouched, the root's height moves by one offset within the bound; half the windows stay as
+    captured."""
+    from motioncore.core.kinematics import find_body_joints
+    from motioncore.core.rotations import quat_angle, quat_conj, quat_mul
+    from motioncore.core.skeleton import Skeleton
+    from motioncore.families.body.train_batch import another_performer
+
+    names = ["Root", "Hips", "Spine", "Chest", "Neck", "Head", "LeftShoulder", "LeftArm", "LeftForeArm", "LeftHand",
+             "RightShoulder", "RightArm", "RightForeArm", "RightHand", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToe",
+             "RightUpLeg", "RightLeg", "RightFoot", "RightToe"]
+    parents = [-1, 0, 1, 2, 3, 4, 3, 6, 7, 8, 3, 10, 11, 12, 1, 14, 15, 16, 1, 18, 19, 20]
+    off = np.array([[0, 0, 0], [0, 95, 0], [0, 10, 0], [0, 15, 0], [0, 20, 0], [0, 10, 0], [5, 15, 0], [12, 0, 0],
+                    [28, 0, 0], [25, 0, 0], [-5, 15, 0], [-12, 0, 0], [-28, 0, 0], [-25, 0, 0], [9, -5, 0], [0, -42, 0],
+                    [0, -40, 0], [0, -5, 12], [-9, -5, 0], [0, -42, 0], [0, -40, 0], [0, -5, 12]], float)
+    sk = Skeleton(names, parents, off)
+    root = find_body_joints(sk).root
+    rng = np.random.default_rng(3)
+    B, T, J = 64, 20, len(names)
+    q = rng.normal(size=(B, T, J, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    p = np.broadcast_to(off, (B, T, J, 3)).copy()
+    r2, p2 = another_performer(np.random.default_rng(4), q, p, sk, 6.0, 4.0)
+    d = quat_mul(quat_conj(q), r2)   # each joint's turn, frame by frame
+    assert np.degrees(quat_angle(d, d[:, :1])).max() < 1e-6   # one fixed turn over the window
+    ang = np.degrees(quat_angle(d[:, 0], np.array([1.0, 0, 0, 0])))   # (B, J)
+    moved = ang.max(axis=1) > 1e-9
+    assert 0.3 < moved.mean() < 0.7   # about half the windows
+    assert np.all(ang[:, [0, root]] < 1e-9)   # the body root and its ancestors untouched
+    assert 3.0 < np.sqrt(np.mean(ang[moved][:, root + 1:] ** 2)) < 12.0   # about posture_deg
+    dh = p2[:, :, root, 1] - p[:, :, root, 1]
+    assert np.all(np.abs(dh) <= 4.0) and np.all(dh == dh[:, :1]) and np.all(dh[~moved] == 0)
+    assert np.array_equal(np.delete(p2, root, axis=2), np.delete(p, root, axis=2))

@@ -151,8 +151,13 @@ def test_fill_clip_plants_the_feet_by_default_and_the_gate_keeps_them_off_a_glid
     pos = lambda rot, root: np.concatenate([p[:, :1], root[:, None], p[:, 2:]], 1)  # noqa: E731
     a = _scores(sk, on.rotations[0], pos(on.rotations[0], on.root[0]), q, p, known, m.fps)
     b = _scores(sk, off.rotations[0], pos(off.rotations[0], off.root[0]), q, p, known, m.fps)
-    assert a["skate"] < 0.5 * b["skate"]
-    assert 0.5 * (a["cm"] / b["cm"] + a["deg"] / b["deg"]) <= 1.02
+    print(f"strength {fit['plant_error']['strength']}: skate {b['skate']:.1f} -> {a['skate']:.1f} cm/s, "
+          f"{b['cm']:.3f} -> {a['cm']:.3f} cm, {b['deg']:.3f} -> {a['deg']:.3f} deg")
+    # on its test gaps a full plant raised the position error (5.30 -> 5.48 cm): the gate plants at the strongest
+    # strength that raises no error there, and the real gaps' feet slide less at no cost in position or rotation
+    assert 0.0 < fit["plant_error"]["strength"] < 1.0
+    assert a["skate"] < 0.7 * b["skate"]
+    assert a["cm"] <= b["cm"] and a["deg"] <= 1.01 * b["deg"]
     # a glide: the capture's whole body, feet included, slides sideways at 150 cm/s; planting would pin feet
     # that truly slide, so the gate's test gaps cut from the keys turn it off, and say why
     r2 = r.copy()

@@ -110,8 +110,9 @@ def test_the_gate_is_fitted_on_the_requests_own_keys_as_the_library_fits_it(serv
     assert np.degrees(quat_angle(r.arrays["rotations"][0], lib.rotations[0])).max() < 1e-2
     np.testing.assert_array_equal(r.arrays["rotations"][0, known], q[known])
     # planting, judged on the same test gaps: as the library judges it; "judge" judges without planting
-    assert g["plant"] == lib.gate.summary()[0]["plant"] and set(g["plant_error"]) == {"unplanted", "planted",
-                                                                                      "truth_skate"}
+    assert g["plant"] == lib.gate.summary()[0]["plant"] and set(g["plant_error"]) == {
+        "unplanted", "planted", "truth_skate", "bezier", "strength", "tried"}
+    assert g["plant_error"]["strength"] == lib.gate.summary()[0]["plant_error"]["strength"]
     assert (r.content["plant"] is not None) == g["plant"]
     j = c.infill_rotations(q, root, known, plant_feet="judge")
     assert j.content["gate"][0]["plant"] == g["plant"] and (j.content["plant"] is not None) == g["plant"]

@@ -22,9 +22,11 @@ glides and the legs follow the Bezier of the keys. For each run of filled frames
    step swings for at least ``STEP_S``. From each key the offsets ease in over ``EASE_S`` seconds (quintic
    smoothstep, C2), except where the foot stands still on the key and its contact goes on from it. A swing is lifted
    by a C2 bump; a filled ankle or toe under the keys' floor is lifted by the shortfall (``floor_lift``).
-5. **IK**: per frame, analytic two-bone IK on thigh and shin puts the ankle on ``fill + o``: the knee bends in
-   its own plane, the thigh swings onto the goal; the foot keeps its world rotation (the toe follows). Near full
-   reach the goal's distance softens (``SOFT``: the leg gives way, the knee never snaps straight), and each leg
+5. **IK**: per frame, analytic two-bone IK on thigh and shin puts the ankle on ``fill + o`` (``o`` times the
+   gate's ``strength``): the knee bends in its own plane, the thigh swings onto the goal; where the leg is planted,
+   or its foot low (within ``LOW`` times its contact height, fading out by twice that), the foot keeps its world
+   rotation (flat on the floor; the toe follows), higher in the swing its own local one (eased over ``FOOT_S``).
+   Near full reach the goal's distance softens (``SOFT``: the leg gives way, the knee never snaps straight), and each leg
    joint's correction turns per frame no faster than the keyed legs near the gap (``cap_turns``); ``missed`` says
    where an ankle fell short of its goal.
 6. **Hips**: only where a leg cannot reach its goal (beyond ``REACH`` of its length) the root moves by the
@@ -44,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gaps import runs
-from .plant_smooth import cap_turns, ease_from_keys, ease_lift, floor_lift, hermite5
+from .plant_smooth import cap_turns, ease_from_keys, ease_lift, floor_lift, hermite5, smoother01
 from .quat_np import quat_align, quat_between_many, quat_conj, quat_mul, quat_normalize
 
 __all__ = ["Leg", "Planted", "plant_feet", "fk", "foot_contacts_filled", "ANKLE_H", "TOE_H"]
@@ -72,6 +74,8 @@ BLEND_S = 0.1  # s: the shortest blend between two plants (a swing between two s
 FLOOR_SLACK = 0.0  # leg lengths: how far a foot may stand under the keys' floor before it is lifted
 MOVE = 0.8  # leg lengths per second: a blend between two plants moves the goal at most this fast on average
 SOFT = 0.97  # the leg's reach softens from this fraction of its length (or the fill's own, if longer) to full
+LOW = 1.0  # a foot lower than this many times its contact height keeps its world rotation (fading out to twice that)
+FOOT_S = 0.1  # s: the foot turns from its world rotation (planted) to its local one (swinging) over about this long
 SOFT_TOP = 0.999  # the softened reach approaches this fraction of the length, never straight
 
 
@@ -326,6 +330,24 @@ def _spaced(anchors: list, blend_n: int, n: int, seg: np.ndarray, move: float = 
     return [tuple(x) for x in out]
 
 
+def _toward(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Unit quaternions (n, 4) from ``a`` toward ``b`` by ``w`` (n,) (normalised linear blend, the short way)."""
+    return quat_normalize(a + w[:, None] * (quat_align(b, a) - a))
+
+
+def _contact_weight(c: np.ndarray, fps: float) -> np.ndarray:
+    """(T,) 1 where a leg is planted (``c`` (T,) bool) and ``FOOT_S`` seconds either side, 0 in the rest of its
+    swing, eased over about ``FOOT_S`` seconds beyond that (widened, two box filters, the quintic smoothstep): how far
+    its foot keeps its world rotation rather than its local one (whole on every planted frame: the toe stays)."""
+    n = max(2, int(round(FOOT_S * fps)))
+    pad = np.pad(c.astype(np.float64), 2 * n, mode="edge")
+    x = np.max([pad[j:j + len(c)] for j in range(4 * n + 1)], 0)   # widened by 2n: the box filters take n back
+    for _ in range(2):
+        pad = np.pad(x, n, mode="edge")
+        x = np.mean([pad[j:j + len(c)] for j in range(2 * n + 1)], 0)
+    return smoother01(x)
+
+
 def _soft_distance(dist: np.ndarray, own: np.ndarray, length: np.ndarray) -> np.ndarray:
     """The goal's distance from the hip, softened near full reach: unchanged up to ``SOFT`` of the leg's length (or
     the fill's own distance, if longer), then approaching ``SOFT_TOP`` of it smoothly (C1) instead of snapping
@@ -389,12 +411,14 @@ def given_contacts(contacts: np.ndarray, T: int, legs: Sequence[Leg]) -> tuple[n
 
 def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndarray, keys: np.ndarray,
                todo: np.ndarray, legs: Sequence[Leg], root: int, fps: float = 30.0, up: int = 1,
-               contacts: np.ndarray | None = None) -> Planted:
+               contacts: np.ndarray | None = None, strength: float | np.ndarray = 1.0) -> Planted:
     """See the module doc. ``rotations`` (T, J, 4) and ``positions`` (T, J, 3) local (a filled clip, keys
     included), ``keys`` (T,) the keyed frames (the ground is read there), ``todo`` (T,) the frames that may
     change (the filled ones), ``legs`` the legs, ``root`` the joint whose translation moves the body.
     ``contacts``: given from outside (a model's contact output; ``given_contacts``), used on every frame instead of
-    the contacts read from the keys and the fill."""
+    the contacts read from the keys and the fill. ``strength`` (a number or (T,) per frame, 0..1): how much of each
+    ankle goal's offset (the plant and the lifts) is applied (the gate's, ``families.body.fill_plant.judge_plant``:
+    planting that would cost error at full strength gives way part of the way)."""
     parents = [int(p) for p in parents]
     q = np.asarray(rotations, np.float64).copy()
     p = np.asarray(positions, np.float64).copy()
@@ -416,9 +440,12 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
     contacts = np.zeros((T, L), bool)
     log: list[dict] = []
     ease = ease_from_keys(todo, fps)
+    world: list[np.ndarray] = []   # per leg (T,): how far its foot keeps its world rotation (1) or its local one
     for i, lg in enumerate(legs):
         held = np.zeros(T, bool)
         h = np.stack([ankles[:, i] - g_a[i], toes[:, i] - g_t[i]], 1)
+        low = np.fmin(h[:, 0] / (ANKLE_H * lengths[i]), h[:, 1] / (TOE_H * lengths[i]))   # 1: at the threshold
+        world.append(np.maximum(1.0 - smoother01((low - LOW) / LOW), 0.0))
         if given is not None:
             down, pin = given[0][:, i], np.where(given[1][:, i], 1 if lg.toe >= 0 else 0, 0)
         else:
@@ -444,7 +471,9 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
                                                                                  FLOOR_SLACK * lengths[i])   # no foot or toe under the keys' floor
         offsets[:, i] *= ease_from_keys(todo, fps, held)[:, None]   # flat where planting starts and ends at keys
         offsets[:, i, up] = ease_lift(offsets[:, i, up], todo, MOVE * lengths[i] / fps)   # lifts ease in from keys
+    world = [np.maximum(w, _contact_weight(contacts[:, i], fps)) for i, w in enumerate(world)]
     offsets[~todo] = 0.0
+    offsets = offsets * np.broadcast_to(np.asarray(strength, np.float64), (T,))[:, None, None]   # the gate's
     goals = gp[:, [lg.ankle for lg in legs]] + offsets
     # the hips move only where a leg cannot reach
     need = np.zeros((T, 3))
@@ -478,7 +507,9 @@ def plant_feet(parents: Sequence[int], rotations: np.ndarray, positions: np.ndar
         gpar = gq[sel, par] if par >= 0 else np.tile([1.0, 0.0, 0.0, 0.0], (sel.size, 1))
         q[sel, lg.hip] = quat_mul(quat_conj(gpar), gh)
         q[sel, lg.knee] = quat_mul(quat_conj(gh), gk)
-        q[sel, lg.ankle] = quat_mul(quat_conj(gk), ga)  # the other leg's chain is untouched: no FK again
+        # the foot keeps its world rotation where it is planted or low, its own local rotation higher in the swing
+        # (the other leg's chain is untouched: no FK again)
+        q[sel, lg.ankle] = _toward(q[sel, lg.ankle], quat_mul(quat_conj(gk), ga), world[i][sel])
     q = quat_align(quat_normalize(q), rotations)
     q = np.where(todo[:, None, None], q, rotations)
     q = cap_turns(q, quat_align(quat_normalize(np.asarray(rotations, np.float64)), q),

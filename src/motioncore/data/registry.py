@@ -3,6 +3,7 @@
 Splits hold out whole clips (takes), never frames of a clip seen in training:
 - ``bandai2``: take number divisible by 5 (..._005, _010, ...) is test: ~20% of every
   (content, style) group, so every style is represented on both sides.
+- ``bandai-gestures``: dataset 2's standing gestures, split as ``bandai2``.
 - ``bandai1``: crc32 of the file stem divisible by 5 (most groups have a single take).
 - ``dog``: crc32 of the clip id divisible by 5.
 - ``manipnet-left/right``: takes ``mug3`` and ``teapot3`` are test (their objects also appear in
@@ -121,6 +122,10 @@ _register(DatasetSpec(
     "bandai2", (("bandai_namco/dataset-2_locomotion_walk_turn_run.tar.xz", "*.bvh"),),
     30.0, BANDAI_LICENCE, BANDAI_CITE, "Bandai Namco dataset 2: walk/turn-left/turn-right/run, 7 styles",
     _bandai2_split, _bandai_labels(lambda bvh, root: root / "bandai_namco" / "cfg_dataset-2")))
+_register(DatasetSpec(
+    "bandai-gestures", (("bandai_namco/dataset-2_gestures.tar.xz", "dataset-2_gestures/*.bvh"),),
+    30.0, BANDAI_LICENCE, BANDAI_CITE, "Bandai Namco dataset 2: standing gestures (raise or wave one or both hands), "
+    "7 styles", _bandai2_split, _bandai_labels(lambda bvh, root: root / "bandai_namco" / "cfg_dataset-2")))
 _register(DatasetSpec(
     "bandai", REGISTRY["bandai1"].parts + REGISTRY["bandai2"].parts, 30.0, BANDAI_LICENCE, BANDAI_CITE,
     "Bandai Namco datasets 1 and 2 together (same 22-joint skeleton)", _bandai2_split,

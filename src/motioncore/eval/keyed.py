@@ -41,7 +41,7 @@ from ..core.rotations import (
 )
 from ..core.skeleton import Skeleton
 from ..errors import MotioncoreError
-from ..retarget import auto_map, retarget
+from ..retarget import auto_map, own_convention, retarget
 from ..retarget.core import _pairs_of, leg_scale
 from .baselines import Fill
 from .infill import Results, _Sums, results_of, skate_feet
@@ -157,10 +157,21 @@ def key_fill(fill: Fill) -> KeyFill:
 def on_skeleton(fill: KeyFill, model_skeleton: Skeleton, convention: np.ndarray | None = None,
                 joint_map=None) -> KeyFill:
     """``fill`` (a model on ``model_skeleton``) for windows on any body skeleton (see the module doc);
-    ``joint_map`` (model joint -> window joint; default ``retarget.auto_map``)."""
+    ``joint_map`` (model joint -> window joint; default ``retarget.auto_map``). Windows on a rig with the model's
+    joints go to the model directly only when the rig is in its own convention (``retarget.own_convention``:
+    the same rest and bone rolls, so the alignment is the identity), judged once per rig on the keys of the
+    first windows it sees; a rig with other rest frames or rolls (a re-export) goes through the same rest
+    alignment as any mapped rig."""
+    own: list[tuple[Skeleton, bool]] = []   # (rig, in the model's own convention), decided on its first windows
+
     def run(skeleton, q, p, known):
-        if skeleton.same_topology(model_skeleton) and list(skeleton.names) == list(model_skeleton.names):
-            return fill(skeleton, q, p, known)
+        if skeleton.same_topology(model_skeleton):
+            seen = next((o for s, o in own if s is skeleton), None)
+            if seen is None:
+                seen = own_convention(skeleton, model_skeleton, convention, np.asarray(q)[np.asarray(known, bool)])
+                own.append((skeleton, seen))
+            if seen:
+                return fill(skeleton, q, p, known)
         return _transfer(fill, model_skeleton, convention, skeleton, q, p, known, joint_map)
 
     return run

@@ -4,7 +4,7 @@ Retargeting: joint maps (presets, auto-matching, override files) and world-space
 retargeting of a Motion onto another Skeleton. See docs/retarget.md."""
 from __future__ import annotations
 
-from .core import leg_length, leg_scale, rest_rotations, retarget
+from .core import leg_length, leg_scale, own_convention, rest_rotations, retarget
 from .mapping import (
                       CANONICAL,
                       PRESETS,
@@ -22,4 +22,5 @@ from .mapping import (
 
 __all__ = ["CANONICAL", "PRESETS", "JointMap", "RetargetError", "SkeletonMismatch", "apply_overrides", "auto_map",
            "check_map", "clip_poses", "detect_preset",
-           "leg_length", "leg_scale", "load_overrides", "normalise_name", "rest_rotations", "retarget"]
+           "leg_length", "leg_scale", "load_overrides", "normalise_name", "own_convention", "rest_rotations",
+           "retarget"]

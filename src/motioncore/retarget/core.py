@@ -45,7 +45,7 @@ from .contacts import pin_feet, source_contacts
 from .mapping import JointMap, RetargetError, _roles, detect_preset
 from .twist import match_convention
 
-__all__ = ["leg_length", "leg_scale", "rest_rotations", "retarget"]
+__all__ = ["leg_length", "leg_scale", "own_convention", "rest_rotations", "retarget"]
 
 
 def _pairs_of(joint_map: JointMap | Mapping[str, str], source: Skeleton, target: Skeleton) -> dict[int, int]:
@@ -75,6 +75,31 @@ def rest_rotations(source: Skeleton, target: Skeleton,
         Rs[j] = rs_all[s]
     Rt = rest.rest_rotations(target.names, list(target.parents), target.offsets, pairs, source.rest_positions())
     return Rs, Rt
+
+
+def own_convention(skeleton: Skeleton, model: Skeleton, convention: np.ndarray | None, rotations: np.ndarray,
+                   frames: int = 2048) -> bool:
+    """Whether a rig with the model's joints (names and hierarchy) is in the model's own convention, so its
+    alignment is the identity and the model may read it directly (`rest.alignment`'s ``rest_same``): every bone
+    below the body root points as the model's at rest (within ``rest.SAME_DEG``; the root's offset is its
+    placement, not a bone) and, with the model's ``convention`` (J, 4), the bone rolls that bring the clip's
+    locals closest to it are all within ``rest.TWIST_SAME_DEG``, judged on up to ``frames`` of ``rotations``
+    (N, J, 4) (keyed frames of the clip). False for another hierarchy."""
+    if not skeleton.same_topology(model):
+        return False
+    chain, j = [], find_body_joints(model).root
+    while j >= 0:
+        chain.append(j)
+        j = int(model.parents[j])
+    off = np.array(skeleton.offsets, np.float64)
+    off[chain] = model.offsets[chain]
+    heads = skeleton.forward_kinematics(np.tile([1.0, 0, 0, 0], (skeleton.num_joints, 1)), off)[1]
+    q = np.asarray(rotations, np.float64).reshape(-1, skeleton.num_joints, 4)
+    q = q[np.unique(np.linspace(0, len(q) - 1, min(len(q), frames)).round().astype(np.int64))] if len(q) else None
+    sk = {"names": list(model.names), "parents": [int(p) for p in model.parents], "offsets": model.offsets,
+          "convention": convention}
+    J = model.num_joints
+    return bool(rest.alignment(sk, list(range(J)), heads, [int(p) for p in model.parents], q)["rest_same"])
 
 
 def leg_length(skeleton: Skeleton, hips: str, foot: str) -> float:

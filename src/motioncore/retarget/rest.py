@@ -45,6 +45,14 @@ from ..core.quat_np import (
 )
 
 SAME_DEG = 1.0   # every rest rotation within this of identity: the rig's rest is the model's (per-actor proportions)
+TWIST_SAME_DEG = 70.0   # and every free twist within this: the rig is in the model's convention (alignment identity).
+# A roll about a one-child bone leaves the rest pose as it is, so only the motion shows it: the twists that bring a
+# clip's locals closest to the model's training mean (`twists`). On the model's own rig they are a performer's poses,
+# not a convention: on 120 Bandai takes (2026-11-29) the largest per take is 58.5 deg (an upper arm waving goodbye),
+# the median 17; a LAFAN1 clip retargeted onto Bandai's rest without matching them needs 74-112 (shoulders, spine,
+# arms). Leaves are left out (a hand's mean turn is its pose). A roll under this with the rest unchanged is not seen;
+# a take that holds one forearm far from the mean is judged off it (1 of 60 of Bandai's gestures, a right-hand wave at
+# 87 deg; then it is aligned as a mapped rig is, on its own twists).
 
 
 def _swap(name: str, a: str, b: str) -> str:
@@ -191,6 +199,16 @@ def twists(g: np.ndarray, parents: Sequence[int], offsets: np.ndarray, ref: np.n
     return out
 
 
+def twists_same(T: np.ndarray, parents: Sequence[int], offsets: np.ndarray) -> bool:
+    """Whether twists ``T`` (J, 4) (`twists`) are a performer's poses rather than another rig's bone rolls: every
+    joint with a child bone within ``TWIST_SAME_DEG`` of identity (leaves left out: module constants)."""
+    has_bone = np.zeros(len(parents), bool)
+    for c, p in enumerate(parents):
+        if p >= 0 and np.linalg.norm(offsets[c]) > 1e-9:
+            has_bone[p] = True
+    return bool(not has_bone.any() or quat_angle(T[has_bone], IDENT).max() < np.radians(TWIST_SAME_DEG))
+
+
 # ---------------------------------------------------------------------------------------- the carry
 
 def _rig_path(top: int, b: int, up: Sequence[int]) -> list[int] | None:
@@ -243,7 +261,9 @@ def alignment(model: dict[str, Any], cols: Sequence[int], rig_heads: np.ndarray,
     (J, 4) or None}; ``cols`` (J,) the rig bone of each model joint (-1: none); ``rig_heads`` (B, 3) rest
     heads in model axes; ``rig_up`` (B,) each bone's nearest keyed ancestor (-1: none); ``keyed_locals``
     (N, B, 4) sample frames of the rig's keyed poses (`rig_to_model` input) for the twist. ``rest_same``:
-    the rig's rest pose is the model's (every Rt within 1e-4 degrees of identity; no twist is matched)."""
+    the rig is in the model's own convention, O the identity: its rest pose is the model's (every Rt within
+    ``SAME_DEG`` of identity) and, where keyed poses and the convention are given, so are its bone rolls (every
+    twist within ``TWIST_SAME_DEG``, `twists_same`); otherwise O = Rt T, as any mapped rig."""
     parents = [int(p) for p in model["parents"]]
     off = np.asarray(model["offsets"], np.float64)
     pairs = {j: int(c) for j, c in enumerate(cols) if c >= 0}
@@ -251,12 +271,14 @@ def alignment(model: dict[str, Any], cols: Sequence[int], rig_heads: np.ndarray,
     same = bool(quat_angle(Rt, IDENT).max() < np.radians(SAME_DEG))
     O = np.tile(IDENT, (len(parents), 1)) if same else Rt.copy()   # the same rest, up to the import's float32
     ref = model.get("convention")
-    if not same and ref is not None and keyed_locals is not None and len(keyed_locals):
+    if ref is not None and keyed_locals is not None and len(keyed_locals):
         ref = np.asarray(ref, np.float64)
         ref = ref / np.linalg.norm(ref, axis=-1, keepdims=True)
         base = {**_carry(cols, parents, rig_up, rig_heads), "O": Rt}
         g = _model_globals(rig_globals(keyed_locals, rig_up), base, bends(keyed_locals, base))
-        O = quat_mul(Rt, twists(g, parents, off, ref, np.asarray(cols) >= 0))
+        T = twists(g, parents, off, ref, np.asarray(cols) >= 0)
+        same = same and twists_same(T, parents, off)   # the same rest and bone rolls: the model's own convention
+        O = np.tile(IDENT, (len(parents), 1)) if same else quat_mul(Rt, T)
     O = O / np.linalg.norm(O, axis=-1, keepdims=True)
     return {**_carry(cols, parents, rig_up, rig_heads), "O": O, "rest_same": same, "rt": Rt}
 

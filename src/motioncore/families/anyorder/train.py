@@ -295,7 +295,7 @@ def add_anyorder_arguments(p: argparse.ArgumentParser) -> None:
                    help="anyorder (manipnet): condition on the object in the wrist frame at every frame")
     g.add_argument("--cond-drop", type=float, help="anyorder: with --object-cond, rows trained without the object "
                    "(default 0.3)")
-    g.add_argument("--dropout", type=float, help="anyorder: dropout (default 0.1)")
+    g.add_argument("--dropout", type=float, help="anyorder: dropout (default 0.1); infill-body: the transformer's dropout (default 0)")
     g.add_argument("--offset-scale", type=float, help="anyorder: prior models' mean offset scale (default 0.1)")
 
 

@@ -39,9 +39,12 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
                         curve=curve, donor=donor)
     elif not isinstance(gate, Gate):
         gate = None
+    from motioncore.families.body.fill_plant import plant_filled, plant_strength
+
     out_q, out_r, base_q, base_r = q.copy(), r.copy(), q.copy(), r.copy()
     planted = np.zeros(len(q), bool)  # the gap frames whose feet are planted
     by_model = np.zeros(len(q), bool)  # ... of them, those planted on the model's own contacts (blocking)
+    strength = np.ones(len(q))  # ... and how far each plant holds (the gate's, ``fill_plant.judge_plant``)
     feet = int(getattr(getattr(model, "cfg", None), "contacts", 0) or 0)
     contacts = np.zeros((len(q), feet))  # the model's contact probabilities: its filled frames, and the keys around
     seen = np.zeros(len(q), bool)
@@ -66,6 +69,7 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
         base_r[a:b] = np.where(sel[:, J:], br, base_r[a:b])
         for s, e in gaps:
             planted[s:e] = bool(plant) and (gate is None or gate.plant(e - s))
+            strength[s:e] = plant_strength(gate, e - s)   # how far the gate lets each plant hold
             if plant and cl and len(gaps) > 1 and not planted[s:e].any() and _unjudged(gate, e - s):
                 # blocking: no keyed stretch to judge planting on, and the keys cannot tell where a foot is down;
                 # the model's contact output can (it was trained on the capture's labels)
@@ -81,13 +85,13 @@ def fill_clip_body(model, meta: dict, rotations: np.ndarray, root: np.ndarray, k
     if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
     elif planted.any():
-        from motioncore.families.body.fill_plant import plant_filled
 
         runs_n, hips = 0, 0.0
         for part, given in ((planted & ~by_model, None), (by_model, contacts)):
             if not part.any():
                 continue
-            pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & part[:, None], contacts=given)
+            pq, pr, pl = plant_filled(meta, out_q, out_r, keys, todo & part[:, None], contacts=given,
+                                      strength=np.where(by_model, 1.0, strength))
             if pl is not None:
                 out_q, out_r = pq, pr
                 runs_n, hips = runs_n + len(pl.runs), max(hips, float(pl.hips_moved))

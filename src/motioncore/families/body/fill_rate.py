@@ -123,17 +123,20 @@ def fill_clip_body_at_rate(model, meta: dict, rotations: np.ndarray, root: np.nd
         gate = fit_gate(model, meta, mq, mr, mk, (todo[i0] | todo[i1]) & ~mk, limit=gate_limit or MAX_PSEUDO,
                         plant=bool(plant_feet), curve=curve)
     fq, fr, bq, br, g = fill_body_at_rate(model, meta, q, r, keys, todo, fps, residual, gate, check)
+    from .fill_plant import plant_filled, plant_strength
+
     planted = np.zeros(len(q), bool)   # the gaps whose length (in model frames) the gate plants
+    strength = np.ones(len(q))   # ... and how far each plant holds there (``fill_plant.judge_plant``)
     for s, e in runs(todo.any(axis=1)):
         gap_m = max(1, int(round((e - s) * float(meta["fps"]) / fps)))
         planted[s:e] = bool(plant_feet) and (not isinstance(gate, Gate) or gate.plant(gap_m))
+        strength[s:e] = plant_strength(gate if isinstance(gate, Gate) else None, gap_m)
     plant_info = None
     if planted.any() and plant_feet == "judge":   # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}
     elif planted.any():
-        from .fill_plant import plant_filled
 
-        fq, fr, pl = plant_filled(meta, fq, fr, keys, todo & planted[:, None], fps)
+        fq, fr, pl = plant_filled(meta, fq, fr, keys, todo & planted[:, None], fps, strength=strength)
         if pl is not None:
             plant_info = {"frames": int(planted.sum()), "contact_runs": len(pl.runs), "hips_moved": pl.hips_moved}
     keep = ~todo

@@ -283,7 +283,8 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             from motioncore.families.body.fill_plant import judge_plant
 
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
-            fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp)
+            fits[bk].plant, fits[bk].plant_error = judge_plant(meta, q[idx], pos[idx], frames, fq, fp,
+                                                               score.fill((0.0, 0.0)))   # and Blender's curve
     return Gate(fits)
 
 

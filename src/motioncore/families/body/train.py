@@ -4,7 +4,14 @@ Data (``build_data``): the Bandai train split and every CMU training subject (01
 clips retargeted onto the Bandai skeleton (``retarget.retarget``, twists matched to Bandai's mean local
 rotations, as an imported rig is in the add-on), all at 30 fps, each with its left-right mirror image and
 played at 0.8x and 1.25x speed as well. ``--data cmu`` trains on the CMU subjects alone (the permissive
-``infill-body-cmu``; CMU's terms allow products). The arrays are cached under the run folder.
+``infill-body-cmu``; CMU's terms allow products). ``--data all`` adds Bandai dataset 2's standing gestures (raise
+or wave one or both hands: upper-body variety), drawn at ``gesture_share`` of each batch. The arrays are cached
+under the run folder.
+
+For performers never trained on (``posture_deg``, ``root_height_cm``, ``dropout``, ``select``): each window can be
+re-posed as another performer stands (every joint's local rotation turned by its own fixed small rotation over the
+window, inputs and truth alike), its root raised or lowered, the transformer trained with dropout, and the weights
+exported those that scored best on CMU subjects 05 and 07 (never trained on) at a validation.
 
 Tasks (``sample_task``), one key pattern per batch, as an animator keys:
 - dense context around a gap (LaFAN1): 1-10 context frames, a gap of 1-60 frames drawn with probability
@@ -42,8 +49,15 @@ __all__ = ["BodyRecipe"]
 
 @dataclass(frozen=True)
 class BodyRecipe:
-    data: str = "bandai+cmu"  # bandai+cmu | cmu
-    cmu_share: float = 0.5  # bandai+cmu: the share of each batch's windows drawn from the CMU clips
+    data: str = "bandai+cmu"  # bandai+cmu | cmu | all (bandai+cmu and Bandai's standing gestures)
+    cmu_share: float = 0.5  # bandai+cmu, all: the share of each batch's windows drawn from the CMU clips
+    gesture_share: float = 0.2  # all: the share drawn from Bandai's gestures (the rest: Bandai locomotion)
+    posture_deg: float = 0.0  # augmentation: each joint's local rotation turned by a fixed random rotation per
+    #                           window (normal, this many degrees; 0: off), as another performer's posture
+    root_height_cm: float = 0.0  # augmentation: the root's height moved per window (uniform, +- this many cm)
+    dropout: float = 0.0  # the transformer's dropout (training only)
+    select: str = "last"  # the weights exported: "last" (the EMA at the end) | "unseen" (the EMA whose L2Q on the
+    #                       performers never trained on, CMU 05 and 07, was lowest at a validation)
     d_model: int = 192
     n_layers: int = 4
     n_heads: int = 4
@@ -69,6 +83,10 @@ class BodyRecipe:
     def __post_init__(self) -> None:
         if not 0.0 < self.cmu_share < 1.0:
             raise ValueError(f"cmu_share must be in (0, 1), got {self.cmu_share}")
+        if self.data == "all" and not 0.0 <= self.gesture_share < 1.0 - self.cmu_share:
+            raise ValueError(f"gesture_share must be in [0, 1 - cmu_share), got {self.gesture_share}")
+        if self.select not in ("last", "unseen"):
+            raise ValueError(f"select must be 'last' or 'unseen', got {self.select!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

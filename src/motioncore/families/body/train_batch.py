@@ -14,7 +14,7 @@ import numpy as np
 from motioncore.families.body.loss import JERK_WEIGHT, Net, batch_loss
 from motioncore.families.body.train import BodyRecipe
 
-__all__ = ["sample_task", "sample_batch", "Net", "batch_loss", "JERK_WEIGHT"]
+__all__ = ["sample_task", "sample_batch", "another_performer", "Net", "batch_loss", "JERK_WEIGHT"]
 
 
 def sample_task(rng: np.random.Generator, J: int, max_gap: int = 60, blocking: float = 0.4
@@ -67,12 +67,47 @@ def sample_batch(rng: np.random.Generator, data: dict[str, Any], recipe: BodyRec
     lengths = bounds[:, 1] - bounds[:, 0] - T
     ok = lengths > 0
     w = np.where(ok, lengths, 0).astype(np.float64)
-    if source.min() != source.max():  # recipe.cmu_share of the windows from CMU (source 1), the rest from Bandai
-        for s, share in ((0, 1.0 - recipe.cmu_share), (1, recipe.cmu_share)):
+    if source.min() != source.max():  # each source's share of the windows (train_data.SOURCES)
+        gest = recipe.gesture_share if (source == 2).any() else 0.0
+        for s, share in ((0, 1.0 - recipe.cmu_share - gest), (1, recipe.cmu_share), (2, gest)):
             w[source == s] *= share / max(w[source == s].sum(), 1e-9)
     clip = rng.choice(len(bounds), size=B, p=w / w.sum())
     start = bounds[clip, 0] + (rng.random(B) * lengths[clip]).astype(np.int64)
     idx = start[:, None] + np.arange(T)
     labels = data["contacts"][idx] if "contacts" in data else None
-    return (data["rotations"][idx].astype(np.float64), data["positions"][idx].astype(np.float64),
-            np.broadcast_to(known, (B,) + known.shape).copy(), gap, labels)
+    r, p = data["rotations"][idx].astype(np.float64), data["positions"][idx].astype(np.float64)
+    if recipe.posture_deg > 0 or recipe.root_height_cm > 0:
+        r, p = another_performer(rng, r, p, data["skeleton"], recipe.posture_deg, recipe.root_height_cm)
+    return r, p, np.broadcast_to(known, (B,) + known.shape).copy(), gap, labels
+
+
+def another_performer(rng: np.random.Generator, rotations: np.ndarray, positions: np.ndarray, skeleton,
+                      posture_deg: float, root_height_cm: float) -> tuple[np.ndarray, np.ndarray]:
+    """Windows (B, T, J, 4) / (B, T, J, 3) re-posed as another performer would stand, inputs and truth alike: every
+    joint below the body root gets its own fixed rotation over the window (a random axis, an angle drawn from a
+    normal of ``posture_deg`` degrees) multiplied on the right of its local rotation, and the body root's height
+    moves by a uniform +- ``root_height_cm``. Half the windows are left as captured."""
+    from motioncore.core.kinematics import find_body_joints
+    from motioncore.core.rotations import axis_angle_to_quat, quat_mul
+
+    B, T, J = rotations.shape[:3]
+    root = find_body_joints(skeleton).root
+    below = np.array([j for j in range(J) if _below(skeleton, j, root) and j != root])
+    on = rng.random(B) < 0.5
+    axis = rng.normal(size=(B, len(below), 3))
+    axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
+    angle = np.radians(posture_deg) * rng.normal(size=(B, len(below), 1)) * on[:, None, None]
+    turn = axis_angle_to_quat(axis * angle)  # (B, |below|, 4)
+    r = rotations.copy()
+    r[:, :, below] = quat_mul(r[:, :, below], turn[:, None])
+    p = positions.copy()
+    p[:, :, root, 1] += (rng.uniform(-1.0, 1.0, B) * root_height_cm * on)[:, None]
+    return r, p
+
+
+def _below(skeleton, j: int, root: int) -> bool:
+    while j >= 0:
+        if j == root:
+            return True
+        j = skeleton.parents[j]
+    return False

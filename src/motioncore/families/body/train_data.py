@@ -19,6 +19,8 @@ __all__ = ["build_data", "contact_labels"]
 
 FPS = 30.0
 SPEEDS = (1.0, 0.8, 1.25)
+SOURCES = ("bandai", "cmu", "gestures")  # the training arrays' ``source`` codes
+UNSEEN = ("05", "07")  # the CMU test subjects, validated on (never trained on)
 
 
 def body_convention(clips) -> np.ndarray:
@@ -49,12 +51,13 @@ def _augment(motion, frames) -> list:
 
 def build_data(data: str, cache: Path, progress: bool = True) -> dict[str, Any]:
     """Training arrays (cached in ``cache``): frames of every augmented clip concatenated, with clip bounds and
-    the source of each clip ("bandai" | "cmu"). Also the skeleton and the convention."""
+    the source of each clip (an index into ``SOURCES``). Also the skeleton and the convention (always Bandai's
+    locomotion train split's, so every data choice retargets CMU the same way)."""
     from motioncore.core.skeleton import Skeleton
     from motioncore.data import load
 
-    if data not in ("bandai+cmu", "cmu"):
-        raise MotioncoreError(f"--data: expected 'bandai+cmu' or 'cmu', got {data!r}")
+    if data not in ("bandai+cmu", "cmu", "all"):
+        raise MotioncoreError(f"--data: expected 'bandai+cmu', 'cmu' or 'all', got {data!r}")
     f = cache / f"data-{data.replace('+', '_')}.npz"
     meta_f = f.with_suffix(".json")
     if f.is_file() and meta_f.is_file():
@@ -67,7 +70,10 @@ def build_data(data: str, cache: Path, progress: bool = True) -> dict[str, Any]:
     sk = bandai[0].motion.skeleton
     conv = body_convention(bandai)
     cmu = [onto_bandai(c.motion, sk, conv) for c in load("cmu", "train", fps=FPS, progress=progress)]
-    groups = ([("bandai", [c.motion for c in bandai])] if data == "bandai+cmu" else []) + [("cmu", cmu)]
+    groups = ([("bandai", [c.motion for c in bandai])] if data != "cmu" else []) + [("cmu", cmu)]
+    gestures = load("bandai-gestures", "train", fps=FPS, progress=progress) if data == "all" else []
+    if gestures:
+        groups.append(("gestures", [c.motion for c in gestures]))
     from motioncore.core.kinematics import mirror_frames
 
     rots, poss, bounds, source = [], [], [], []
@@ -81,10 +87,11 @@ def build_data(data: str, cache: Path, progress: bool = True) -> dict[str, Any]:
                 rots.append(a.rotations.astype(np.float32))
                 poss.append(a.positions.astype(np.float32))
                 bounds.append((start, start + a.num_frames))
-                source.append(0 if name == "bandai" else 1)
+                source.append(SOURCES.index(name))
                 start += a.num_frames
-    describe = (f"{'Bandai train split (' + str(len(bandai)) + ' clips) + ' if data == 'bandai+cmu' else ''}"
+    describe = (f"{'Bandai train split (' + str(len(bandai)) + ' clips) + ' if data != 'cmu' else ''}"
                 f"CMU train subjects 01-03, 06, 08, 09 ({len(cmu)} clips, retargeted onto the Bandai skeleton), "
+                f"{'Bandai dataset 2 gestures train split (' + str(len(gestures)) + ' clips), ' if gestures else ''}"
                 f"30 fps, mirrored, at speeds {list(SPEEDS)}: {start:,} frames")
     arrays = {"rotations": np.concatenate(rots), "positions": np.concatenate(poss),
               "bounds": np.asarray(bounds, np.int64), "source": np.asarray(source, np.int64)}
@@ -120,7 +127,8 @@ def contact_labels(data: dict[str, Any], cache: Path) -> np.ndarray:
 
 
 def validation_sets(skeleton, convention, n: int, progress: bool = True) -> dict[str, tuple]:
-    """Fixed LaFAN1 test windows (65 frames every 40) on the Bandai skeleton: Bandai test and CMU subject 05."""
+    """Fixed LaFAN1 test windows (65 frames every 40) on the Bandai skeleton: Bandai test and the CMU subjects
+    never trained on (``UNSEEN``: 05 and 07), each its own set."""
     from motioncore.data import load
     from motioncore.data.windows import TEST, TRAIN, lafan1_windows
     from motioncore.eval.metrics import position_stats
@@ -135,10 +143,11 @@ def validation_sets(skeleton, convention, n: int, progress: bool = True) -> dict
     out["bandai"] = (bw.rotations[idx], bw.positions[idx])
     from motioncore.data.datasets import Clip
 
-    c05 = [Clip(onto_bandai(c.motion, skeleton, convention), "test") for c in load("cmu", "test", fps=FPS,
-                                                                                     progress=progress)
-           if c.labels.get("subject") == "05"]
-    cw = lafan1_windows(c05, *TEST)
-    idx = np.linspace(0, len(cw) - 1, min(n, len(cw))).astype(int)
-    out["cmu05"] = (cw.rotations[idx], cw.positions[idx])
+    cmu_test = load("cmu", "test", fps=FPS, progress=progress)
+    for subject in UNSEEN:
+        clips = [Clip(onto_bandai(c.motion, skeleton, convention), "test") for c in cmu_test
+                 if c.labels.get("subject") == subject]
+        cw = lafan1_windows(clips, *TEST)
+        idx = np.linspace(0, len(cw) - 1, min(n, len(cw))).astype(int)
+        out[f"cmu{subject}"] = (cw.rotations[idx], cw.positions[idx])
     return {"sets": out, "mean": mean, "std": std}

@@ -53,6 +53,24 @@ def validate(model, net: Net, val: dict, lengths=(5, 15, 30, 45)) -> dict[str, d
     return out
 
 
+def unseen_score(val: dict[str, dict[str, float]]) -> float | None:
+    """The model-selection score of one validation's L2Q over Interp: the mean over the CMU subjects never
+    trained on (sets ``cmu05``, ``cmu07``) at 15 and 30 frames; None where those sets were not validated."""
+    sets = [k for k in val if k.startswith("cmu")]
+    if not sets:
+        return None
+    return float(np.mean([val[k][n] for k in sets for n in ("15", "30") if n in val[k]]))
+
+
+def _save_best(run: Path, ema) -> None:
+    """The EMA weights of the best validation so far, atomically (``RUN/best.safetensors``)."""
+    from safetensors.torch import save_file
+
+    tmp = run / ".best-tmp.safetensors"
+    save_file({k: v.detach().cpu().contiguous() for k, v in ema.state_dict().items()}, str(tmp))
+    tmp.replace(run / "best.safetensors")
+
+
 def _lr(recipe: BodyRecipe, step: int, wall: float) -> float:
     warm = min(1.0, (step + 1) / recipe.warmup)
     frac = min(1.0, wall / (recipe.minutes * 60.0))
@@ -138,10 +156,12 @@ def plot_curve(history: list[dict], path: Path) -> None:
     a.grid(alpha=0.3)
     for ax, key, label in ((b, "val", "L2Q / Interp"), (c, "val_l2p", "L2P / Interp")):
         va = [h for h in history if key in h]
-        for name in (va[0][key] if va else {}):
+        names = list(va[-1][key]) if va else []
+        for i, name in enumerate(names):
+            vn = [h for h in va if name in h[key]]  # a set added on a resume starts there
             for n, style in zip(("5", "15", "30", "45"), ("-", "--", "-.", ":")):
-                ax.plot([h["wall_s"] / 60 for h in va], [h[key][name][n] for h in va], style,
-                        color="C0" if name == "bandai" else "C1", label=f"{name} @{n}")
+                ax.plot([h["wall_s"] / 60 for h in vn], [h[key][name][n] for h in vn], style,
+                        color=f"C{i}", label=f"{name} @{n}")
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xlabel("wall time (min)")
         ax.set_ylabel(f"{label} (validation)")
@@ -208,7 +228,7 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
         data = {**data, "contacts": contact_labels(data, run.parent / "cache")}
     torch.manual_seed(recipe.seed)  # weight initialisation
     cfg = InfillBodyConfig(net.layout.num_model_joints, recipe.d_model, recipe.n_layers, recipe.n_heads, recipe.d_ff,
-                           basis=recipe.basis, contacts=len(net.layout.body.feet) if recipe.contacts else 0)
+                           dropout=recipe.dropout, basis=recipe.basis, contacts=len(net.layout.body.feet) if recipe.contacts else 0)
     model = InfillBody(cfg)
     ema = InfillBody(cfg)
     ema.load_state_dict(model.state_dict())
@@ -270,6 +290,13 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
                 f"{m}{'/Interp' if m != 'Jerk' else '/truth'} " + "; ".join(
                     f"{k} " + " / ".join(f"{v[n]:.3f}" for n in v) for k, v in sc.items())
                 for m, sc in scores.items()), file=sys.stderr, flush=True)
+            score = unseen_score(val)
+            if score is not None and score < state.get("best", {}).get("score", np.inf):
+                _save_best(run, ema)
+                state["best"] = {"step": state["step"], "wall_s": wall, "score": score, "val": val}
+                state["wall_s"] = wall  # the best weights and the state that names them are saved together
+                _save_state(run, model, ema, opt, state)
+                last_save = time.monotonic()
             plot_curve(state["history"], run / "curve.png")
             last_val = time.monotonic()
         if done or time.monotonic() - last_save >= recipe.save_every:
@@ -301,8 +328,24 @@ def _train(recipe: BodyRecipe, run: Path, max_minutes: float | None, progress: b
 
 def add_infill_body_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("infill-body")
-    g.add_argument("--body-data", choices=["bandai+cmu", "cmu"], default=None,
-                   help="training data: Bandai train + CMU train subjects (default), or CMU alone (permissive)")
+    g.add_argument("--body-data", choices=["bandai+cmu", "cmu", "all"], default=None,
+                   help="training data: Bandai train + CMU train subjects (default), CMU alone (permissive), or "
+                        "all: Bandai + CMU + Bandai's standing gestures")
+    g.add_argument("--gesture-share", type=float, default=None,
+                   help="all: the share of each batch drawn from Bandai's gestures (default 0.2)")
+    g.add_argument("--posture-deg", type=float, default=None,
+                   help="augmentation: each joint turned by a fixed random rotation per window, this many degrees "
+                        "(normal; default 0: off), as another performer stands")
+    g.add_argument("--root-height-cm", type=float, default=None,
+                   help="augmentation: the root's height moved per window by up to this many cm (default 0)")
+    g.add_argument("--basis", choices=["sine", "spline"], default=None,
+                   help="the correction's curves: a bump per gap (sine: infill-body) or one C2 spline through the "
+                        "keys (spline, the default: infill-body-spline)")
+    g.add_argument("--no-contacts", action="store_true", help="no contact output (default: one per foot and toe); "
+                   "with --export: the checkpoint without the run's contact output")
+    g.add_argument("--select", choices=["last", "unseen"], default=None,
+                   help="--export writes the last EMA weights (default) or those that scored best on CMU 05 and 07, "
+                        "performers never trained on")
     g.add_argument("--cmu-share", type=float, default=None,
                    help="bandai+cmu: the share of each batch drawn from the CMU clips (default 0.5)")
     g.add_argument("--minutes", type=float, default=None,
@@ -322,7 +365,10 @@ def train_infill_body_from_args(args: argparse.Namespace) -> int:
     over = {"data": args.body_data, "cmu_share": args.cmu_share, "minutes": args.minutes, "threads": args.threads,
             "seed": getattr(args, "seed", None), "d_model": getattr(args, "d_model", None),
             "n_layers": getattr(args, "n_layers", None), "lr": getattr(args, "lr", None),
-            "tokens": getattr(args, "tokens", None), "foot_weight": getattr(args, "foot_weight", None)}
+            "tokens": getattr(args, "tokens", None), "foot_weight": getattr(args, "foot_weight", None),
+            "gesture_share": args.gesture_share, "posture_deg": args.posture_deg,
+            "root_height_cm": args.root_height_cm, "dropout": getattr(args, "dropout", None), "select": args.select,
+            "basis": args.basis, "contacts": False if args.no_contacts else None}
     recipe = BodyRecipe(**{**BodyRecipe().to_dict(), **{k: v for k, v in over.items() if v is not None}})
     run = Path(args.out or ("runs/infill-body-cmu" if recipe.data == "cmu" else "runs/infill-body"))
     if args.pack:
@@ -340,7 +386,7 @@ def train_infill_body_from_args(args: argparse.Namespace) -> int:
     if args.export:
         if not (run / "state.json").is_file():
             raise MotioncoreError(f"--export: no training state in {run} (train first)")
-        print(export(run, Path(args.export), Path(args.export).stem, data=data))
+        print(export(run, Path(args.export), Path(args.export).stem, data=data, contacts=not args.no_contacts))
         return 0
     state = train_infill_body(recipe, run, args.max_minutes or None, progress=not getattr(args, "quiet", False),
                               warm_start=args.warm_start, device=_pick_device(args.device), data=data, val_sets=val)
