@@ -132,6 +132,8 @@ def _cmd_eval_clips(args: argparse.Namespace) -> int:
              "unplanted": load_body_clipfill(args.model, plant_feet=False), "gate": load_body_clipfill(args.model)}
     if args.adapt:
         fills["adapt"] = load_body_clipfill(args.model, adapt=args.adapt)
+    if args.donor:
+        fills["donor"] = load_body_clipfill(args.model, donor=True)
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     # one unit: a registered set's cache is in cm; an outside clip's unit from its naming and legs (CMU's ASF: known)
     units = [(1.0, "cm") if args.data in REGISTRY else clip_unit(m) for m in clips]
@@ -330,6 +332,9 @@ def add_subcommands(sub: Any) -> None:
                    help="gap lengths in frames (default 5 15 30)")
     e.add_argument("--adapt", type=float, default=0.0, metavar="SECONDS",
                    help="also Learn This Action for this many seconds per clip and length (default off)")
+    e.add_argument("--donor", action="store_true", help="also a 'donor' row: the gate offered the clip's own keyed "
+                   "motion per gap beside the network (families.body.fill_donor; the JSON's filled_by says which filled "
+                   "each gap)")
     e.add_argument("--limit", type=positive_int, help="at most this many clips")
     _add_report_args(e, "per-clip results", "eval_clips_<data>.png")
     e.set_defaults(func=_cmd_eval_clips)

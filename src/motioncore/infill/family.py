@@ -65,6 +65,7 @@ class Request:
     plant_feet: bool | str = True
     curve: str | None = None
     rate: str | None = None
+    donor: bool = False  # infill-body: the clip's own keyed motion offered per gap, the gate choosing (families.body.fill_donor)
     family: Any = field(default=None, compare=False)
 
 

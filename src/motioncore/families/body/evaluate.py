@@ -65,10 +65,11 @@ def load_body_keyfill(name_or_path: str | Path, device: str = "cpu", use_safety:
 
 
 def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float = 0.0, joint_map=None,
-                       device: str = "cpu", plant_feet: bool = True) -> KeyFill:
+                       device: str = "cpu", plant_feet: bool = True, donor: bool = False) -> KeyFill:
     """Whole clips filled as the add-on and ``batch infill`` fill them (``infill.fill``: each gap in
     its own window, the gate fitted on the clip's own keys when ``gate``; Learn This Action for ``adapt``
-    seconds first when > 0; the feet planted unless ``plant_feet`` is False), on any body skeleton through
+    seconds first when > 0; the feet planted unless ``plant_feet`` is False; the clip's own motion offered as a
+    donor per gap when ``donor``, ``families.body.fill_donor``), on any body skeleton through
     ``on_skeleton``. The returned fill's ``last_info()``
     gives the last clip's mean gate weight (``weight``) and, after adapting, the pseudo-gap errors."""
     from motioncore.models.registry import load_model
@@ -95,10 +96,12 @@ def load_body_clipfill(name_or_path: str | Path, gate: bool = True, adapt: float
                 except MotioncoreError as e:  # too little keyed to learn from: the gate alone, and say so
                     info["adapt_skipped"] = str(e)
             out = fill(Request(net, meta, q[b], p[b, :, rj], known[b], gate=gate, gate_limit=limit,
-                               plant_feet=plant_feet, family=family))
+                               plant_feet=plant_feet, family=family, donor=donor))
             oq[b], op[b, :, rj] = out.rotations[0], out.root[0]
             if out.gate is not None:
                 info["weight"] = out.gate.mean_weight()
+                if out.gate.filled_by:
+                    info["filled_by"] = out.gate.filled_by
                 info["gate"] = out.gate.summary()
         return oq, op
 

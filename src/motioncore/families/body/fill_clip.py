@@ -45,7 +45,8 @@ class BodyFamily:
             m = plan if plan.route == "same" else plan.model
             plant = request.plant_feet if request.residual != 0.0 else False
             return fit_gate(request.model, request.meta, m.q, m.r, m.keys, m.todo,
-                            limit=request.gate_limit or MAX_PSEUDO, plant=bool(plant), curve=request.curve)
+                            limit=request.gate_limit or MAX_PSEUDO, plant=bool(plant), curve=request.curve,
+                            donor=request.donor)
         return request.gate if isinstance(request.gate, Gate) else None
 
     def learn(self, request: Request, seconds: float | None = None, steps: int | None = None,
@@ -90,7 +91,8 @@ class BodyFamily:
 
 def fill_clip_body(request: Request, plan: InfillPlan, gate: Gate | None) -> Filled:
     """Route ``same``: each gap in its own window (``core.gaps``) with its bucket's weights from ``gate``; the Bezier
-    base comes back from the same pass. ``plant_feet``: then the feet planted (``families.body.fill_plant``) on the
+    base comes back from the same pass (with ``Request.donor``, the gate's choice of the clip's own motion per gap,
+    ``families.body.fill_donor``, its choices in ``gate.filled_by``). ``plant_feet``: then the feet planted (``families.body.fill_plant``) on the
     gaps whose length the gate keeps planting for; ``"judge"``: judged by the gate, not planted (a client that plants
     its own rig). Weight 0 (``residual``) asks for the base itself: Blender's curve, unplanted."""
     model, meta, n_samples, check = request.model, request.meta, request.n_samples, request.check
@@ -131,6 +133,14 @@ def fill_clip_body(request: Request, plan: InfillPlan, gate: Gate | None) -> Fil
                 # blocking: no keyed stretch to judge planting on, and the keys cannot tell where a foot is down;
                 # the model's contact output can (it was trained on the capture's labels)
                 planted[s:e] = by_model[s:e] = True
+    if request.donor and isinstance(gate, Gate):   # the gate's per-gap choice of the clip's own motion
+        from motioncore.core.skeleton import Skeleton
+        from motioncore.families.body.fill import BodyLayout
+        from motioncore.families.body.fill_donor import fill_gaps
+
+        lay = BodyLayout.of(Skeleton.from_dict(meta["skeleton"]))
+        out_q, out_r, gate.filled_by = fill_gaps(lay, gate, out_q, out_r, base_q, base_r,
+                                                 int(meta.get("root_joint", lay.body.root)), keys, todo)
     plant_info = None
     if planted.any() and plant == "judge":  # judged only: the client plants its own rig where the gate says
         plant_info = {"frames": int(planted.sum()), "judged_only": True}

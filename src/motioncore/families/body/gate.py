@@ -55,6 +55,7 @@ class GateFit:
     curve: str = "bezier"  # the curve the user has (their keys' interpolation; ``families.body.gate_curve``)
     blend: float = 1.0  # how far from the user's curve toward the gated fill (0: the user's curve exactly)
     curve_error: dict = field(default_factory=dict)  # {curve, fill, blended: [cm, deg]} on the pseudo-gaps
+    donor: dict = field(default_factory=dict)  # the clip's own motion judged here (``families.body.fill_donor``)
 
 
 @dataclass
@@ -62,6 +63,12 @@ class Gate:
     """Per bucket (``bucket(length)``) the fitted weights."""
 
     fits: dict[int, GateFit]
+    filled_by: list[dict] = field(default_factory=list)  # per gap what filled it, with the donor on
+
+    def donor(self, length: int) -> dict:
+        """The donor's fit for gaps of ``length`` frames ({} when not judged: the donor is not used)."""
+        f = self.fits.get(bucket(length))
+        return {} if f is None else f.donor
 
     def weights(self, length: int) -> tuple[float, float]:
         f = self.fits.get(bucket(length))
@@ -204,14 +211,16 @@ def _fit_one(score: Callable[[list[Pair]], list[Pair]], n: int, length: int, met
 
 
 def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: np.ndarray, todo: np.ndarray,
-             context: int = CONTEXT, limit: int = MAX_PSEUDO, plant: bool = False, curve: str | None = None) -> Gate:
+             context: int = CONTEXT, limit: int = MAX_PSEUDO, plant: bool = False, curve: str | None = None,
+             donor: bool = False) -> Gate:
     """The gate for a clip on the checkpoint's skeleton (``rotations`` (T, J, 4), ``root`` (T, 3), ``keys`` and
     ``todo`` (T, J + 1) bool), one fit per bucket of the lengths of the gaps in ``todo``, on up to ``limit``
     pseudo-gaps each (after Learn This Action: its held-out ones, ``families.body.adapt.HELD``). ``plant``: also
     judge planting the feet on the same pseudo-gaps at the fitted weights (``families.body.fill_plant.judge_plant``: off
     for a length where it costs error). ``curve`` ("linear", "constant": the user's keys' interpolation): also fit
     how far to blend from that curve toward the gated fill (``families.body.gate_curve``; "bezier" or None: the
-    gate's base is the user's curve already, the blend stays 1)."""
+    gate's base is the user's curve already, the blend stays 1). ``donor``: also judge the clip's own motion as
+    a donor on the same pseudo-gaps (``families.body.fill_donor.judge``)."""
     from motioncore.core.skeleton import Skeleton
     from motioncore.families.body.fill import BodyLayout
 
@@ -257,6 +266,10 @@ def fit_gate(model, meta: dict, rotations: np.ndarray, root: np.ndarray, keys: n
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gated fill, blended from the user's curve
             fits[bk].curve = curve
             fits[bk].blend, fits[bk].curve_error = fit_blend(sk, q[idx], pos[idx], frames, fq, fp, curve)
+        if donor and fits[bk].method == "pseudo-gaps":
+            from motioncore.families.body.fill_donor import judge
+
+            fits[bk].donor = judge(layout, q, pos, full, wins, score.fill, fits[bk])
         if plant and wins:  # the feet planted at these weights, judged on every dense pseudo-gap there is (even
             # fewer than the weights need): kept only where it costs no error there
             fq, fp = score.fill((fits[bk].rot, fits[bk].root))  # the gate's own network pass, at its weights
