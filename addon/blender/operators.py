@@ -156,6 +156,7 @@ class _InfillBase(KeysOptions, _ServerOperator):
 
     label = "In-fill"
     model = "use:infill.variations"
+    user_curve = True   # Keys = Reduced leaves a gap on the user's curve where the fill matched it (body only)
     whole_range = False   # the body in-fill sends the whole range: its gate learns from every keyed frame
     variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
                                       description="Samples to draw (temperature > 0 makes them differ)")
@@ -249,6 +250,7 @@ class _InfillBase(KeysOptions, _ServerOperator):
         feet = report_feet(rig, segs, arrays, pick, _scene_fps(context), content)   # before any key is written
         written, bones_written = 0, set()
         reduce = self.reduce_options(100.0 / rig_units_per_metre(arm, _hips_bone(arm, rig["bones"])))
+        reduce = None if reduce is None else {**reduce, "user_curve": self.user_curve}
         stats: dict[str, float] = {}
         for i, g in enumerate(segs):
             if f"known.{i}" in arrays:   # what the server was sent (whole frames for a group-frames model)
@@ -349,6 +351,7 @@ class MOTIONCORE_OT_hands_infill(_InfillBase):
     bl_label = "In-fill Hands"
     label = "Hands in-fill"
     model = "use:infill.hands"
+    user_curve = False   # a finger's whole motion is within the body's tolerance in cm: always write the fill
 
     def model_name(self, context: bpy.types.Context) -> str | None:
         """The panel's Hands Model; empty: the deterministic infill-hands (it reads the object when given one) for

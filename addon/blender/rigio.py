@@ -262,7 +262,8 @@ def write_segment(arm: Any, rig: dict[str, Any], seg: dict[str, Any], q: np.ndar
         figures = {"max_cm": 0.0, "sum_cm": 0.0, "n_cm": 0}
     else:
         p = keyreduce.plan(rig, frames, raws, chans, float(reduce["max_cm"]), float(reduce["mean_cm"]),
-                           float(reduce.get("cm_per_unit", 1.0)), user=_user_channels(rig, frames, chans))
+                           float(reduce.get("cm_per_unit", 1.0)),
+                           user=_user_channels(rig, frames, chans) if reduce.get("user_curve", True) else None)
         for c in chans:   # a gap the user's own curve holds gets no keys (our old ones there removed)
             written += keywrite.write_reduced(arm, c.path, frames[c.todo], c.keys, group=c.group,
                                              cache=rig.get("keys"))
