@@ -28,7 +28,7 @@ def fill(request: Request) -> Filled:
     still come back bit-identical."""
     if request.mirror:
         return _mirrored(request)
-    family = request.family or family_for(request.meta)
+    family = request.family or family_for(request.meta, request.model)
     return family.fill(request, plan_of(request, family))
 
 
@@ -37,7 +37,7 @@ _fill = fill   # for the wrappers whose ``fill`` argument is the mask of element
 
 def plan_of(request: Request, family: Any = None) -> InfillPlan:
     """The request's plan, built as its family fills (``checks_clip``, ``own_rate``)."""
-    family = family or request.family or family_for(request.meta)
+    family = family or request.family or family_for(request.meta, request.model)
     return InfillPlan.of(request.meta, request.rotations, request.root, request.known, request.fps, request.fill,
                          checked=family.checks_clip, own_rate=family.own_rate)
 

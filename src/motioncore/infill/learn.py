@@ -33,5 +33,5 @@ def learn(request: Request, seconds: float | None = None, steps: int | None = No
     """Learn ``request``'s clip (its keys at its rate) for ``steps`` learning steps or ``seconds`` of wall time, by
     its family; ``progress(fraction, message)``, ``cancel()`` True stops early; ``key``: the cache key the caller
     holds."""
-    family = request.family or family_for(request.meta)
+    family = request.family or family_for(request.meta, request.model)
     return family.learn(request, seconds=seconds, steps=steps, progress=progress, cancel=cancel, key=key)

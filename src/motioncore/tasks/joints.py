@@ -9,7 +9,6 @@ import numpy as np
 
 from ..core.motion import Motion
 from ..errors import MotioncoreError
-from ..families.anyorder.fill import fill_joints
 from ..retarget.mapping import RetargetError
 
 __all__ = ["joint_filler", "JointFill"]
@@ -21,6 +20,7 @@ _MODELS: dict[str, tuple] = {}   # checkpoints by name, loaded once per process 
 def joint_filler(infill_model: str | tuple) -> JointFill:
     """A filler of unmapped joints with ``infill_model`` (a per-element any-order checkpoint on the target
     skeleton: a bundled name, a path or a loaded (model, meta)). Its errors are ``RetargetError``s."""
+    from ..families.anyorder.fill import fill_joints  # torch: never at import (bpy's Python has none)
     from ..models.registry import load_model
 
     if isinstance(infill_model, str):
