@@ -156,7 +156,7 @@ class _InfillBase(KeysOptions, _ServerOperator):
 
     label = "In-fill"
     model = "use:infill.variations"
-    user_curve = True   # Keys = Reduced leaves a gap on the user's curve where the fill matched it (body only)
+    user_curve = False   # Keys = Reduced: leave a gap on the user's curve where the fill matched it (off: see rigio)
     whole_range = False   # the body in-fill sends the whole range: its gate learns from every keyed frame
     variations: bpy.props.IntProperty(name="Variations", default=1, min=1, max=8,  # type: ignore[valid-type]
                                       description="Samples to draw (temperature > 0 makes them differ)")
