@@ -16,19 +16,7 @@ import traceback
 
 import bpy
 import numpy as np
-
-
-def curve(points):
-    cd = bpy.data.curves.new("Path", "CURVE")
-    cd.dimensions = "3D"
-    sp = cd.splines.new("BEZIER")
-    sp.bezier_points.add(len(points) - 1)
-    for bp, co in zip(sp.bezier_points, points):
-        bp.co = co
-        bp.handle_left_type = bp.handle_right_type = "AUTO"
-    obj = bpy.data.objects.new("Path", cd)
-    bpy.context.scene.collection.objects.link(obj)
-    return obj
+from walk_rigs import curve  # the same Bezier path object (this folder is the script's sys.path[0])
 
 
 def main() -> None:

@@ -26,12 +26,13 @@ def run(op, **kw) -> str:
         return "ERROR " + str(e).strip()
 
 
-def curve():
+def curve(points=PATH):
+    """A 3D Bezier curve object through ``points`` (Auto handles), linked to the scene."""
     cd = bpy.data.curves.new("Path", "CURVE")
     cd.dimensions = "3D"
     sp = cd.splines.new("BEZIER")
-    sp.bezier_points.add(len(PATH) - 1)
-    for bp, co in zip(sp.bezier_points, PATH):
+    sp.bezier_points.add(len(points) - 1)
+    for bp, co in zip(sp.bezier_points, points):
         bp.co = co
         bp.handle_left_type = bp.handle_right_type = "AUTO"
     obj = bpy.data.objects.new("Path", cd)

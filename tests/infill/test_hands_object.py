@@ -41,7 +41,7 @@ def _tiny(cond: bool):
     d = asdict(cfg)
     d["channel_kinds"] = list(d["channel_kinds"])
     extra = {"cond": {"norm": {"mean": [0.0] * 7, "std": [1.0] * 7}}} if cond else {}
-    info = {k: meta[k] for k in ("skeleton", "fps", "root_joint", "root_norm")}
+    info = {k: meta[k] for k in ("kind", "skeleton", "fps", "root_joint", "root_norm")}   # a checkpoint names its kind
     return model, d, {**info, **extra, "training_data": "none (untrained test model)", "licence": "CC BY-NC"}
 
 

@@ -89,10 +89,9 @@ _RESOLVED: dict[str, InfillFamily] = {}
 
 
 def family_for(meta: dict, model: Any = None) -> InfillFamily:
-    """The family instance of a checkpoint's kind (``meta["kind"]``, else the network's own ``kind``; metadata with
-    no kind at all, as an untrained any-order network's: the any-order family, as before the package), resolved
-    from ``models.kinds`` once per kind (at load)."""
-    kind = spec(meta) or spec(getattr(model, "kind", None)) or (spec("anyorder") if "kind" not in meta else None)
+    """The family instance of a checkpoint's kind (``meta["kind"]``, else the network's own ``kind``), resolved from
+    ``models.kinds`` once per kind (at load)."""
+    kind = spec(meta) or spec(getattr(model, "kind", None))
     if kind is None or kind.family is None:
         raise MotioncoreError(f"model kind {meta.get('kind')!r} does not fill (no in-fill family)")
     if kind.kind not in _RESOLVED:
